@@ -1,0 +1,140 @@
+/**
+ * Every stashd setting, with its environment variable, default and meaning.
+ *
+ * This table is the single source for configuration: `load.ts` reads the environment through it
+ * (and nowhere else in the code base reads `process.env`), the CLI maps its flags onto it, and the
+ * README's configuration table is written from it. Time settings are here so that tests can run
+ * with millisecond schedules.
+ */
+
+export type SettingKind = "string" | "int" | "port" | "optional-string" | "log-level";
+
+export interface SettingSpec {
+  /** Environment variable that sets it. */
+  env: string;
+  kind: SettingKind;
+  default: string | number | undefined;
+  doc: string;
+}
+
+export const SETTINGS = {
+  host: {
+    env: "STASHD_HOST",
+    kind: "string",
+    default: "127.0.0.1",
+    doc: "Address both HTTP services listen on.",
+  },
+  kvPort: {
+    env: "STASHD_KV_PORT",
+    kind: "port",
+    default: 8079,
+    doc: "Port of the Redis REST gateway (0 picks a free port).",
+  },
+  queuePort: {
+    env: "STASHD_QUEUE_PORT",
+    kind: "port",
+    default: 8080,
+    doc: "Port of the message queue API (0 picks a free port).",
+  },
+  dataDir: {
+    env: "STASHD_DATA_DIR",
+    kind: "string",
+    default: "./.stashd",
+    doc: "Directory for credentials, the database registry and managed Redis data.",
+  },
+  redisServerBin: {
+    env: "STASHD_REDIS_SERVER",
+    kind: "string",
+    default: "redis-server",
+    doc: "The redis-server (or valkey-server) binary used for managed databases.",
+  },
+  kvRedisUrl: {
+    env: "STASHD_KV_REDIS_URL",
+    kind: "optional-string",
+    default: undefined,
+    doc: "External Redis for the `default` database, created on first start (unset: managed).",
+  },
+  kvPoolSize: {
+    env: "STASHD_KV_POOL_SIZE",
+    kind: "int",
+    default: 4,
+    doc: "Pipelined backend connections per database and token kind.",
+  },
+  kvMaxRequestBytes: {
+    env: "STASHD_KV_MAX_REQUEST_BYTES",
+    kind: "int",
+    default: 10 * 1024 * 1024,
+    doc: "Default max request body size per database (`ERR max request size exceeded`).",
+  },
+  kvDailyRequestLimit: {
+    env: "STASHD_KV_DAILY_REQUEST_LIMIT",
+    kind: "int",
+    default: 0,
+    doc: "Default daily command limit per database and process, 0 = off.",
+  },
+  sseKeepAliveMs: {
+    env: "STASHD_SSE_KEEPALIVE_MS",
+    kind: "int",
+    default: 15_000,
+    doc: "Interval of `: keepalive` comments on idle server-sent event streams.",
+  },
+  requestTimeoutMs: {
+    env: "STASHD_REQUEST_TIMEOUT_MS",
+    kind: "int",
+    default: 30_000,
+    doc: "Time a client has to send a whole request (slow clients are cut off).",
+  },
+  redisConnectTimeoutMs: {
+    env: "STASHD_REDIS_CONNECT_TIMEOUT_MS",
+    kind: "int",
+    default: 5_000,
+    doc: "Timeout for opening a backend Redis connection.",
+  },
+  redisRetryBackoffMs: {
+    env: "STASHD_REDIS_RETRY_BACKOFF_MS",
+    kind: "int",
+    default: 250,
+    doc: "After a failed backend connect, requests fail fast for this long before a retry.",
+  },
+  managedRestartMaxBackoffMs: {
+    env: "STASHD_MANAGED_RESTART_MAX_BACKOFF_MS",
+    kind: "int",
+    default: 5_000,
+    doc: "Longest wait before restarting a crashed managed redis-server.",
+  },
+  registryPollMs: {
+    env: "STASHD_REGISTRY_POLL_MS",
+    kind: "int",
+    default: 250,
+    doc: "How often a running server checks the database registry for CLI changes.",
+  },
+  shutdownGraceMs: {
+    env: "STASHD_SHUTDOWN_GRACE_MS",
+    kind: "int",
+    default: 10_000,
+    doc: "Time in-flight requests get to finish on SIGINT/SIGTERM.",
+  },
+  logLevel: {
+    env: "STASHD_LOG_LEVEL",
+    kind: "log-level",
+    default: "info",
+    doc: "debug, info, warn, error or silent.",
+  },
+} as const satisfies Record<string, SettingSpec>;
+
+export type SettingName = keyof typeof SETTINGS;
+
+export type LogLevel = "debug" | "info" | "warn" | "error" | "silent";
+
+type ValueOf<K extends SettingKind> = K extends "string"
+  ? string
+  : K extends "optional-string"
+    ? string | undefined
+    : K extends "log-level"
+      ? LogLevel
+      : number;
+
+/** The validated, frozen configuration handed to every part of stashd. */
+export type Config = {
+  readonly [K in SettingName]: ValueOf<(typeof SETTINGS)[K]["kind"]>;
+};

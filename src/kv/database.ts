@@ -1,0 +1,172 @@
+import type { Config } from "../config/schema.js";
+import { AppError } from "../shared/errors.js";
+import type { Logger } from "../shared/log.js";
+import type { RedisEndpoint } from "../shared/redis/connection.js";
+import type { ManagedRedis } from "../shared/redis/managed.js";
+import { RedisPool } from "../shared/redis/pool.js";
+import { parseCommandTable, type CommandTable } from "./policy.js";
+import type { DatabaseRecord } from "./registry.js";
+import { ScriptAliases } from "./rewrite.js";
+import { readonlyUserPassword, type AclCredentials } from "./tokens.js";
+
+/** Who a request runs as: the database, and which backend user its token maps to. */
+export interface Principal {
+  db: KvDatabase;
+  role: "standard" | "readonly" | "acl";
+  acl?: AclCredentials;
+}
+
+const READONLY_USER = "default_ro";
+/** Reads only; SCAN and KEYS are refused as the spec's "powerful read commands". */
+const READONLY_RULES = [
+  "reset",
+  "on",
+  "~*",
+  "&*",
+  "+@read",
+  "-@dangerous",
+  "-scan",
+  "-keys",
+  "+ping",
+  "+echo",
+  "+eval_ro",
+  "+evalsha_ro",
+  "+fcall_ro",
+  "+subscribe",
+  "+psubscribe",
+];
+const ACL_POOL_IDLE_MS = 5 * 60_000;
+
+/**
+ * One KV database at run time: its backend pools (full access, the `default_ro` ACL user, and
+ * one per ACL user that a RESTTOKEN token names), its command table, limits and counters.
+ */
+export class KvDatabase {
+  readonly aliases = new ScriptAliases();
+  private readonly admin: RedisPool;
+  private readonly readonlyPool: RedisPool;
+  private readonly aclPools = new Map<string, { pool: RedisPool; usedAt: number }>();
+  private table: Promise<CommandTable> | undefined;
+  private day = "";
+  private dayCount = 0;
+
+  constructor(
+    readonly record: DatabaseRecord,
+    readonly endpoint: RedisEndpoint,
+    private readonly config: Config,
+    private readonly logger: Logger,
+    readonly managed?: ManagedRedis,
+  ) {
+    const poolOpts = {
+      size: config.kvPoolSize,
+      connectTimeoutMs: config.redisConnectTimeoutMs,
+      retryBackoffMs: config.redisRetryBackoffMs,
+    };
+    this.admin = new RedisPool(endpoint, poolOpts);
+    const roPassword = readonlyUserPassword(endpoint.password ?? JSON.stringify(endpoint));
+    this.readonlyPool = new RedisPool(
+      { ...endpoint, username: READONLY_USER, password: roPassword },
+      { ...poolOpts, onLoginRefused: () => this.ensureReadonlyUser(roPassword) },
+    );
+  }
+
+  get name(): string {
+    return this.record.name;
+  }
+
+  get maxRequestBytes(): number {
+    return this.record.maxRequestBytes ?? this.config.kvMaxRequestBytes;
+  }
+
+  /** The pool a principal's commands run on; Redis's ACLs enforce what each may do. */
+  poolFor(principal: Principal): RedisPool {
+    if (principal.role === "standard") return this.admin;
+    if (principal.role === "readonly") return this.readonlyPool;
+    return this.aclPool(principal.acl as AclCredentials);
+  }
+
+  /** The backend's COMMAND table, loaded once (and again after a failure). */
+  commandTable(): Promise<CommandTable> {
+    this.table ??= this.admin.exec(["COMMAND"]).then((reply) => {
+      if (reply.kind === "error")
+        throw new AppError("backend_unavailable", `ERR COMMAND failed: ${reply.value}`);
+      return parseCommandTable(reply);
+    });
+    this.table.catch(() => (this.table = undefined));
+    return this.table;
+  }
+
+  /**
+   * Counts commands against the daily limit (per UTC day and per process; see docs/limits).
+   * Throws `ERR max daily request limit exceeded` once the limit is reached.
+   */
+  countCommands(n: number, now = new Date()): void {
+    const limit = this.record.dailyRequestLimit ?? this.config.kvDailyRequestLimit;
+    if (limit <= 0) return;
+    const day = now.toISOString().slice(0, 10);
+    if (day !== this.day) {
+      this.day = day;
+      this.dayCount = 0;
+    }
+    if (this.dayCount + n > limit) {
+      throw new AppError("daily_limit", "ERR max daily request limit exceeded");
+    }
+    this.dayCount += n;
+  }
+
+  /** Creates (or refreshes) the read-only ACL user; Redis then enforces read-only access. */
+  async ensureReadonlyUser(password: string): Promise<void> {
+    const reply = await this.admin.exec([
+      "ACL",
+      "SETUSER",
+      READONLY_USER,
+      ...READONLY_RULES,
+      `>${password}`,
+    ]);
+    if (reply.kind === "error") {
+      this.logger.warn("cannot create the read-only ACL user; read-only tokens will fail", {
+        db: this.name,
+        err: reply.value,
+      });
+    }
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([
+      this.admin.close(),
+      this.readonlyPool.close(),
+      ...[...this.aclPools.values()].map((p) => p.pool.close()),
+    ]);
+    await this.managed?.stop();
+  }
+
+  private aclPool(creds: AclCredentials): RedisPool {
+    const key = JSON.stringify([creds.username, creds.password]);
+    const now = Date.now();
+    let entry = this.aclPools.get(key);
+    if (!entry) {
+      this.dropIdleAclPools(now);
+      const pool = new RedisPool(
+        { ...this.endpoint, username: creds.username, password: creds.password },
+        {
+          size: 1,
+          connectTimeoutMs: this.config.redisConnectTimeoutMs,
+          retryBackoffMs: this.config.redisRetryBackoffMs,
+        },
+      );
+      entry = { pool, usedAt: now };
+      this.aclPools.set(key, entry);
+    }
+    entry.usedAt = now;
+    return entry.pool;
+  }
+
+  private dropIdleAclPools(now: number): void {
+    for (const [key, entry] of this.aclPools) {
+      if (now - entry.usedAt > ACL_POOL_IDLE_MS) {
+        void entry.pool.close();
+        this.aclPools.delete(key);
+      }
+    }
+  }
+}

@@ -1,0 +1,181 @@
+import { statSync } from "node:fs";
+import type { Config } from "../config/schema.js";
+import { messageOf } from "../shared/errors.js";
+import type { Logger } from "../shared/log.js";
+import { parseRedisUrl, type RedisEndpoint } from "../shared/redis/connection.js";
+import { ManagedRedis } from "../shared/redis/managed.js";
+import { KvDatabase, type Principal } from "./database.js";
+import {
+  createDatabase,
+  managedDir,
+  readRegistry,
+  registryFile,
+  type DatabaseRecord,
+} from "./registry.js";
+import { deriveToken, isAclToken, openAclToken, sameToken, tokenDigest } from "./tokens.js";
+
+export interface DatabaseCredentials {
+  name: string;
+  token: string;
+  readonlyToken: string;
+}
+
+interface TokenEntry {
+  token: string;
+  db: KvDatabase;
+  role: "standard" | "readonly";
+}
+
+/**
+ * Keeps the running databases in step with the registry file: on start, and whenever the CLI
+ * changes it (polled by mtime), databases are added (managed ones get their redis-server),
+ * removed, or re-keyed (a password reset revokes the old tokens at once). Also answers "which
+ * database and role does this token belong to", comparing tokens in constant time.
+ */
+export class DatabaseManager {
+  private readonly dbs = new Map<string, KvDatabase>();
+  private tokens = new Map<string, TokenEntry>();
+  private mtimeMs = -1;
+  private syncing: Promise<void> = Promise.resolve();
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly config: Config,
+    private readonly logger: Logger,
+  ) {}
+
+  async start(): Promise<void> {
+    if (readRegistry(this.config.dataDir).length === 0) {
+      createDatabase(
+        this.config.dataDir,
+        "default",
+        this.config.kvRedisUrl ? { redisUrl: this.config.kvRedisUrl } : {},
+      );
+    }
+    await this.sync();
+    this.timer = setInterval(() => void this.syncIfChanged(), this.config.registryPollMs);
+    this.timer.unref();
+  }
+
+  /** The principal a token stands for, or undefined. */
+  authenticate(token: string | undefined): Principal | undefined {
+    if (!token) return undefined;
+    const entry = this.tokens.get(tokenDigest(token));
+    if (entry && sameToken(entry.token, token)) return { db: entry.db, role: entry.role };
+    if (!isAclToken(token)) return undefined;
+    for (const db of this.dbs.values()) {
+      const acl = openAclToken(db.record.password, token);
+      if (acl) return { db, role: "acl", acl };
+    }
+    return undefined;
+  }
+
+  credentials(): DatabaseCredentials[] {
+    return [...this.dbs.values()].map((db) => credentialsOf(db.record));
+  }
+
+  get(name: string): KvDatabase | undefined {
+    return this.dbs.get(name);
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    await this.syncing;
+    await Promise.all([...this.dbs.values()].map((db) => db.close()));
+    this.dbs.clear();
+    this.tokens.clear();
+  }
+
+  private syncIfChanged(): Promise<void> {
+    let mtime = 0;
+    try {
+      mtime = statSync(registryFile(this.config.dataDir)).mtimeMs;
+    } catch {
+      mtime = 0;
+    }
+    if (mtime === this.mtimeMs) return this.syncing;
+    return this.sync();
+  }
+
+  /** Applies the registry; serialized so overlapping calls never race. */
+  private sync(): Promise<void> {
+    this.syncing = this.syncing.then(() =>
+      this.applyRegistry().catch((err: unknown) => {
+        this.logger.error("could not apply the database registry", { err: messageOf(err) });
+        throw err;
+      }),
+    );
+    const result = this.syncing;
+    this.syncing = this.syncing.catch(() => undefined);
+    return result;
+  }
+
+  private async applyRegistry(): Promise<void> {
+    try {
+      this.mtimeMs = statSync(registryFile(this.config.dataDir)).mtimeMs;
+    } catch {
+      this.mtimeMs = 0;
+    }
+    const records = readRegistry(this.config.dataDir);
+    const wanted = new Map(records.map((r) => [r.name, r]));
+    for (const [name, db] of this.dbs) {
+      const next = wanted.get(name);
+      if (!next || next.redisUrl !== db.record.redisUrl) {
+        this.dbs.delete(name);
+        await db.close();
+        this.logger.info("database removed", { db: name });
+      } else if (next.password !== db.record.password || !sameLimits(next, db.record)) {
+        Object.assign(db.record, next);
+      }
+    }
+    for (const record of records) {
+      if (!this.dbs.has(record.name)) this.dbs.set(record.name, await this.open(record));
+    }
+    this.tokens = indexTokens([...this.dbs.values()]);
+  }
+
+  private async open(record: DatabaseRecord): Promise<KvDatabase> {
+    const log = this.logger.child(record.name);
+    if (record.redisUrl) {
+      const db = new KvDatabase(record, parseRedisUrl(record.redisUrl), this.config, log);
+      this.logger.info("database ready (external Redis)", { db: record.name });
+      return db;
+    }
+    const managed = new ManagedRedis({
+      dir: managedDir(this.config.dataDir, record.name),
+      bin: this.config.redisServerBin,
+      appendfsync: "everysec",
+      maxRestartBackoffMs: this.config.managedRestartMaxBackoffMs,
+      logger: log,
+    });
+    const endpoint: RedisEndpoint = await managed.start();
+    this.logger.info("database ready (managed redis-server)", { db: record.name });
+    return new KvDatabase(record, endpoint, this.config, log, managed);
+  }
+}
+
+function sameLimits(a: DatabaseRecord, b: DatabaseRecord): boolean {
+  return a.maxRequestBytes === b.maxRequestBytes && a.dailyRequestLimit === b.dailyRequestLimit;
+}
+
+export function credentialsOf(record: DatabaseRecord): DatabaseCredentials {
+  return {
+    name: record.name,
+    token: deriveToken(record.password, record.name, "standard"),
+    readonlyToken: deriveToken(record.password, record.name, "readonly"),
+  };
+}
+
+function indexTokens(dbs: KvDatabase[]): Map<string, TokenEntry> {
+  const index = new Map<string, TokenEntry>();
+  for (const db of dbs) {
+    const creds = credentialsOf(db.record);
+    index.set(tokenDigest(creds.token), { token: creds.token, db, role: "standard" });
+    index.set(tokenDigest(creds.readonlyToken), {
+      token: creds.readonlyToken,
+      db,
+      role: "readonly",
+    });
+  }
+  return index;
+}

@@ -1,0 +1,115 @@
+import { AppError } from "../shared/errors.js";
+import { LoginRefusedError, RedisConnection } from "../shared/redis/connection.js";
+import type { Arg, Reply } from "../shared/redis/resp.js";
+import type { Principal } from "./database.js";
+import { refusalOf } from "./policy.js";
+import { upstashError } from "./reply.js";
+import { rewriteCommand } from "./rewrite.js";
+import { mintAclToken } from "./tokens.js";
+
+/**
+ * The guard chain every command goes through, in this order: daily limit → command table →
+ * policy (refusals) → gateway-handled commands (ACL RESTTOKEN) → rewrites → execution on the
+ * principal's pool. Single commands and pipelines turn refusals into error replies; a
+ * transaction with any refused command is refused whole before anything runs.
+ */
+
+const errorReply = (value: string): Reply => ({ kind: "error", value });
+
+function isRestToken(argv: readonly Arg[]): boolean {
+  return (
+    argv.length >= 2 &&
+    argv[0]?.toString().toLowerCase() === "acl" &&
+    argv[1]?.toString().toLowerCase() === "resttoken"
+  );
+}
+
+export async function runSingle(p: Principal, argv: Arg[]): Promise<Reply> {
+  const [reply] = await runPipeline(p, [argv]);
+  return reply as Reply;
+}
+
+export async function runPipeline(p: Principal, commands: Arg[][]): Promise<Reply[]> {
+  p.db.countCommands(commands.length);
+  const table = await p.db.commandTable();
+  const replies: (Reply | Promise<Reply> | undefined)[] = new Array<Reply | undefined>(
+    commands.length,
+  );
+  const toSend: Arg[][] = [];
+  const sendIndex: number[] = [];
+  commands.forEach((argv, i) => {
+    const refusal = refusalOf(argv, table);
+    if (refusal !== undefined) replies[i] = errorReply(refusal);
+    else if (isRestToken(argv)) replies[i] = restToken(p, argv);
+    else {
+      toSend.push(rewriteCommand(argv, p.db.aliases));
+      sendIndex.push(i);
+    }
+  });
+  if (toSend.length > 0) {
+    const sent = await p.db.poolFor(p).execMany(toSend);
+    sent.forEach((reply, j) => (replies[sendIndex[j] as number] = reply));
+  }
+  return Promise.all(replies as (Reply | Promise<Reply>)[]);
+}
+
+/**
+ * MULTI … EXEC on one exclusively held connection. Returns EXEC's per-command replies (runtime
+ * errors stay per item); throws a 400 when the transaction is refused or Redis aborts it.
+ */
+export async function runTransaction(p: Principal, commands: Arg[][]): Promise<Reply[]> {
+  p.db.countCommands(commands.length);
+  const table = await p.db.commandTable();
+  for (const argv of commands) {
+    const refusal = isRestToken(argv)
+      ? "ERR ACL RESTTOKEN is not allowed in a transaction"
+      : refusalOf(argv, table);
+    if (refusal !== undefined) {
+      throw new AppError(
+        "command_refused",
+        `${refusal}. Transaction discarded, nothing was executed.`,
+      );
+    }
+  }
+  const rewritten = commands.map((argv) => rewriteCommand(argv, p.db.aliases));
+  const pool = p.db.poolFor(p);
+  const conn = await pool.acquire();
+  let replies: Reply[];
+  try {
+    replies = await conn.sendMany([["MULTI"], ...rewritten, ["EXEC"]]);
+  } catch (err) {
+    pool.discard(conn);
+    throw err;
+  }
+  pool.release(conn);
+  const exec = replies[replies.length - 1] as Reply;
+  if (exec.kind === "array") return exec.value;
+  const first = replies.find((r) => r.kind === "error");
+  const text = exec.kind === "error" ? exec.value : "ERR transaction aborted";
+  const cause = first?.kind === "error" && first !== exec ? ` (${upstashError(first.value)})` : "";
+  throw new AppError("redis_error", `${upstashError(text)}${cause}`);
+}
+
+/**
+ * `ACL RESTTOKEN user password` (Upstash-only): checks the credentials against Redis with AUTH on
+ * a fresh connection and mints a token that runs as that ACL user.
+ */
+async function restToken(p: Principal, argv: Arg[]): Promise<Reply> {
+  if (argv.length !== 4)
+    return errorReply("ERR wrong number of arguments for 'acl|resttoken' command");
+  const username = (argv[2] as Arg).toString();
+  const password = (argv[3] as Arg).toString();
+  try {
+    const conn = await RedisConnection.open({ ...p.db.endpoint, username, password }, 5_000);
+    conn.destroy();
+  } catch (err) {
+    if (err instanceof LoginRefusedError) {
+      return errorReply(`ERR Wrong password or user "${username}" does not exist`);
+    }
+    throw err;
+  }
+  return {
+    kind: "bulk",
+    value: Buffer.from(mintAclToken(p.db.record.password, { username, password })),
+  };
+}

@@ -1,0 +1,258 @@
+import { randomBytes } from "node:crypto";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { AppError } from "../shared/errors.js";
+import { readBody } from "../shared/http/body.js";
+import { sendError, sendJson } from "../shared/http/respond.js";
+import type { Logger } from "../shared/log.js";
+import { serializeReply, type Arg, type Reply } from "../shared/redis/resp.js";
+import type { Principal } from "./database.js";
+import type { DatabaseManager } from "./databases.js";
+import { runPipeline, runSingle, runTransaction } from "./execute.js";
+import { parseCommand, parseCommandList } from "./json-args.js";
+import { renderItem } from "./reply.js";
+import { openStream, type StreamKind } from "./sse.js";
+import { parseUrl, type UrlParts } from "./url-args.js";
+
+/**
+ * The KV gateway's HTTP edge. Order for every request: CORS preflight → method → token →
+ * format headers → route (`/`, `/pipeline`, `/multi-exec`, SSE streams, or a command in the path)
+ * → body (within the database's size limit) → guard chain (execute.ts) → reply rendering.
+ */
+const METHODS = new Set(["GET", "HEAD", "POST", "PUT"]);
+const BODY_METHODS = new Set(["POST", "PUT"]);
+const STREAMS = new Set(["monitor", "subscribe", "psubscribe"]);
+const UNAUTHORIZED =
+  "WRONGPASS invalid or missing auth token. See https://docs.upstash.com/redis/troubleshooting/http_unauthorized for details.";
+const CORS = {
+  "access-control-allow-origin": "*",
+  "access-control-expose-headers": "upstash-sync-token",
+};
+const PREFLIGHT = {
+  ...CORS,
+  "access-control-allow-methods": "GET, HEAD, POST, PUT, OPTIONS",
+  "access-control-allow-headers":
+    "authorization, content-type, accept, cache-control, upstash-encoding, upstash-response-format, upstash-sync-token, upstash-telemetry-sdk, upstash-telemetry-platform, upstash-telemetry-runtime",
+  "access-control-max-age": "86400",
+};
+
+interface Format {
+  base64: boolean;
+  resp2: boolean;
+}
+
+export interface KvHttpOptions {
+  manager: DatabaseManager;
+  logger: Logger;
+  sseKeepAliveMs: number;
+}
+
+export class KvHttpHandler {
+  /** A fresh opaque value per response; stashd fronts one primary, so any change suffices. */
+  private syncCounter = 0;
+  private readonly syncPrefix = randomBytes(6).toString("hex");
+  private readonly streams = new Set<() => void>();
+
+  constructor(private readonly opts: KvHttpOptions) {}
+
+  readonly handle = (req: IncomingMessage, res: ServerResponse): void => {
+    const headers = { ...CORS, "upstash-sync-token": `${this.syncPrefix}-${++this.syncCounter}` };
+    this.route(req, res, headers).catch((err: unknown) => {
+      req.resume();
+      sendError(res, err, this.opts.logger, headers);
+    });
+  };
+
+  /** Ends every open event stream (on shutdown, so the server can close). */
+  endStreams(): void {
+    for (const end of [...this.streams]) end();
+  }
+
+  private async route(
+    req: IncomingMessage,
+    res: ServerResponse,
+    headers: Record<string, string>,
+  ): Promise<void> {
+    const method = req.method ?? "GET";
+    if (method === "OPTIONS") {
+      res.writeHead(204, PREFLIGHT).end();
+      return;
+    }
+    if (!METHODS.has(method)) {
+      throw new AppError(
+        "method_not_allowed",
+        `ERR method ${method} is not allowed; use GET, HEAD, POST or PUT`,
+      );
+    }
+    const url = parseUrl(req.url ?? "/");
+    const principal = this.opts.manager.authenticate(tokenOf(req, url));
+    if (!principal) throw new AppError("unauthorized", UNAUTHORIZED);
+    const format = formatOf(req);
+    const first = url.segments[0]?.toString().toLowerCase();
+    if (first !== undefined && STREAMS.has(first)) {
+      await this.stream(principal, first as StreamKind, url, req, res, headers);
+      return;
+    }
+    const body = BODY_METHODS.has(method) ? await readLimitedBody(req, principal) : undefined;
+    if (first === "pipeline" || first === "multi-exec") {
+      if (!body)
+        throw new AppError("method_not_allowed", `ERR /${first} takes POST with a JSON body`);
+      const commands = parseCommandList(body);
+      if (first === "multi-exec") {
+        sendList(
+          res,
+          await runTransaction(principal, commands),
+          { base64: format.base64, resp2: false },
+          headers,
+          method,
+        );
+      } else {
+        sendList(res, await runPipeline(principal, commands), format, headers, method);
+      }
+      return;
+    }
+    sendSingle(res, await runSingle(principal, commandOf(url, body)), format, headers, method);
+  }
+
+  private async stream(
+    p: Principal,
+    kind: StreamKind,
+    url: UrlParts,
+    req: IncomingMessage,
+    res: ServerResponse,
+    headers: Record<string, string>,
+  ): Promise<void> {
+    req.resume();
+    const target = url.segments
+      .slice(1)
+      .map((s) => s.toString())
+      .join("/");
+    await openStream(p, kind, target, req, res, {
+      keepAliveMs: this.opts.sseKeepAliveMs,
+      headers,
+      track: (end) => {
+        this.streams.add(end);
+        return () => this.streams.delete(end);
+      },
+    });
+  }
+}
+
+function tokenOf(req: IncomingMessage, url: UrlParts): string | undefined {
+  const auth = req.headers.authorization;
+  if (auth !== undefined) {
+    const m = /^bearer\s+(\S+)\s*$/i.exec(auth);
+    return m ? m[1] : "";
+  }
+  return url.token;
+}
+
+function formatOf(req: IncomingMessage): Format {
+  const encoding = headerValue(req, "upstash-encoding");
+  const format = headerValue(req, "upstash-response-format");
+  if (format !== undefined && format !== "json" && format !== "resp2") {
+    throw new AppError(
+      "invalid_format",
+      `ERR invalid Upstash-Response-Format ${JSON.stringify(format)}: use json or resp2`,
+    );
+  }
+  const base64 = encoding === "base64";
+  if (base64 && format === "resp2") {
+    throw new AppError(
+      "invalid_format",
+      "ERR Upstash-Encoding: base64 cannot be combined with Upstash-Response-Format: resp2",
+    );
+  }
+  return { base64, resp2: format === "resp2" };
+}
+
+function headerValue(req: IncomingMessage, name: string): string | undefined {
+  const v = req.headers[name];
+  const text = Array.isArray(v) ? v[0] : v;
+  return text === undefined || text === "" ? undefined : text.trim().toLowerCase();
+}
+
+function readLimitedBody(req: IncomingMessage, p: Principal): Promise<Buffer> {
+  return readBody(
+    req,
+    p.db.maxRequestBytes,
+    () => new AppError("request_too_large", "ERR max request size exceeded"),
+  );
+}
+
+/** `/CMD/a/b?x=y` with an optional body: path segments, then the body, then query fields. */
+function commandOf(url: UrlParts, body: Buffer | undefined): Arg[] {
+  if (url.segments.length === 0) {
+    if (body === undefined || body.length === 0) {
+      throw new AppError(
+        "bad_request",
+        "ERR no command: POST a JSON array to / or use /<command>/<arg>/…",
+      );
+    }
+    return parseCommand(body);
+  }
+  const argv: Arg[] = [...url.segments];
+  if (body !== undefined && body.length > 0) argv.push(body);
+  argv.push(...url.query);
+  return argv;
+}
+
+function sendSingle(
+  res: ServerResponse,
+  reply: Reply,
+  format: Format,
+  headers: Record<string, string>,
+  method: string,
+): void {
+  const status = reply.kind === "error" ? 400 : 200;
+  if (format.resp2) return sendBytes(res, status, serializeReply(reply), headers, method);
+  sendJsonOrHead(res, status, renderItem(reply, format.base64), headers, method);
+}
+
+function sendList(
+  res: ServerResponse,
+  replies: Reply[],
+  format: Format,
+  headers: Record<string, string>,
+  method: string,
+): void {
+  if (format.resp2)
+    return sendBytes(res, 200, Buffer.concat(replies.map(serializeReply)), headers, method);
+  sendJsonOrHead(
+    res,
+    200,
+    `[${replies.map((r) => renderItem(r, format.base64)).join(",")}]`,
+    headers,
+    method,
+  );
+}
+
+function sendJsonOrHead(
+  res: ServerResponse,
+  status: number,
+  body: string,
+  headers: Record<string, string>,
+  method: string,
+): void {
+  if (method !== "HEAD") return sendJson(res, status, body, headers);
+  res.writeHead(status, {
+    ...headers,
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(body),
+  });
+  res.end();
+}
+
+function sendBytes(
+  res: ServerResponse,
+  status: number,
+  body: Buffer,
+  headers: Record<string, string>,
+  method: string,
+): void {
+  res.writeHead(status, {
+    ...headers,
+    "content-type": "application/octet-stream",
+    "content-length": body.length,
+  });
+  res.end(method === "HEAD" ? undefined : body);
+}

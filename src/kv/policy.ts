@@ -1,0 +1,112 @@
+import type { Arg, Reply } from "../shared/redis/resp.js";
+
+/**
+ * What the gateway refuses, derived from the backend's own `COMMAND` table (flags and ACL
+ * categories) plus a few human decisions below. Refused commands never reach a pooled
+ * connection, so no request can leave one blocked, subscribed, inside MULTI, logged in as another
+ * user or on another database.
+ */
+export interface CommandInfo {
+  readonly flags: ReadonlySet<string>;
+  readonly categories: ReadonlySet<string>;
+}
+
+export type CommandTable = ReadonlyMap<string, CommandInfo>;
+
+/** Parses the RESP2 reply of `COMMAND` into name → flags and categories. */
+export function parseCommandTable(reply: Reply): CommandTable {
+  const table = new Map<string, CommandInfo>();
+  if (reply.kind !== "array") return table;
+  for (const entry of reply.value) {
+    if (entry.kind !== "array") continue;
+    const [name, , flags, , , , categories] = entry.value;
+    if (name?.kind !== "bulk" && name?.kind !== "simple") continue;
+    table.set(name.value.toString().toLowerCase(), {
+      flags: new Set(textsOf(flags)),
+      categories: new Set(textsOf(categories).map((c) => c.replace(/^@/, ""))),
+    });
+  }
+  return table;
+}
+
+function textsOf(reply: Reply | undefined): string[] {
+  if (reply?.kind !== "array") return [];
+  return reply.value.flatMap((r) =>
+    r.kind === "simple" || r.kind === "bulk" ? [r.value.toString()] : [],
+  );
+}
+
+/** Connection commands that are harmless on a shared connection. */
+const CONNECTION_ALLOWED = new Set(["ping", "echo"]);
+/** Pub/sub commands that do not put the connection into subscriber mode. */
+const PUBSUB_ALLOWED = new Set(["publish", "spublish", "pubsub"]);
+/** Would stop, reconfigure or detach the backend that every token shares. */
+const ADMIN_REFUSED = new Set([
+  "shutdown",
+  "debug",
+  "module",
+  "replicaof",
+  "slaveof",
+  "failover",
+  "sync",
+  "psync",
+  "replconf",
+  "cluster",
+  "readonly",
+  "readwrite",
+  "asking",
+]);
+/** Subcommands of CONFIG that would change the managed server's files or password. */
+const CONFIG_REFUSED = new Set(["set", "rewrite"]);
+/** ACL users that stashd itself logs in as. */
+const RESERVED_ACL_USERS = new Set(["default", "default_ro"]);
+
+const notInRest = (name: string): string =>
+  `ERR Command "${name}" is not allowed in REST or it has a special context path`;
+const notAvailable = (name: string, why: string): string =>
+  `ERR Command is not available: '${name}'. ${why}`;
+
+/** Why the gateway refuses this command, or undefined when it may run. */
+export function refusalOf(argv: readonly Arg[], table: CommandTable): string | undefined {
+  const first = argv[0];
+  if (first === undefined) return "ERR empty command";
+  const name = first.toString().toLowerCase();
+  const upper = name.toUpperCase();
+  const info = table.get(name);
+  if (ADMIN_REFUSED.has(name) || name === "monitor") {
+    return name === "monitor"
+      ? notInRest(upper)
+      : notAvailable(upper, "It would affect the server every token shares.");
+  }
+  if (info?.categories.has("transaction")) return notInRest(upper) + "; use /multi-exec";
+  if (info?.categories.has("connection") && !CONNECTION_ALLOWED.has(name)) return notInRest(upper);
+  if (info?.categories.has("pubsub") && !PUBSUB_ALLOWED.has(name))
+    return notInRest(upper) + "; use /subscribe or /psubscribe";
+  if (info?.flags.has("blocking") && !isNonBlockingRead(name, argv)) {
+    return notAvailable(upper, "Blocking commands are not supported over REST.");
+  }
+  return subcommandRefusal(name, argv);
+}
+
+/** XREAD and XREADGROUP are flagged blocking but only block with a BLOCK option. */
+function isNonBlockingRead(name: string, argv: readonly Arg[]): boolean {
+  if (name !== "xread" && name !== "xreadgroup") return false;
+  return !argv.some((a) => a.length === 5 && a.toString().toLowerCase() === "block");
+}
+
+function subcommandRefusal(name: string, argv: readonly Arg[]): string | undefined {
+  const sub = argv[1]?.toString().toLowerCase();
+  if (name === "config" && sub !== undefined && CONFIG_REFUSED.has(sub)) {
+    return notAvailable(
+      `CONFIG ${sub.toUpperCase()}`,
+      "The server's configuration is managed by stashd.",
+    );
+  }
+  if (name === "acl" && (sub === "setuser" || sub === "deluser")) {
+    const reserved = argv.slice(2).find((u) => RESERVED_ACL_USERS.has(u.toString()));
+    if (reserved !== undefined) {
+      return `ERR ACL user '${reserved.toString()}' is reserved by stashd`;
+    }
+  }
+  return undefined;
+}

@@ -1,0 +1,43 @@
+import type { Config } from "../config/schema.js";
+import { listen, type RunningHttpServer } from "../shared/http/server.js";
+import type { Logger } from "../shared/log.js";
+import { DatabaseManager, type DatabaseCredentials } from "./databases.js";
+import { KvHttpHandler } from "./http.js";
+
+export interface KvService {
+  url: string;
+  port: number;
+  databases(): DatabaseCredentials[];
+  manager: DatabaseManager;
+  close(): Promise<void>;
+}
+
+/** Starts the databases (managed redis-servers included) and the gateway's HTTP server. */
+export async function startKvService(config: Config, logger: Logger): Promise<KvService> {
+  const manager = new DatabaseManager(config, logger.child("db"));
+  await manager.start();
+  const handler = new KvHttpHandler({ manager, logger, sseKeepAliveMs: config.sseKeepAliveMs });
+  let http: RunningHttpServer;
+  try {
+    http = await listen(handler.handle, {
+      host: config.host,
+      port: config.kvPort,
+      requestTimeoutMs: config.requestTimeoutMs,
+    });
+  } catch (err) {
+    await manager.close();
+    throw err;
+  }
+  return {
+    url: http.url,
+    port: http.port,
+    manager,
+    databases: () => manager.credentials(),
+    close: async () => {
+      const closing = http.close(config.shutdownGraceMs);
+      handler.endStreams();
+      await closing;
+      await manager.close();
+    },
+  };
+}

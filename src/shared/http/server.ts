@@ -1,0 +1,57 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+
+export interface HttpServerOptions {
+  host: string;
+  port: number;
+  /** Whole-request deadline; slow clients are cut off (408) after it. */
+  requestTimeoutMs: number;
+}
+
+export interface RunningHttpServer {
+  server: http.Server;
+  url: string;
+  port: number;
+  /** Stops accepting, lets in-flight requests finish for up to `graceMs`, then closes the rest. */
+  close(graceMs: number): Promise<void>;
+}
+
+/** Starts a node:http server and resolves once it listens (port 0 picks a free port). */
+export async function listen(
+  handler: http.RequestListener,
+  opts: HttpServerOptions,
+): Promise<RunningHttpServer> {
+  const server = http.createServer(
+    {
+      requestTimeout: opts.requestTimeoutMs,
+      headersTimeout: Math.min(opts.requestTimeoutMs, 60_000),
+      keepAliveTimeout: 65_000,
+    },
+    handler,
+  );
+  server.maxHeadersCount = 200;
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(opts.port, opts.host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  const host = opts.host.includes(":") ? `[${opts.host}]` : opts.host;
+  const shownHost = host === "0.0.0.0" || host === "[::]" ? "127.0.0.1" : host;
+  return {
+    server,
+    port,
+    url: `http://${shownHost}:${port}`,
+    close: (graceMs) => closeServer(server, graceMs),
+  };
+}
+
+async function closeServer(server: http.Server, graceMs: number): Promise<void> {
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  server.closeIdleConnections();
+  const timer = setTimeout(() => server.closeAllConnections(), graceMs);
+  await closed;
+  clearTimeout(timer);
+}

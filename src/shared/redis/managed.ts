@@ -1,0 +1,210 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { createHash, randomBytes } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { AppError, messageOf } from "../errors.js";
+import type { Logger } from "../log.js";
+import { RedisConnection, type RedisEndpoint } from "./connection.js";
+
+export interface ManagedRedisOptions {
+  /** Directory that holds this server's config, AOF files, password and log. */
+  dir: string;
+  bin: string;
+  /** `always` for the queue (a 201 means the message is on disk), `everysec` for KV data. */
+  appendfsync: "always" | "everysec";
+  maxRestartBackoffMs: number;
+  logger: Logger;
+}
+
+const READY_TIMEOUT_MS = 15_000;
+const STOP_TIMEOUT_MS = 10_000;
+
+/**
+ * A private redis-server child process: unix socket only (no TCP port), random password kept in
+ * `dir/password` (mode 0600), AOF on. A crashed child is restarted with exponential back-off;
+ * `stop()` sends SIGTERM so Redis flushes its AOF before exiting. A child left behind by a stashd
+ * that was SIGKILLed is found through its pid file and stopped before a new one starts.
+ */
+export class ManagedRedis {
+  readonly endpoint: RedisEndpoint;
+  private child: ChildProcess | undefined;
+  private stopping = false;
+  private backoffMs = 100;
+  private restartTimer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly opts: ManagedRedisOptions) {
+    mkdirSync(opts.dir, { recursive: true, mode: 0o700 });
+    this.endpoint = { path: socketPath(opts.dir), password: readOrCreatePassword(opts.dir) };
+  }
+
+  async start(): Promise<RedisEndpoint> {
+    await stopStaleServer(this.opts.dir);
+    writeFileSync(path.join(this.opts.dir, "redis.conf"), this.configText(), { mode: 0o600 });
+    await this.spawnAndWait();
+    return this.endpoint;
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    clearTimeout(this.restartTimer);
+    const child = this.child;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+    child.kill("SIGTERM");
+    const timer = setTimeout(() => child.kill("SIGKILL"), STOP_TIMEOUT_MS);
+    await exited;
+    clearTimeout(timer);
+  }
+
+  /** Pid of the running child, for fault-injection tests. */
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
+  private configText(): string {
+    const dir = this.opts.dir;
+    return [
+      "# Written by stashd at every start; edits are overwritten.",
+      "port 0",
+      `unixsocket ${this.endpoint.path ?? ""}`,
+      "unixsocketperm 700",
+      `dir ${dir}`,
+      `pidfile ${path.join(dir, "redis.pid")}`,
+      `logfile ${path.join(dir, "redis.log")}`,
+      `requirepass ${this.endpoint.password ?? ""}`,
+      "appendonly yes",
+      `appendfsync ${this.opts.appendfsync}`,
+      'save ""',
+      "daemonize no",
+      "protected-mode yes",
+      "",
+    ].join("\n");
+  }
+
+  private async spawnAndWait(): Promise<void> {
+    const conf = path.join(this.opts.dir, "redis.conf");
+    const child = spawn(this.opts.bin, [conf], { stdio: ["ignore", "ignore", "pipe"] });
+    this.child = child;
+    let stderr = "";
+    child.stderr?.on("data", (d: Buffer) => (stderr = (stderr + d.toString()).slice(-2000)));
+    const spawnFailed = new Promise<never>((_, reject) => {
+      child.once("error", (err) => reject(missingBinary(this.opts.bin, err)));
+      child.once("exit", (code) =>
+        reject(
+          new AppError(
+            "startup_failed",
+            `redis-server exited with code ${String(code)} at start: ${lastLog(this.opts.dir, stderr)}`,
+          ),
+        ),
+      );
+    });
+    spawnFailed.catch(() => undefined);
+    await Promise.race([waitUntilReady(this.endpoint), spawnFailed]);
+    child.removeAllListeners("exit");
+    child.on("exit", (code, signal) => this.onUnexpectedExit(code, signal));
+    this.backoffMs = 100;
+  }
+
+  private onUnexpectedExit(code: number | null, signal: NodeJS.Signals | null): void {
+    if (this.stopping) return;
+    const delay = this.backoffMs;
+    this.backoffMs = Math.min(this.backoffMs * 2, this.opts.maxRestartBackoffMs);
+    this.opts.logger.warn("managed redis-server exited; restarting", {
+      dir: this.opts.dir,
+      code,
+      signal,
+      inMs: delay,
+    });
+    this.restartTimer = setTimeout(() => {
+      this.spawnAndWait().then(
+        () => this.opts.logger.info("managed redis-server is back", { dir: this.opts.dir }),
+        (err: unknown) => {
+          this.opts.logger.error("managed redis-server restart failed", { err: messageOf(err) });
+          this.onUnexpectedExit(null, null);
+        },
+      );
+    }, delay);
+  }
+}
+
+/** Unix socket paths are limited to ~107 bytes; long data dirs get a socket under the tmp dir. */
+function socketPath(dir: string): string {
+  const inDir = path.join(path.resolve(dir), "redis.sock");
+  if (Buffer.byteLength(inDir) < 100) return inDir;
+  const hash = createHash("sha256").update(path.resolve(dir)).digest("hex").slice(0, 16);
+  return path.join(os.tmpdir(), `stashd-${hash}.sock`);
+}
+
+function readOrCreatePassword(dir: string): string {
+  const file = path.join(dir, "password");
+  if (existsSync(file)) return readFileSync(file, "utf8").trim();
+  const password = randomBytes(24).toString("hex");
+  writeFileSync(file, `${password}\n`, { mode: 0o600 });
+  return password;
+}
+
+async function waitUntilReady(endpoint: RedisEndpoint): Promise<void> {
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  let lastError = "";
+  while (Date.now() < deadline) {
+    try {
+      const conn = await RedisConnection.open(endpoint, 1000);
+      const reply = await conn.send(["PING"]);
+      conn.destroy();
+      if (reply.kind !== "error") return;
+      lastError = reply.value;
+    } catch (err) {
+      lastError = messageOf(err);
+    }
+    await new Promise((r) => setTimeout(r, 30));
+  }
+  throw new AppError("startup_failed", `managed redis-server did not become ready: ${lastError}`);
+}
+
+async function stopStaleServer(dir: string): Promise<void> {
+  const pidFile = path.join(dir, "redis.pid");
+  if (!existsSync(pidFile)) return;
+  const pid = Number(readFileSync(pidFile, "utf8").trim());
+  if (!Number.isInteger(pid) || pid <= 0 || !isRedisProcess(pid)) return;
+  process.kill(pid, "SIGTERM");
+  const deadline = Date.now() + STOP_TIMEOUT_MS;
+  while (isAlive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  if (isAlive(pid)) process.kill(pid, "SIGKILL");
+}
+
+function isRedisProcess(pid: number): boolean {
+  try {
+    const cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8");
+    return /redis|valkey/.test(cmdline);
+  } catch {
+    return false;
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return isRedisProcess(pid);
+  } catch {
+    return false;
+  }
+}
+
+function lastLog(dir: string, stderr: string): string {
+  try {
+    const log = readFileSync(path.join(dir, "redis.log"), "utf8").trim().split("\n");
+    return log.slice(-3).join(" | ") || stderr;
+  } catch {
+    return stderr || "no log";
+  }
+}
+
+function missingBinary(bin: string, err: Error): AppError {
+  return new AppError(
+    "startup_failed",
+    `cannot run ${bin} (${err.message}). Install Redis >= 7: on Debian/Ubuntu ` +
+      "`sudo apt-get install redis-server`, on macOS `brew install redis`, " +
+      "or set STASHD_REDIS_SERVER to the binary's path.",
+  );
+}

@@ -1,0 +1,186 @@
+/**
+ * RESP2: encoding commands and parsing replies, byte-exact.
+ *
+ * Replies keep strings as Buffers and integers as their decimal text, so nothing is lost on the
+ * way from Redis to the client (binary values, integers beyond 2^53). `serializeReply` rebuilds the
+ * exact bytes Redis sent, which is what `Upstash-Response-Format: resp2` returns.
+ */
+
+export type Reply =
+  | { readonly kind: "simple"; readonly value: Buffer }
+  | { readonly kind: "bulk"; readonly value: Buffer }
+  | { readonly kind: "int"; readonly value: string }
+  | { readonly kind: "error"; readonly value: string }
+  | { readonly kind: "nil"; readonly array: boolean }
+  | { readonly kind: "array"; readonly value: Reply[] };
+
+export type Arg = string | Buffer;
+
+const CRLF = "\r\n";
+const CR = 13;
+
+/** Encodes one command as a RESP array of bulk strings. */
+export function encodeCommand(args: readonly Arg[]): Buffer {
+  let text = `*${args.length}${CRLF}`;
+  let parts: Buffer[] | undefined;
+  for (const arg of args) {
+    if (typeof arg === "string") {
+      text += `$${Buffer.byteLength(arg)}${CRLF}${arg}${CRLF}`;
+      continue;
+    }
+    parts ??= [];
+    parts.push(Buffer.from(`${text}$${arg.length}${CRLF}`), arg);
+    text = CRLF;
+  }
+  if (!parts) return Buffer.from(text);
+  parts.push(Buffer.from(text));
+  return Buffer.concat(parts);
+}
+
+/** The exact RESP2 bytes of a parsed reply. */
+export function serializeReply(reply: Reply): Buffer {
+  const out: Buffer[] = [];
+  writeReply(reply, out);
+  return Buffer.concat(out);
+}
+
+function writeReply(reply: Reply, out: Buffer[]): void {
+  switch (reply.kind) {
+    case "simple":
+      out.push(Buffer.from("+"), reply.value, Buffer.from(CRLF));
+      return;
+    case "bulk":
+      out.push(Buffer.from(`$${reply.value.length}${CRLF}`), reply.value, Buffer.from(CRLF));
+      return;
+    case "int":
+      out.push(Buffer.from(`:${reply.value}${CRLF}`));
+      return;
+    case "error":
+      out.push(Buffer.from(`-${reply.value}${CRLF}`));
+      return;
+    case "nil":
+      out.push(Buffer.from(reply.array ? `*-1${CRLF}` : `$-1${CRLF}`));
+      return;
+    case "array":
+      out.push(Buffer.from(`*${reply.value.length}${CRLF}`));
+      for (const item of reply.value) writeReply(item, out);
+  }
+}
+
+interface Frame {
+  items: Reply[];
+  remaining: number;
+}
+
+const EMPTY = Buffer.alloc(0);
+
+/**
+ * Incremental RESP2 parser. Feed it socket chunks; it calls `onReply` for each complete top-level
+ * reply. Resumable: a partial array keeps its parsed elements, and a large bulk string is
+ * collected chunk by chunk and joined once, so big replies cost linear time.
+ */
+export class RespParser {
+  private buf: Buffer = EMPTY;
+  private pos = 0;
+  private readonly stack: Frame[] = [];
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
+  private needed = 0;
+
+  constructor(private readonly onReply: (reply: Reply) => void) {}
+
+  feed(chunk: Buffer): void {
+    if (this.needed > 0) {
+      this.pending.push(chunk);
+      this.pendingBytes += chunk.length;
+      if (this.pendingBytes < this.needed) return;
+      this.buf = Buffer.concat([this.buf.subarray(this.pos), ...this.pending]);
+      this.pending = [];
+      this.needed = 0;
+    } else if (this.pos >= this.buf.length) {
+      this.buf = chunk;
+    } else {
+      this.buf = Buffer.concat([this.buf.subarray(this.pos), chunk]);
+    }
+    this.pos = 0;
+    this.parse();
+  }
+
+  private parse(): void {
+    const buf = this.buf;
+    while (this.pos < buf.length) {
+      const start = this.pos;
+      const lineEnd = buf.indexOf(CR, start);
+      if (lineEnd < 0 || lineEnd + 1 >= buf.length) return;
+      const type = buf[start];
+      const line = buf.subarray(start + 1, lineEnd);
+      let reply: Reply;
+      if (type === 0x2b /* + */) {
+        reply = { kind: "simple", value: line };
+      } else if (type === 0x2d /* - */) {
+        reply = { kind: "error", value: line.toString("utf8") };
+      } else if (type === 0x3a /* : */) {
+        reply = { kind: "int", value: line.toString("latin1") };
+      } else if (type === 0x24 /* $ */) {
+        const len = Number(line.toString("latin1"));
+        if (len < 0) {
+          reply = { kind: "nil", array: false };
+        } else {
+          const end = lineEnd + 2 + len;
+          if (end + 2 > buf.length) {
+            this.waitFor(start, end + 2 - start);
+            return;
+          }
+          reply = { kind: "bulk", value: buf.subarray(lineEnd + 2, end) };
+          this.pos = end + 2;
+          this.emit(reply);
+          continue;
+        }
+      } else if (type === 0x2a /* * */) {
+        const len = Number(line.toString("latin1"));
+        this.pos = lineEnd + 2;
+        if (len > 0) {
+          this.stack.push({ items: [], remaining: len });
+          continue;
+        }
+        reply = len < 0 ? { kind: "nil", array: true } : { kind: "array", value: [] };
+        this.emit(reply);
+        continue;
+      } else {
+        throw new Error(`protocol error: unexpected byte ${String(type)} in reply`);
+      }
+      this.pos = lineEnd + 2;
+      this.emit(reply);
+    }
+  }
+
+  /** Keeps the bytes from `start` and waits until `total` bytes from there are buffered. */
+  private waitFor(start: number, total: number): void {
+    this.buf = this.buf.subarray(start);
+    this.pos = 0;
+    this.needed = total;
+    this.pendingBytes = this.buf.length;
+  }
+
+  private emit(reply: Reply): void {
+    let value = reply;
+    for (;;) {
+      const top = this.stack[this.stack.length - 1];
+      if (!top) {
+        this.onReply(value);
+        return;
+      }
+      top.items.push(value);
+      if (--top.remaining > 0) return;
+      this.stack.pop();
+      value = { kind: "array", value: top.items };
+    }
+  }
+}
+
+/** Readable text of a string reply, or undefined for anything else. */
+export function replyText(reply: Reply): string | undefined {
+  return reply.kind === "bulk" || reply.kind === "simple"
+    ? reply.value.toString("utf8")
+    : undefined;
+}

@@ -1,0 +1,93 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+
+/**
+ * A real redis-server for one test file: spawned on a free loopback port with persistence off
+ * (`--save '' --appendonly no`, as Valkey's own suite does for speed), stopped by `stop()`.
+ * With REDIS_URL set, that server is used instead and nothing is spawned.
+ */
+export interface TestRedis {
+  url: string;
+  port: number;
+  stop(): Promise<void>;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+export async function startRedis(extraArgs: string[] = []): Promise<TestRedis> {
+  const external = process.env["REDIS_URL"];
+  if (external)
+    return {
+      url: external,
+      port: Number(new URL(external).port || 6379),
+      stop: async () => undefined,
+    };
+  const dir = mkdtempSync(path.join(os.tmpdir(), "stashd-test-redis-"));
+  const port = await freePort();
+  const child = spawn(
+    "redis-server",
+    [
+      "--port",
+      String(port),
+      "--bind",
+      "127.0.0.1",
+      "--save",
+      "",
+      "--appendonly",
+      "no",
+      "--dir",
+      dir,
+      ...extraArgs,
+    ],
+    { stdio: "ignore" },
+  );
+  await waitForPort(port, child);
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    port,
+    stop: async () => {
+      await stopChild(child);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function waitForPort(port: number, child: ChildProcess): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`redis-server exited with ${child.exitCode}`);
+    const ok = await new Promise<boolean>((resolve) => {
+      const sock = net.connect(port, "127.0.0.1");
+      sock.once("connect", () => {
+        sock.write("PING\r\n");
+        sock.once("data", (d) => {
+          sock.destroy();
+          resolve(d.toString().startsWith("+PONG"));
+        });
+      });
+      sock.once("error", () => resolve(false));
+    });
+    if (ok) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`redis-server did not start on port ${port}`);
+}
+
+export async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  child.kill("SIGTERM");
+  await exited;
+}

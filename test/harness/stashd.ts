@@ -1,0 +1,44 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { start, type StartOptions, type Stashd } from "../../src/index.js";
+
+/**
+ * stashd started in-process on a temporary data dir and free ports, with test-speed timings.
+ * `stop()` shuts it down and removes the data dir.
+ */
+export interface TestStashd extends Stashd {
+  dataDir: string;
+  /** POSTs a JSON body (or raw string) to the KV gateway with the standard token. */
+  kvFetch(pathname: string, init?: RequestInit & { token?: string | null }): Promise<Response>;
+}
+
+export async function startStashd(options: StartOptions = {}): Promise<TestStashd> {
+  const dataDir = options.dataDir ?? mkdtempSync(path.join(os.tmpdir(), "stashd-test-"));
+  const stashd = await start({
+    kvPort: 0,
+    queuePort: 0,
+    host: "127.0.0.1",
+    logLevel: "warn",
+    registryPollMs: 20,
+    redisRetryBackoffMs: 20,
+    shutdownGraceMs: 1000,
+    env: {},
+    ...options,
+    dataDir,
+  });
+  return {
+    ...stashd,
+    dataDir,
+    kvFetch: (pathname, init = {}) => {
+      const { token = stashd.kv.token, headers, ...rest } = init;
+      const h = new Headers(headers);
+      if (token !== null && !h.has("authorization")) h.set("authorization", `Bearer ${token}`);
+      return fetch(`${stashd.kv.url}${pathname}`, { method: "POST", ...rest, headers: h });
+    },
+    stop: async () => {
+      await stashd.stop();
+      if (!options.dataDir) rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
