@@ -40,6 +40,17 @@ function textsOf(reply: Reply | undefined): string[] {
 const CONNECTION_ALLOWED = new Set(["ping", "echo"]);
 /** Pub/sub commands that do not put the connection into subscriber mode. */
 const PUBSUB_ALLOWED = new Set(["publish", "spublish", "pubsub"]);
+/** Change connection state; some (CLIENT) carry no @connection category at the top level. */
+const CONNECTION_STATE = new Set([
+  "client",
+  "auth",
+  "select",
+  "hello",
+  "reset",
+  "quit",
+  "wait",
+  "waitaof",
+]);
 /** Would stop, reconfigure or detach the backend that every token shares. */
 const ADMIN_REFUSED = new Set([
   "shutdown",
@@ -79,7 +90,12 @@ export function refusalOf(argv: readonly Arg[], table: CommandTable): string | u
       : notAvailable(upper, "It would affect the server every token shares.");
   }
   if (info?.categories.has("transaction")) return notInRest(upper) + "; use /multi-exec";
-  if (info?.categories.has("connection") && !CONNECTION_ALLOWED.has(name)) return notInRest(upper);
+  if (
+    CONNECTION_STATE.has(name) ||
+    (info?.categories.has("connection") && !CONNECTION_ALLOWED.has(name))
+  ) {
+    return notInRest(upper);
+  }
   if (info?.categories.has("pubsub") && !PUBSUB_ALLOWED.has(name))
     return notInRest(upper) + "; use /subscribe or /psubscribe";
   if (info?.flags.has("blocking") && !isNonBlockingRead(name, argv)) {

@@ -46,11 +46,14 @@ export function renderItem(reply: Reply, base64: boolean): string {
 }
 
 /**
- * Redis 7 words ACL refusals as `NOPERM User <u> has no permissions to run the '<c>' command`;
- * the Upstash service (and code matching on it) uses the older wording.
+ * Redis words ACL refusals differently by version (`NOPERM this user has no permissions to run
+ * the 'set' command` in 7.0, `NOPERM User <u> has no permissions …` in 7.2+); the Upstash service
+ * (and code matching on it) says `… command or its subcommand`. One wording whatever the backend.
  */
 export function upstashError(text: string): string {
-  const m = /^NOPERM User \S+ has no permissions to run the '([^']+)' command/.exec(text);
+  const m = /^NOPERM (?:this user|User \S+) has no permissions to run the '([^']+)' command/.exec(
+    text,
+  );
   return m
     ? `NOPERM this user has no permissions to run the '${m[1] ?? ""}' command or its subcommand`
     : text;

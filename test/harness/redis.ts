@@ -26,16 +26,16 @@ export async function freePort(): Promise<number> {
   });
 }
 
-export async function startRedis(extraArgs: string[] = []): Promise<TestRedis> {
+export async function startRedis(extraArgs: string[] = [], fixedPort?: number): Promise<TestRedis> {
   const external = process.env["REDIS_URL"];
-  if (external)
+  if (external && fixedPort === undefined)
     return {
       url: external,
       port: Number(new URL(external).port || 6379),
       stop: async () => undefined,
     };
   const dir = mkdtempSync(path.join(os.tmpdir(), "stashd-test-redis-"));
-  const port = await freePort();
+  const port = fixedPort ?? (await freePort());
   const child = spawn(
     "redis-server",
     [

@@ -11,6 +11,8 @@ export interface TestStashd extends Stashd {
   dataDir: string;
   /** POSTs a JSON body (or raw string) to the KV gateway with the standard token. */
   kvFetch(pathname: string, init?: RequestInit & { token?: string | null }): Promise<Response>;
+  /** Stops stashd but keeps the data dir, to start again on it. */
+  stopKeepingData(): Promise<void>;
 }
 
 export async function startStashd(options: StartOptions = {}): Promise<TestStashd> {
@@ -36,6 +38,7 @@ export async function startStashd(options: StartOptions = {}): Promise<TestStash
       if (token !== null && !h.has("authorization")) h.set("authorization", `Bearer ${token}`);
       return fetch(`${stashd.kv.url}${pathname}`, { method: "POST", ...rest, headers: h });
     },
+    stopKeepingData: () => stashd.stop(),
     stop: async () => {
       await stashd.stop();
       if (!options.dataDir) rmSync(dataDir, { recursive: true, force: true });

@@ -99,7 +99,9 @@ export class RedisConnection {
       );
     }
     if (endpoint.db) handshake.push(["SELECT", String(endpoint.db)]);
-    const replies = await conn.sendMany(handshake);
+    // A server that accepted the socket but never answers (mid-restart) must not hang callers.
+    const timer = setTimeout(() => conn.destroy(), timeoutMs);
+    const replies = await conn.sendMany(handshake).finally(() => clearTimeout(timer));
     const failed = replies.find((r) => r.kind === "error");
     if (failed && failed.kind === "error") {
       conn.destroy();

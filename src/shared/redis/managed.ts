@@ -88,20 +88,22 @@ export class ManagedRedis {
     this.child = child;
     let stderr = "";
     child.stderr?.on("data", (d: Buffer) => (stderr = (stderr + d.toString()).slice(-2000)));
+    let onStartupExit: ((code: number | null) => void) | undefined;
     const spawnFailed = new Promise<never>((_, reject) => {
       child.once("error", (err) => reject(missingBinary(this.opts.bin, err)));
-      child.once("exit", (code) =>
+      onStartupExit = (code) =>
         reject(
           new AppError(
             "startup_failed",
             `redis-server exited with code ${String(code)} at start: ${lastLog(this.opts.dir, stderr)}`,
           ),
-        ),
-      );
+        );
+      child.once("exit", onStartupExit);
     });
     spawnFailed.catch(() => undefined);
-    await Promise.race([waitUntilReady(this.endpoint), spawnFailed]);
-    child.removeAllListeners("exit");
+    await Promise.race([waitUntilReady(this.endpoint, () => this.stopping), spawnFailed]);
+    // Only our own listener: stop() may be waiting on "exit" of this child already.
+    if (onStartupExit) child.off("exit", onStartupExit);
     child.on("exit", (code, signal) => this.onUnexpectedExit(code, signal));
     this.backoffMs = 100;
   }
@@ -144,10 +146,10 @@ function readOrCreatePassword(dir: string): string {
   return password;
 }
 
-async function waitUntilReady(endpoint: RedisEndpoint): Promise<void> {
+async function waitUntilReady(endpoint: RedisEndpoint, cancelled: () => boolean): Promise<void> {
   const deadline = Date.now() + READY_TIMEOUT_MS;
   let lastError = "";
-  while (Date.now() < deadline) {
+  while (Date.now() < deadline && !cancelled()) {
     try {
       const conn = await RedisConnection.open(endpoint, 1000);
       const reply = await conn.send(["PING"]);

@@ -1,0 +1,94 @@
+import { describe, expect, it } from "vitest";
+import { credentialsOf } from "../../src/kv/databases.js";
+import { createDatabase } from "../../src/kv/registry.js";
+import { eventually } from "../harness/eventually.js";
+import { startRedis } from "../harness/redis.js";
+import { startStashd } from "../harness/stashd.js";
+import { bodyOf, command, useGateway } from "./helpers.js";
+
+const { stashd, redis } = useGateway({ kvMaxRequestBytes: 2048 });
+
+describe("request size limit", () => {
+  it("refuses a body over the limit with the documented error", async () => {
+    const res = await stashd().kvFetch("/", {
+      body: JSON.stringify(["SET", "lim:k", "x".repeat(4096)]),
+    });
+    expect(res.status).toBe(400);
+    expect(await bodyOf(res)).toEqual({ error: "ERR max request size exceeded" });
+    const ok = await command(stashd(), ["SET", "lim:k", "x".repeat(1000)]);
+    expect(ok.status).toBe(200);
+  });
+
+  it("refuses a whole transaction over the limit, running nothing", async () => {
+    const res = await stashd().kvFetch("/multi-exec", {
+      body: JSON.stringify([
+        ["SET", "lim:tx", "1"],
+        ["SET", "lim:big", "y".repeat(4096)],
+      ]),
+    });
+    expect(res.status).toBe(400);
+    expect(await bodyOf(res)).toEqual({ error: "ERR max request size exceeded" });
+    expect((await command(stashd(), ["EXISTS", "lim:tx"])).body).toEqual({ result: 0 });
+  });
+
+  it("cuts off a chunked body once it passes the limit", async () => {
+    const chunks = new ReadableStream<Uint8Array>({
+      start(controller) {
+        for (let i = 0; i < 8; i++) controller.enqueue(new TextEncoder().encode("z".repeat(512)));
+        controller.close();
+      },
+    });
+    const res = await stashd().kvFetch("/set/lim:chunked", {
+      body: chunks,
+      duplex: "half",
+    } as RequestInit);
+    expect(res.status).toBe(400);
+    expect(await bodyOf(res)).toEqual({ error: "ERR max request size exceeded" });
+  });
+});
+
+describe("databases added by the CLI", () => {
+  it("serves a new database with its own tokens and daily limit", async () => {
+    const record = createDatabase(stashd().dataDir, "limited", {
+      redisUrl: `${redis().url}/2`,
+      dailyRequestLimit: 3,
+    });
+    const { token } = credentialsOf(record);
+    await eventually(async () =>
+      expect((await command(stashd(), ["SET", "lim:d", "1"], { token })).status).toBe(200),
+    );
+    const used = 1;
+    for (let i = used; i < 3; i++)
+      expect((await command(stashd(), ["GET", "lim:d"], { token })).status).toBe(200);
+    expect(await command(stashd(), ["GET", "lim:d"], { token })).toEqual({
+      status: 400,
+      body: { error: "ERR max daily request limit exceeded" },
+    });
+    expect((await command(stashd(), ["GET", "lim:d"])).body).toEqual({ result: null });
+  });
+});
+
+describe("Redis unreachable", () => {
+  it("answers a JSON 503 naming the cause and recovers by itself", async () => {
+    const own = await startRedis();
+    const s = await startStashd({ kvRedisUrl: own.url });
+    try {
+      expect((await command(s, ["SET", "k", "1"])).status).toBe(200);
+      await own.stop();
+      const down = await command(s, ["GET", "k"]);
+      expect(down.status).toBe(503);
+      expect(down.body).toEqual({ error: expect.stringMatching(/^ERR Redis is unreachable: /) });
+      const back = await startRedis([], own.port);
+      try {
+        await eventually(async () => {
+          const r = await command(s, ["PING"]);
+          expect(r.body).toEqual({ result: "PONG" });
+        });
+      } finally {
+        await back.stop();
+      }
+    } finally {
+      await s.stop();
+    }
+  });
+});

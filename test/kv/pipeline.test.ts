@@ -1,0 +1,106 @@
+import { describe, expect, it } from "vitest";
+import { bodyOf, command, useGateway } from "./helpers.js";
+
+const { stashd } = useGateway();
+
+describe("/pipeline", () => {
+  it("returns one item per command in order, errors per item with 200", async () => {
+    const res = await stashd().kvFetch("/pipeline", {
+      body: JSON.stringify([
+        ["SET", "pl:a", "1"],
+        ["INCR", "pl:a"],
+        ["HGET", "pl:a", "f"],
+        ["BLPOP", "pl:l", 0],
+        ["NOSUCHCOMMAND"],
+        ["GET", "pl:a"],
+      ]),
+    });
+    expect(res.status).toBe(200);
+    expect(await bodyOf(res)).toEqual([
+      { result: "OK" },
+      { result: 2 },
+      { error: "WRONGTYPE Operation against a key holding the wrong kind of value" },
+      { error: expect.stringContaining("'BLPOP'") },
+      { error: expect.stringContaining("unknown command") },
+      { result: "2" },
+    ]);
+  });
+
+  it("refuses an empty pipeline and a flat array", async () => {
+    expect((await stashd().kvFetch("/pipeline", { body: "[]" })).status).toBe(400);
+    const flat = await stashd().kvFetch("/pipeline", { body: '["GET","k"]' });
+    expect(flat.status).toBe(400);
+    expect(await bodyOf(flat)).toEqual({
+      error: expect.stringContaining("array of command arrays"),
+    });
+  });
+
+  it("handles a thousand commands", async () => {
+    const commands = Array.from({ length: 1000 }, (_, i) => ["SET", `pl:many:${i}`, String(i)]);
+    const res = await stashd().kvFetch("/pipeline", { body: JSON.stringify(commands) });
+    const items = (await bodyOf(res)) as unknown[];
+    expect(items).toHaveLength(1000);
+    expect((await command(stashd(), ["GET", "pl:many:999"])).body).toEqual({ result: "999" });
+  });
+
+  it("refuses GET", async () => {
+    expect((await stashd().kvFetch("/pipeline", { method: "GET" })).status).toBe(405);
+  });
+});
+
+describe("/multi-exec", () => {
+  it("runs atomically and keeps runtime errors per item", async () => {
+    await command(stashd(), ["SET", "tx:s", "text"]);
+    const res = await stashd().kvFetch("/multi-exec", {
+      body: JSON.stringify([
+        ["SET", "tx:a", "1"],
+        ["INCR", "tx:s"],
+        ["INCR", "tx:a"],
+      ]),
+    });
+    expect(res.status).toBe(200);
+    expect(await bodyOf(res)).toEqual([
+      { result: "OK" },
+      { error: "ERR value is not an integer or out of range" },
+      { result: 2 },
+    ]);
+  });
+
+  it("refuses the whole transaction when one command is unsupported", async () => {
+    const res = await stashd().kvFetch("/multi-exec", {
+      body: JSON.stringify([
+        ["SET", "tx:never", "1"],
+        ["WATCH", "tx:never"],
+      ]),
+    });
+    expect(res.status).toBe(400);
+    expect(await bodyOf(res)).toEqual({ error: expect.stringContaining("WATCH") });
+    expect((await command(stashd(), ["EXISTS", "tx:never"])).body).toEqual({ result: 0 });
+  });
+
+  it("returns EXECABORT as one 400 error when Redis rejects a queued command", async () => {
+    const res = await stashd().kvFetch("/multi-exec", {
+      body: JSON.stringify([["SET", "tx:abort", "1"], ["GET"]]),
+    });
+    expect(res.status).toBe(400);
+    expect(await bodyOf(res)).toEqual({ error: expect.stringContaining("EXECABORT") });
+    expect((await command(stashd(), ["EXISTS", "tx:abort"])).body).toEqual({ result: 0 });
+  });
+
+  it("keeps concurrent transactions apart", async () => {
+    await command(stashd(), ["SET", "tx:counter", "0"]);
+    const body = JSON.stringify([
+      ["INCR", "tx:counter"],
+      ["INCR", "tx:counter"],
+    ]);
+    const results = await Promise.all(
+      Array.from(
+        { length: 20 },
+        async () =>
+          (await bodyOf(await stashd().kvFetch("/multi-exec", { body }))) as { result: number }[],
+      ),
+    );
+    for (const [a, b] of results) expect((b?.result ?? 0) - (a?.result ?? 0)).toBe(1);
+    expect((await command(stashd(), ["GET", "tx:counter"])).body).toEqual({ result: "40" });
+  });
+});
