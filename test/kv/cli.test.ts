@@ -1,0 +1,133 @@
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventually } from "../harness/eventually.js";
+
+/** The real `bin/stashd` (built by `npm test`'s setup step) as a user runs it. */
+const BIN = path.resolve("bin/stashd");
+let dataDir: string;
+let server: ChildProcess;
+let logs = "";
+
+function cli(...args: string[]): { status: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [BIN, ...args, "--data-dir", dataDir], {
+    encoding: "utf8",
+    env: {},
+  });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+interface Creds {
+  running: boolean;
+  kv: {
+    url: string;
+    databases: { name: string; url: string; token: string; readonlyToken: string }[];
+  };
+}
+
+function credentials(): Creds {
+  return JSON.parse(cli("credentials", "--json").stdout) as Creds;
+}
+
+async function call(
+  url: string,
+  token: string,
+  argv: unknown[],
+): Promise<{ status: number; body: unknown }> {
+  const res = await fetch(url, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}` },
+    body: JSON.stringify(argv),
+  });
+  return { status: res.status, body: await res.json() };
+}
+
+beforeAll(async () => {
+  dataDir = mkdtempSync(path.join(os.tmpdir(), "stashd-cli-"));
+  server = spawn(
+    process.execPath,
+    [BIN, "start", "--data-dir", dataDir, "--kv-port", "0", "--queue-port", "0"],
+    {
+      env: { STASHD_REGISTRY_POLL_MS: "20" },
+      stdio: ["ignore", "ignore", "pipe"],
+    },
+  );
+  server.stderr?.on("data", (d: Buffer) => (logs += d.toString()));
+  await eventually(() => expect(credentials().running).toBe(true), { timeoutMs: 20_000 });
+});
+
+afterAll(async () => {
+  if (server.exitCode === null) {
+    server.kill("SIGKILL");
+  }
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+describe("stashd CLI", () => {
+  it("logs the bound URL and prints it with the tokens in .env and JSON form", async () => {
+    const creds = credentials();
+    const port = new URL(creds.kv.url).port;
+    expect(port).not.toBe("0");
+    await eventually(() => expect(logs).toContain(creds.kv.url));
+    const env = cli("credentials").stdout;
+    const db = creds.kv.databases[0];
+    expect(env).toContain(`UPSTASH_REDIS_REST_URL=${creds.kv.url}`);
+    expect(env).toContain(`UPSTASH_REDIS_REST_TOKEN=${db?.token}`);
+    expect(env).toContain(`UPSTASH_REDIS_REST_READONLY_TOKEN=${db?.readonlyToken}`);
+    expect(await call(creds.kv.url, db?.token ?? "", ["PING"])).toEqual({
+      status: 200,
+      body: { result: "PONG" },
+    });
+  });
+
+  it("creates, lists, resets and deletes databases while running", async () => {
+    expect(cli("db", "create", "shop").status).toBe(0);
+    expect(cli("db", "create", "shop").stderr).toContain("already exists");
+    expect(cli("db", "create", "bad name!").status).toBe(1);
+    expect(cli("db", "list").stdout).toMatch(/^shop\tmanaged\t/m);
+    const shop = credentials().kv.databases.find((d) => d.name === "shop");
+    const url = credentials().kv.url;
+    await eventually(
+      async () => expect((await call(url, shop?.token ?? "", ["SET", "a", "1"])).status).toBe(200),
+      {
+        timeoutMs: 10_000,
+      },
+    );
+    expect(cli("db", "reset-password", "shop").status).toBe(0);
+    await eventually(async () =>
+      expect((await call(url, shop?.token ?? "", ["GET", "a"])).status).toBe(401),
+    );
+    expect((await call(url, shop?.readonlyToken ?? "", ["GET", "a"])).status).toBe(401);
+    const fresh = credentials().kv.databases.find((d) => d.name === "shop");
+    expect(await call(url, fresh?.token ?? "", ["GET", "a"])).toEqual({
+      status: 200,
+      body: { result: "1" },
+    });
+    expect(cli("db", "delete", "shop").status).toBe(0);
+    await eventually(async () =>
+      expect((await call(url, fresh?.token ?? "", ["GET", "a"])).status).toBe(401),
+    );
+    expect(existsSync(path.join(dataDir, "kv", "redis", "shop"))).toBe(false);
+  });
+
+  it("rejects unknown commands and options with usage", () => {
+    const r = cli("frobnicate");
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain("Usage:");
+  });
+
+  it("shuts down cleanly on SIGTERM, stopping its managed redis-server", async () => {
+    const exited = new Promise<number | null>((resolve) =>
+      server.once("exit", (code) => resolve(code)),
+    );
+    server.kill("SIGTERM");
+    expect(await exited).toBe(0);
+    expect(credentials().running).toBe(false);
+    const redisProcs = spawnSync("pgrep", ["-f", path.join(dataDir, "kv", "redis")], {
+      encoding: "utf8",
+    });
+    expect(redisProcs.stdout.trim()).toBe("");
+  });
+});
