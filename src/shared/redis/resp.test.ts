@@ -1,0 +1,46 @@
+import { describe, expect, it } from "vitest";
+import { encodeCommand, RespParser, serializeReply, type Reply } from "./resp.js";
+
+function parseAll(chunks: Buffer[]): Reply[] {
+  const out: Reply[] = [];
+  const parser = new RespParser((r) => out.push(r));
+  for (const c of chunks) parser.feed(c);
+  return out;
+}
+
+const WIRE = Buffer.from(
+  "+OK\r\n-ERR bad\r\n:9223372036854775807\r\n$-1\r\n*-1\r\n*0\r\n$5\r\nhe\r\no\r\n*2\r\n*1\r\n:1\r\n$3\r\n\x00\xff\x80\r\n",
+  "latin1",
+);
+
+describe("RespParser", () => {
+  it("parses every reply type, byte-exact", () => {
+    const replies = parseAll([WIRE]);
+    expect(replies).toHaveLength(8);
+    expect(replies[2]).toEqual({ kind: "int", value: "9223372036854775807" });
+    expect(replies[3]).toEqual({ kind: "nil", array: false });
+    expect(replies[4]).toEqual({ kind: "nil", array: true });
+    expect((replies[6] as { value: Buffer }).value.toString()).toBe("he\r\no");
+    expect(Buffer.concat(replies.map(serializeReply)).equals(WIRE)).toBe(true);
+  });
+
+  it("gives the same result when fed one byte at a time", () => {
+    const bytes = [...WIRE].map((b) => Buffer.from([b]));
+    expect(Buffer.concat(parseAll(bytes).map(serializeReply)).equals(WIRE)).toBe(true);
+  });
+
+  it("joins a large bulk string split over many chunks", () => {
+    const big = Buffer.alloc(1 << 20, 0x61);
+    const wire = Buffer.concat([Buffer.from(`$${big.length}\r\n`), big, Buffer.from("\r\n")]);
+    const chunks: Buffer[] = [];
+    for (let i = 0; i < wire.length; i += 65536) chunks.push(wire.subarray(i, i + 65536));
+    const [reply] = parseAll(chunks);
+    expect(reply?.kind === "bulk" && reply.value.equals(big)).toBe(true);
+  });
+
+  it("encodes commands with string and binary arguments", () => {
+    expect(encodeCommand(["SET", "k", Buffer.from([0, 1]), "ü"]).toString("latin1")).toBe(
+      "*4\r\n$3\r\nSET\r\n$1\r\nk\r\n$2\r\n\x00\x01\r\n$2\r\n\xc3\xbc\r\n",
+    );
+  });
+});
