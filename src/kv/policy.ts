@@ -36,8 +36,11 @@ function textsOf(reply: Reply | undefined): string[] {
   );
 }
 
-/** Connection commands that are harmless on a shared connection. */
-const CONNECTION_ALLOWED = new Set(["ping", "echo"]);
+/**
+ * Connection commands that are harmless on a shared connection. COMMAND (COUNT, INFO, DOCS,
+ * GETKEYS…) carries the @connection category but only reads the server's command table.
+ */
+const CONNECTION_ALLOWED = new Set(["ping", "echo", "command"]);
 /** Pub/sub commands that do not put the connection into subscriber mode. */
 const PUBSUB_ALLOWED = new Set(["publish", "spublish", "pubsub"]);
 /** Change connection state; some (CLIENT) carry no @connection category at the top level. */

@@ -1,0 +1,38 @@
+import { randomBytes } from "node:crypto";
+import { Redis } from "@upstash/redis";
+import { startRedis, type TestRedis } from "../harness/redis.js";
+import { startStashd, type TestStashd } from "../harness/stashd.js";
+
+/**
+ * One real redis-server, one in-process stashd and the official SDK pointed at it, as an
+ * application would configure it. `key()` prefixes names with a per-file random prefix so that
+ * files never collide even when run against a shared REDIS_URL.
+ */
+export interface Compat {
+  redis: TestRedis;
+  stashd: TestStashd;
+  /** SDK defaults: base64 responses, auto-pipelining on, read-your-writes on. */
+  sdk: Redis;
+  /** Same, with auto-pipelining off: one HTTP request per command at `/`. */
+  direct: Redis;
+  key(name: string): string;
+  stop(): Promise<void>;
+}
+
+export async function startCompat(): Promise<Compat> {
+  const redis = await startRedis();
+  const stashd = await startStashd({ kvRedisUrl: redis.url });
+  const prefix = `compat:${randomBytes(4).toString("hex")}:`;
+  const { url, token } = stashd.kv;
+  return {
+    redis,
+    stashd,
+    sdk: new Redis({ url, token }),
+    direct: new Redis({ url, token, enableAutoPipelining: false }),
+    key: (name) => prefix + name,
+    stop: async () => {
+      await stashd.stop();
+      await redis.stop();
+    },
+  };
+}
