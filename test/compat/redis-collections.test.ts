@@ -179,6 +179,28 @@ describe("@upstash/redis sorted sets", () => {
   });
 });
 
+describe("stored values that look like status replies", () => {
+  it("returns OK, PONG and QUEUED as stored, at every depth", async () => {
+    const { sdk, direct } = c;
+    const words = ["OK", "PONG", "QUEUED", "T0s="];
+    await sdk.rpush(k("words"), ...words);
+    await sdk.hset(k("wh"), { OK: "OK" });
+    await sdk.xadd(k("ws"), "1-1", { OK: "OK" });
+    await sdk.zadd(k("wz"), { score: 1, member: "OK" });
+    for (const r of [sdk, direct]) {
+      expect(await r.lrange(k("words"), 0, -1)).toEqual(words);
+      expect(await r.hgetall(k("wh"))).toEqual({ OK: "OK" });
+      expect(await r.xrange(k("ws"), "-", "+")).toEqual({ "1-1": { OK: "OK" } });
+      expect(await r.zrange(k("wz"), 0, -1, { withScores: true })).toEqual(["OK", 1]);
+      expect(await r.lindex(k("words"), 0)).toBe("OK");
+      expect(await r.eval("return {{'OK', {'OK'}}, 'OK'}", [], [])).toEqual([["OK", ["OK"]], "OK"]);
+      // Status replies nested in arrays, not only bulk strings.
+      const status = "return {redis.status_reply('OK'), {redis.status_reply('PONG')}}";
+      expect(await r.eval(status, [], [])).toEqual(["OK", ["PONG"]]);
+    }
+  });
+});
+
 describe("@upstash/redis geo", () => {
   it("adds places and queries them", async () => {
     const { sdk } = c;

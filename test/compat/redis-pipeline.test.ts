@@ -171,6 +171,16 @@ describe("read-your-writes sync token", () => {
   });
 });
 
+describe("configuration from the environment", () => {
+  it("works with Redis.fromEnv() as an unchanged application would", async () => {
+    process.env["UPSTASH_REDIS_REST_URL"] = c.stashd.kv.url;
+    process.env["UPSTASH_REDIS_REST_TOKEN"] = c.stashd.kv.token;
+    const app = Redis.fromEnv();
+    await app.set(k("env"), { from: "env" });
+    expect(await app.get(k("env"))).toEqual({ from: "env" });
+  });
+});
+
 describe("response encodings", () => {
   it("returns the same values with base64 off", async () => {
     const { stashd } = c;
