@@ -70,6 +70,8 @@ export class RedisConnection {
   private pushHandler: ((reply: Reply) => void) | undefined;
   private closedError: Error | undefined;
   private readonly closeListeners: ((err: Error) => void)[] = [];
+  private outbox: Buffer[] = [];
+  private flushScheduled = false;
 
   private constructor(private readonly socket: net.Socket) {
     const parser = new RespParser((reply) => this.onReply(reply));
@@ -123,7 +125,7 @@ export class RedisConnection {
     return new Promise((resolve, reject) => {
       if (this.closedError) return reject(unavailable(this.closedError));
       this.waiters.push({ resolve, reject });
-      this.socket.write(encodeCommand(args));
+      this.write(encodeCommand(args));
     });
   }
 
@@ -133,13 +135,13 @@ export class RedisConnection {
     const replies = commands.map(
       () => new Promise<Reply>((resolve, reject) => this.waiters.push({ resolve, reject })),
     );
-    this.socket.write(Buffer.concat(commands.map(encodeCommand)));
+    for (const command of commands) this.write(encodeCommand(command));
     return Promise.all(replies);
   }
 
   /** Writes a command whose replies will arrive through the push handler. */
   sendNoReply(args: readonly Arg[]): void {
-    if (!this.closedError) this.socket.write(encodeCommand(args));
+    if (!this.closedError) this.write(encodeCommand(args));
   }
 
   setPushHandler(handler: (reply: Reply) => void): void {
@@ -155,6 +157,26 @@ export class RedisConnection {
     this.socket.destroy();
     this.fail(new Error("connection closed by stashd"));
   }
+
+  /**
+   * Queues bytes and flushes them in one socket write after this round of I/O callbacks
+   * (setImmediate), so commands from many concurrent HTTP requests share one syscall.
+   */
+  private write(bytes: Buffer): void {
+    this.outbox.push(bytes);
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    setImmediate(this.flush);
+  }
+
+  private readonly flush = (): void => {
+    this.flushScheduled = false;
+    const out = this.outbox;
+    this.outbox = [];
+    if (!this.closedError && out.length > 0) {
+      this.socket.write(out.length === 1 ? (out[0] as Buffer) : Buffer.concat(out));
+    }
+  };
 
   private onReply(reply: Reply): void {
     // Array#shift is O(1) for V8's packed arrays (left-trimming), so this stays cheap.

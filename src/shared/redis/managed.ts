@@ -122,6 +122,7 @@ export class ManagedRedis {
       this.spawnAndWait().then(
         () => this.opts.logger.info("managed redis-server is back", { dir: this.opts.dir }),
         (err: unknown) => {
+          if (this.stopping) return;
           this.opts.logger.error("managed redis-server restart failed", { err: messageOf(err) });
           this.onUnexpectedExit(null, null);
         },
