@@ -1,5 +1,6 @@
 import { Redis } from "@upstash/redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventually } from "../harness/eventually.js";
 import { startCompat, type Compat } from "./context.js";
 
 let c: Compat;
@@ -36,10 +37,33 @@ describe("@upstash/redis with the read-only token", () => {
     expect(await ro.pipeline().get(k("str")).hget(k("hash"), "f").exec()).toEqual(["value", "v"]);
   });
 
-  it("runs read-only scripts", async () => {
+  it("runs read-only scripts and functions", async () => {
     expect(await roDirect.evalRo("return redis.call('GET', KEYS[1])", [k("str")], [])).toBe(
       "value",
     );
+    // EVALSHA_RO, NOSCRIPT, then EVAL_RO: the SDK's fallback works within the read-only rights.
+    const script = ro.createScript<string, true>("return 'ro:' .. ARGV[1]", { readonly: true });
+    expect(await script.exec([], ["a"])).toBe("ro:a");
+    expect(await script.exec([], ["b"])).toBe("ro:b");
+    const lib = `#!lua name=rolib
+redis.register_function{function_name='ro_get', callback=function(keys) return redis.call('GET', keys[1]) end, flags={'no-writes'}}`;
+    await c.sdk.functions.load({ code: lib, replace: true });
+    expect(await ro.functions.callRo("ro_get", [k("str")])).toBe("value");
+    await expect(roDirect.functions.call("ro_get", [k("str")])).rejects.toThrow(
+      /^NOPERM .*'fcall'/,
+    );
+  });
+
+  it("subscribes over SSE", async () => {
+    const sub = ro.subscribe<string>(k("ro-chan"));
+    const got: string[] = [];
+    sub.on("message", (m) => got.push(m.message));
+    await eventually(async () =>
+      expect(await c.sdk.exec(["PUBSUB", "NUMSUB", k("ro-chan")])).toEqual([k("ro-chan"), 1]),
+    );
+    await c.sdk.publish(k("ro-chan"), "to readers");
+    await eventually(() => expect(got).toEqual(["to readers"]));
+    await sub.unsubscribe();
   });
 
   it("refuses writes with NOPERM, single, auto-pipelined and pipelined", async () => {
