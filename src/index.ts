@@ -3,6 +3,7 @@ import { loadConfig, type ConfigOverrides } from "./config/load.js";
 import type { Config } from "./config/schema.js";
 import type { DatabaseCredentials } from "./kv/databases.js";
 import { startKvService } from "./kv/service.js";
+import { startQueueService } from "./queue/service.js";
 import { createLogger } from "./shared/log.js";
 import { runtimeFile, writeRuntime } from "./runtime.js";
 
@@ -25,6 +26,14 @@ export interface Stashd {
     readonlyToken: string;
     databases(): DatabaseCredentials[];
   };
+  queue: {
+    /** Base URL for QSTASH_URL. */
+    url: string;
+    port: number;
+    token: string;
+    currentSigningKey: string;
+    nextSigningKey: string;
+  };
   /** Graceful stop: finishes in-flight requests, closes streams, stops managed Redis servers. */
   stop(): Promise<void>;
 }
@@ -43,9 +52,17 @@ export async function start(options: StartOptions = {}): Promise<Stashd> {
   const config = loadConfig(overrides, env);
   const logger = createLogger(config.logLevel);
   const kv = await startKvService(config, logger.child("kv"));
+  let queue;
+  try {
+    queue = await startQueueService(config, logger.child("queue"));
+  } catch (err) {
+    await kv.close();
+    throw err;
+  }
   writeRuntime(config.dataDir, {
     pid: process.pid,
     kvUrl: kv.url,
+    queueUrl: queue.url,
     startedAt: new Date().toISOString(),
   });
   const main = kv.databases().find((d) => d.name === "default") ?? kv.databases()[0];
@@ -59,8 +76,17 @@ export async function start(options: StartOptions = {}): Promise<Stashd> {
       readonlyToken: main?.readonlyToken ?? "",
       databases: () => kv.databases(),
     },
+    queue: {
+      url: queue.url,
+      port: queue.port,
+      token: queue.token,
+      currentSigningKey: queue.currentSigningKey,
+      nextSigningKey: queue.nextSigningKey,
+    },
     stop: () => {
-      stopping ??= kv.close().finally(() => rmSync(runtimeFile(config.dataDir), { force: true }));
+      stopping ??= Promise.all([kv.close(), queue.close()])
+        .then(() => undefined)
+        .finally(() => rmSync(runtimeFile(config.dataDir), { force: true }));
       return stopping;
     },
   };

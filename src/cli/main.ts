@@ -2,6 +2,7 @@ import { parseArgs } from "node:util";
 import { loadConfig, type ConfigOverrides } from "../config/load.js";
 import { start } from "../index.js";
 import { credentialsOf } from "../kv/databases.js";
+import { readQueueCredentials } from "../queue/credentials.js";
 import { createDatabase, deleteDatabase, readRegistry, resetPassword } from "../kv/registry.js";
 import { readRuntime } from "../runtime.js";
 import { AppError, messageOf } from "../shared/errors.js";
@@ -83,6 +84,7 @@ async function runStart(values: Values): Promise<number> {
   process.stderr.write(
     `stashd is running\n` +
       `  Redis REST API (UPSTASH_REDIS_REST_URL): ${stashd.kv.url}\n` +
+      `  message queue (QSTASH_URL): ${stashd.queue.url}\n` +
       `  credentials:  stashd credentials --data-dir ${dataDir}  (kept in ${dataDir})\n` +
       `  stop with Ctrl-C\n`,
   );
@@ -107,10 +109,13 @@ function printCredentials(values: Values): number {
   const runtime = readRuntime(config.dataDir);
   const kvUrl = runtime?.kvUrl ?? `http://${config.host}:${config.kvPort}`;
   const dbs = readRegistry(config.dataDir).map(credentialsOf);
+  const queueUrl = runtime?.queueUrl ?? `http://${config.host}:${config.queuePort}`;
+  const queue = readQueueCredentials(config);
   if (values.json) {
     const out = {
       running: runtime !== undefined,
       kv: { url: kvUrl, databases: dbs.map((d) => ({ ...d, url: kvUrl })) },
+      ...(queue ? { queue: { url: queueUrl, ...queue } } : {}),
     };
     process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
     return 0;
@@ -135,6 +140,14 @@ function printCredentials(values: Values): number {
       `# UPSTASH_REDIS_REST_TOKEN=${d.token}`,
       `# UPSTASH_REDIS_REST_READONLY_TOKEN=${d.readonlyToken}`,
     ]),
+    ...(queue
+      ? [
+          `QSTASH_URL=${queueUrl}`,
+          `QSTASH_TOKEN=${queue.token}`,
+          `QSTASH_CURRENT_SIGNING_KEY=${queue.currentSigningKey}`,
+          `QSTASH_NEXT_SIGNING_KEY=${queue.nextSigningKey}`,
+        ]
+      : []),
   ];
   process.stdout.write(`${lines.join("\n")}\n`);
   return 0;

@@ -120,6 +120,116 @@ export const SETTINGS = {
     default: "info",
     doc: "debug, info, warn, error or silent.",
   },
+
+  // ---- Queue (QStash-compatible message queue) ----
+  queueRedisUrl: {
+    env: "STASHD_QUEUE_REDIS_URL",
+    kind: "optional-string",
+    default: undefined,
+    doc: "External Redis holding all queue state (unset: a managed redis-server, appendfsync always).",
+  },
+  queueToken: {
+    env: "QSTASH_TOKEN",
+    kind: "optional-string",
+    default: undefined,
+    doc: "Queue API token (unset: generated at first start and kept in the data dir).",
+  },
+  queueCurrentSigningKey: {
+    env: "QSTASH_CURRENT_SIGNING_KEY",
+    kind: "optional-string",
+    default: undefined,
+    doc: "Signing key for deliveries (unset: generated at first start).",
+  },
+  queueNextSigningKey: {
+    env: "QSTASH_NEXT_SIGNING_KEY",
+    kind: "optional-string",
+    default: undefined,
+    doc: "Next signing key, becomes current on rotation (unset: generated at first start).",
+  },
+  queuePoolSize: {
+    env: "STASHD_QUEUE_POOL_SIZE",
+    kind: "int",
+    default: 4,
+    doc: "Pipelined connections to the queue Redis.",
+  },
+  queueConcurrency: {
+    env: "STASHD_QUEUE_CONCURRENCY",
+    kind: "int",
+    default: 200,
+    doc: "Deliveries in flight per stashd process.",
+  },
+  queueLeaseMs: {
+    env: "STASHD_QUEUE_LEASE_MS",
+    kind: "int",
+    default: 30_000,
+    doc: "Lease added to an attempt's timeout; an unfinished lease is returned by the reaper.",
+  },
+  queueIdlePollMs: {
+    env: "STASHD_QUEUE_IDLE_POLL_MS",
+    kind: "int",
+    default: 1_000,
+    doc: "Longest sleep of an idle dispatcher (it also wakes on local publishes and due times).",
+  },
+  queueReapMs: {
+    env: "STASHD_QUEUE_REAP_MS",
+    kind: "int",
+    default: 1_000,
+    doc: "How often expired leases are returned to the ready set.",
+  },
+  queueMaxTimeoutMs: {
+    env: "STASHD_QUEUE_MAX_TIMEOUT_MS",
+    kind: "int",
+    default: 2 * 60 * 60 * 1000,
+    doc: "Per-attempt HTTP timeout and the ceiling of `Upstash-Timeout`.",
+  },
+  queueBackoffScaleMs: {
+    env: "STASHD_QUEUE_BACKOFF_SCALE_MS",
+    kind: "int",
+    default: 1_000,
+    doc: "Unit of the default back-off min(86400, e^(2.5n)); 1 makes it milliseconds for tests.",
+  },
+  queueMaxMessageBytes: {
+    env: "STASHD_QUEUE_MAX_MESSAGE_BYTES",
+    kind: "int",
+    default: 10 * 1024 * 1024,
+    doc: "Largest publish body; response bodies kept for callbacks/DLQ are truncated to it.",
+  },
+  queueMaxRetries: {
+    env: "STASHD_QUEUE_MAX_RETRIES",
+    kind: "int",
+    default: 20,
+    doc: "Largest accepted `Upstash-Retries`.",
+  },
+  queueMaxDelayMs: {
+    env: "STASHD_QUEUE_MAX_DELAY_MS",
+    kind: "int",
+    default: 365 * 24 * 60 * 60 * 1000,
+    doc: "Largest accepted delay / not-before distance.",
+  },
+  queueDedupWindowMs: {
+    env: "STASHD_QUEUE_DEDUP_WINDOW_MS",
+    kind: "int",
+    default: 10 * 60 * 1000,
+    doc: "How long a deduplication id is remembered.",
+  },
+  queueLogRetentionMs: {
+    env: "STASHD_QUEUE_LOG_RETENTION_MS",
+    kind: "int",
+    default: 14 * 24 * 60 * 60 * 1000,
+    doc: "How long log events are kept.",
+  },
+  queueDlqRetentionMs: {
+    env: "STASHD_QUEUE_DLQ_RETENTION_MS",
+    kind: "int",
+    default: 7 * 24 * 60 * 60 * 1000,
+    doc: "How long DLQ entries are kept.",
+  },
+  queueMaxCallbackDepth: {
+    env: "STASHD_QUEUE_MAX_CALLBACK_DEPTH",
+    kind: "int",
+    default: 3,
+    doc: "Callbacks of callbacks stop at this depth, so a failing callback cannot loop.",
+  },
 } as const satisfies Record<string, SettingSpec>;
 
 export type SettingName = keyof typeof SETTINGS;

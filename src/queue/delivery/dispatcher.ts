@@ -1,0 +1,225 @@
+import type { Config } from "../../config/schema.js";
+import { messageOf } from "../../shared/errors.js";
+import type { Logger } from "../../shared/log.js";
+import { newDlqId } from "../domain/ids.js";
+import type { AttemptResult, DlqMeta, MessageMeta } from "../domain/message.js";
+import { isNonRetryable, isSuccess, retryDelayMs } from "../domain/retry-policy.js";
+import type { Claimed, MessageStore, NewMessage, Outcome } from "../store/message-store.js";
+import type { SigningKeys } from "../store/signing-keys.js";
+import { callbackMessage, failureCallbackMessage } from "./callbacks.js";
+import type { HttpClient } from "./http-client.js";
+import { signDelivery } from "./signer.js";
+
+const CLAIM_BATCH = 64;
+
+type DispatcherConfig = Pick<
+  Config,
+  | "queueConcurrency"
+  | "queueLeaseMs"
+  | "queueIdlePollMs"
+  | "queueReapMs"
+  | "queueBackoffScaleMs"
+  | "queueMaxCallbackDepth"
+>;
+
+/**
+ * The delivery loop of one process: claim due messages (leased), deliver them concurrently up
+ * to `queueConcurrency`, record each outcome with the finish transition. It does not poll
+ * tightly: it sleeps until the earliest due time (at most `queueIdlePollMs`, which is how it
+ * notices other processes' publishes) and is woken at once by local publishes and by a freed
+ * delivery slot. Several processes on one Redis never deliver the same attempt twice: claiming
+ * is one atomic script.
+ */
+export class Dispatcher {
+  private inflight = 0;
+  private pumping = false;
+  private again = false;
+  private stopped = false;
+  private timer: NodeJS.Timeout | undefined;
+  private timerAt = Number.POSITIVE_INFINITY;
+  private reaper: NodeJS.Timeout | undefined;
+  private idleWaiters: (() => void)[] = [];
+
+  constructor(
+    private readonly store: MessageStore,
+    private readonly client: HttpClient,
+    private readonly keys: SigningKeys,
+    private readonly cfg: DispatcherConfig,
+    private readonly log: Logger,
+  ) {}
+
+  start(): void {
+    this.reaper = setInterval(() => void this.reap(), this.cfg.queueReapMs);
+    this.wake();
+  }
+
+  /** Asks for a pump at `at` (ms; default now). Earlier requests win. */
+  wake(at = 0): void {
+    if (this.stopped) return;
+    const delay = Math.max(0, at - Date.now());
+    const target = Date.now() + delay;
+    if (this.timer && this.timerAt <= target) return;
+    clearTimeout(this.timer);
+    this.timerAt = target;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.timerAt = Number.POSITIVE_INFINITY;
+      void this.pump();
+    }, delay);
+  }
+
+  /** Stops claiming; waits up to `graceMs` for in-flight deliveries (their leases cover the rest). */
+  async stop(graceMs: number): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    clearInterval(this.reaper);
+    if (this.inflight === 0) return;
+    await new Promise<void>((resolve) => {
+      const t = setTimeout(resolve, graceMs);
+      this.idleWaiters.push(() => {
+        clearTimeout(t);
+        resolve();
+      });
+    });
+  }
+
+  private async pump(): Promise<void> {
+    if (this.pumping) {
+      this.again = true;
+      return;
+    }
+    this.pumping = true;
+    try {
+      do {
+        this.again = false;
+        await this.fill();
+      } while (this.again && !this.stopped);
+      await this.scheduleNext();
+    } catch (err) {
+      this.log.warn("dispatcher pump failed", { err: messageOf(err) });
+      this.wake(Date.now() + this.cfg.queueIdlePollMs);
+    } finally {
+      this.pumping = false;
+    }
+  }
+
+  private async fill(): Promise<void> {
+    while (!this.stopped) {
+      const free = this.cfg.queueConcurrency - this.inflight;
+      if (free <= 0) return;
+      const limit = Math.min(free, CLAIM_BATCH);
+      const claimed = await this.store.claim(Date.now(), limit, this.cfg.queueLeaseMs);
+      for (const c of claimed) this.run(c);
+      if (claimed.length < limit) return;
+    }
+  }
+
+  private async scheduleNext(): Promise<void> {
+    if (this.stopped || this.inflight >= this.cfg.queueConcurrency) return;
+    const next = await this.store.nextDue();
+    const idle = Date.now() + this.cfg.queueIdlePollMs;
+    this.wake(next === undefined ? idle : Math.min(next, idle));
+  }
+
+  private run(c: Claimed): void {
+    this.inflight++;
+    this.attempt(c)
+      .catch((err: unknown) => {
+        this.log.warn("delivery bookkeeping failed", { id: c.meta.messageId, err: messageOf(err) });
+      })
+      .finally(() => {
+        this.inflight--;
+        if (this.inflight === 0) for (const w of this.idleWaiters.splice(0)) w();
+        this.wake();
+      });
+  }
+
+  private async attempt(c: Claimed): Promise<void> {
+    const { meta } = c;
+    const key = (await this.keys.get()).current;
+    const result = await this.client.send({
+      url: meta.url,
+      method: meta.method,
+      headers: deliveryHeaders(meta, c.retried, signDelivery(key, meta.url, c.body, Date.now())),
+      body: c.body,
+      timeoutMs: meta.timeoutMs,
+    });
+    await this.record(c, result);
+  }
+
+  private async record(c: Claimed, result: AttemptResult): Promise<void> {
+    const now = Date.now();
+    const { meta } = c;
+    const ok = isSuccess(result);
+    const final = !ok && (isNonRetryable(result) || c.retried >= meta.maxRetries);
+    const outcome: Outcome = ok ? "DELIVERED" : final ? "FAILED" : "RETRY";
+    const scale = this.cfg.queueBackoffScaleMs;
+    const nextDue =
+      outcome === "RETRY"
+        ? now + retryDelayMs(result, c.retried, meta.retryDelayExpression, scale, now)
+        : undefined;
+    const dlq = outcome === "FAILED" ? dlqMeta(meta, result, now) : undefined;
+    const ctx = { ...c, result, now, maxDepth: this.cfg.queueMaxCallbackDepth };
+    const children = [callbackMessage(ctx), dlq && failureCallbackMessage(ctx, dlq.dlqId)].filter(
+      (m): m is NewMessage => m !== undefined,
+    );
+    const attempt = JSON.stringify({
+      ...attemptLog(result),
+      ...(nextDue ? { nextDeliveryTime: nextDue } : {}),
+    });
+    const done = await this.store.finish(now, {
+      id: meta.messageId,
+      token: c.token,
+      outcome,
+      attempt,
+      nextDue,
+      dlq,
+      children,
+    });
+    if (done === -1) this.log.debug("lease lost before finish", { id: meta.messageId });
+    const wakeAt = Math.min(nextDue ?? Infinity, ...children.map((m) => m.dueAt));
+    if (Number.isFinite(wakeAt)) this.wake(wakeAt);
+  }
+
+  private async reap(): Promise<void> {
+    try {
+      if ((await this.store.reap(Date.now())) > 0) this.wake();
+    } catch (err) {
+      this.log.warn("lease reaper failed", { err: messageOf(err) });
+    }
+  }
+}
+
+/** Outgoing headers of spec 4.1. */
+function deliveryHeaders(meta: MessageMeta, retried: number, signature: string) {
+  const headers: Record<string, string | string[]> = { ...meta.header };
+  headers["User-Agent"] = "Upstash-QStash";
+  headers["Upstash-Message-Id"] = meta.messageId;
+  headers["Upstash-Retried"] = String(retried);
+  headers["Upstash-Signature"] = signature;
+  if (meta.topicName) headers["Upstash-Topic-Name"] = meta.topicName;
+  if (meta.callerIP) headers["Upstash-Caller-Ip"] = meta.callerIP;
+  return headers;
+}
+
+export function attemptLog(r: AttemptResult): Record<string, unknown> {
+  return {
+    responseStatus: r.status,
+    responseHeader: r.header,
+    responseBody: r.body.toString("base64"),
+    ...(r.error || !isSuccess(r)
+      ? { error: r.error ?? `destination responded with status ${r.status}` }
+      : {}),
+  };
+}
+
+function dlqMeta(meta: MessageMeta, r: AttemptResult, now: number): DlqMeta {
+  return {
+    ...meta,
+    dlqId: newDlqId(now),
+    failedAt: now,
+    responseStatus: r.status,
+    responseHeader: r.header,
+    responseBodyBase64: r.body.toString("base64"),
+  };
+}

@@ -1,0 +1,73 @@
+import { Agent, request } from "undici";
+import { messageOf } from "../../shared/errors.js";
+import { canonicalHeader } from "../domain/headers.js";
+import type { AttemptResult, Headers } from "../domain/message.js";
+
+export interface OutboundRequest {
+  url: string;
+  method: string;
+  headers: Record<string, string | string[]>;
+  body: Buffer;
+  timeoutMs: number;
+}
+
+/**
+ * Outbound HTTP for deliveries: one undici Agent (keep-alive pool per origin), a per-attempt
+ * timeout covering headers and body, and the response body read up to `maxBodyBytes` (the rest is
+ * discarded). Never throws: network errors and timeouts become status 0 with an `error`.
+ * Redirects are not followed (a 3xx is a failed attempt, like any non-2xx).
+ */
+export class HttpClient {
+  private readonly agent = new Agent({
+    keepAliveTimeout: 30_000,
+    connections: 256,
+    pipelining: 1,
+  });
+
+  constructor(private readonly maxBodyBytes: number) {}
+
+  async send(req: OutboundRequest): Promise<AttemptResult> {
+    const signal = AbortSignal.timeout(req.timeoutMs);
+    try {
+      const res = await request(req.url, {
+        dispatcher: this.agent,
+        method: req.method as "POST",
+        headers: req.headers,
+        body: req.method === "GET" || req.method === "HEAD" ? null : req.body,
+        signal,
+        headersTimeout: req.timeoutMs,
+        bodyTimeout: req.timeoutMs,
+      });
+      const body = await this.readLimited(res.body);
+      return { status: res.statusCode, header: toHeaders(res.headers), body };
+    } catch (err) {
+      const error = signal.aborted ? `request timed out after ${req.timeoutMs} ms` : messageOf(err);
+      return { status: 0, header: {}, body: Buffer.alloc(0), error };
+    }
+  }
+
+  close(): Promise<void> {
+    return this.agent.close();
+  }
+
+  private async readLimited(stream: AsyncIterable<Buffer>): Promise<Buffer> {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of stream) {
+      if (size >= this.maxBodyBytes) continue;
+      chunks.push(chunk);
+      size += chunk.length;
+    }
+    const all = Buffer.concat(chunks);
+    return all.length > this.maxBodyBytes ? all.subarray(0, this.maxBodyBytes) : all;
+  }
+}
+
+function toHeaders(raw: Record<string, string | string[] | undefined>): Headers {
+  const out: Headers = {};
+  for (const [name, value] of Object.entries(raw)) {
+    if (value === undefined) continue;
+    out[canonicalHeader(name)] = Array.isArray(value) ? value : [value];
+  }
+  return out;
+}

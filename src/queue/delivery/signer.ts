@@ -1,0 +1,33 @@
+import { createHash, createHmac } from "node:crypto";
+import { newJwtId } from "../domain/ids.js";
+
+/** Lifetime of a delivery signature (spec section 5: exp = iat + 300). */
+const LIFETIME_S = 300;
+
+const b64url = (data: Buffer | string): string => Buffer.from(data).toString("base64url");
+
+/** JWS header is constant: HS256, typ JWT. */
+const HEADER = b64url(JSON.stringify({ alg: "HS256", typ: "JWT" }));
+
+/**
+ * `Upstash-Signature` (spec section 5): HS256 JWT keyed with the signing key's UTF-8 bytes.
+ * `sub` is the exact URL called; `body` is the base64url SHA-256 of the delivered bytes with `=`
+ * padding as the real service sends it; `nbf` is 0 (the service dropped nbf = iat to avoid clock
+ * skew failures, and the Python SDK requires the claim to be present).
+ */
+export function signDelivery(key: string, url: string, body: Buffer, nowMs: number): string {
+  const iat = Math.floor(nowMs / 1000);
+  const bodyHash = createHash("sha256").update(body).digest("base64").replace(/\+/g, "-");
+  const claims = {
+    iss: "Upstash",
+    sub: url,
+    exp: iat + LIFETIME_S,
+    nbf: 0,
+    iat,
+    jti: newJwtId(),
+    body: bodyHash.replace(/\//g, "_"),
+  };
+  const unsigned = `${HEADER}.${b64url(JSON.stringify(claims))}`;
+  const sig = createHmac("sha256", Buffer.from(key, "utf8")).update(unsigned).digest("base64url");
+  return `${unsigned}.${sig}`;
+}

@@ -1,0 +1,98 @@
+import { createHash } from "node:crypto";
+import { newMessageId } from "./ids.js";
+import type { DlqMeta, Headers, MessageMeta } from "./message.js";
+import type { ConfigValues, PublishOptions } from "./publish-options.js";
+
+export interface Target {
+  url: string;
+  topicName?: string | undefined;
+  endpointName?: string | undefined;
+}
+
+/** The stored meta of a new message from its parsed publish options. */
+export function buildMeta(
+  opts: PublishOptions,
+  target: Target,
+  now: number,
+  callerIP: string | undefined,
+): MessageMeta {
+  return {
+    messageId: newMessageId(),
+    url: target.url,
+    method: opts.method,
+    header: opts.header,
+    createdAt: now,
+    notBefore: opts.notBefore,
+    maxRetries: opts.maxRetries,
+    timeoutMs: opts.timeoutMs,
+    retryDelayExpression: opts.retryDelayExpression,
+    callback: opts.callback,
+    callbackHeader: opts.callbackHeader,
+    callbackOptions: opts.callbackOptions,
+    failureCallback: opts.failureCallback,
+    failureCallbackHeader: opts.failureCallbackHeader,
+    failureCallbackOptions: opts.failureCallbackOptions,
+    topicName: target.topicName,
+    endpointName: target.endpointName,
+    callerIP,
+    labels: opts.labels,
+    redact: opts.redact,
+    depth: 0,
+  };
+}
+
+/**
+ * The dedup key of a publish: the explicit id, or for content-based dedup a hash of destination,
+ * body, Content-Type and forwarded headers (spec section 3).
+ */
+export function dedupKey(opts: PublishOptions, destination: string, body: Buffer) {
+  if (opts.dedupId) return `id:${opts.dedupId}`;
+  if (!opts.contentBasedDedup) return undefined;
+  const h = createHash("sha256").update(destination).update("\0").update(body).update("\0");
+  const sorted = Object.entries(opts.header).sort(([a], [b]) => a.localeCompare(b));
+  return `content:${h.update(JSON.stringify(sorted)).digest("hex")}`;
+}
+
+/**
+ * A DLQ retry's message: the original configuration with a new id, where any publish header
+ * given on the retry request overrides the original value (spec 2.8).
+ */
+export function retriedMeta(
+  original: MessageMeta,
+  cfg: ConfigValues,
+  opts: PublishOptions,
+  now: number,
+): MessageMeta {
+  const has = (name: string) => cfg.has(name);
+  const forwards = [...cfg.keys()].some((k) => k.startsWith("upstash-forward-"));
+  const header: Headers = forwards ? { ...original.header, ...opts.header } : original.header;
+  return {
+    ...original,
+    messageId: newMessageId(),
+    createdAt: now,
+    notBefore: opts.notBefore,
+    header,
+    method: has("upstash-method") ? opts.method : original.method,
+    maxRetries: has("upstash-retries") ? opts.maxRetries : original.maxRetries,
+    timeoutMs: has("upstash-timeout") ? opts.timeoutMs : original.timeoutMs,
+    retryDelayExpression: has("upstash-retry-delay")
+      ? opts.retryDelayExpression
+      : original.retryDelayExpression,
+    callback: has("upstash-callback") ? opts.callback : original.callback,
+    failureCallback: has("upstash-failure-callback")
+      ? opts.failureCallback
+      : original.failureCallback,
+    depth: 0,
+  };
+}
+
+/** The message part of a DLQ entry (without dlqId and the last response). */
+export function baseMeta(entry: DlqMeta): MessageMeta {
+  const copy: Partial<DlqMeta> = { ...entry };
+  delete copy.dlqId;
+  delete copy.failedAt;
+  delete copy.responseStatus;
+  delete copy.responseHeader;
+  delete copy.responseBodyBase64;
+  return copy as MessageMeta;
+}

@@ -1,0 +1,86 @@
+/**
+ * What the queue stores for each message (the `meta` JSON of its hash; the body is kept apart as
+ * raw bytes). Message states (spec 6.6), each entered by one Lua transition in store/lua:
+ *
+ *   CREATED (enqueue) -> ACTIVE (claim) -> DELIVERED (finish)
+ *                                       -> ERROR, RETRY (finish) -> ACTIVE ...
+ *                                       -> ERROR, FAILED (finish; moved to the DLQ)
+ *   any waiting state -> CANCEL_REQUESTED, CANCELED (cancel); ACTIVE -> CANCEL_REQUESTED (cancel)
+ *   -> CANCELED (finish/reap); an expired lease: ACTIVE -> RETRY (reap)
+ */
+export type Headers = Record<string, string[]>;
+
+export const STATES = [
+  "CREATED",
+  "ACTIVE",
+  "RETRY",
+  "ERROR",
+  "DELIVERED",
+  "FAILED",
+  "CANCEL_REQUESTED",
+  "CANCELED",
+] as const;
+export type MessageState = (typeof STATES)[number];
+
+/** Per-callback configuration from `Upstash-Callback-*` / `Upstash-Failure-Callback-*`. */
+export interface CallbackOptions {
+  method?: string | undefined;
+  retries?: number | undefined;
+  timeoutMs?: number | undefined;
+  retryDelayExpression?: string | undefined;
+  delayMs?: number | undefined;
+}
+
+/** Which fields the API, logs and DLQ show as `REDACTED:<sha256>` (delivery uses real values). */
+export interface Redaction {
+  body: boolean;
+  allHeaders: boolean;
+  /** Lower-case header names. */
+  headers: string[];
+}
+
+export interface MessageMeta {
+  messageId: string;
+  url: string;
+  method: string;
+  /** Headers delivered to the destination (forwarded ones and Content-Type), canonical names. */
+  header: Headers;
+  createdAt: number;
+  notBefore: number;
+  maxRetries: number;
+  /** Per-attempt HTTP timeout. */
+  timeoutMs: number;
+  retryDelayExpression?: string | undefined;
+  callback?: string | undefined;
+  callbackHeader?: Headers | undefined;
+  callbackOptions?: CallbackOptions | undefined;
+  failureCallback?: string | undefined;
+  failureCallbackHeader?: Headers | undefined;
+  failureCallbackOptions?: CallbackOptions | undefined;
+  topicName?: string | undefined;
+  endpointName?: string | undefined;
+  callerIP?: string | undefined;
+  labels?: string[] | undefined;
+  redact?: Redaction | undefined;
+  /** 0 for a published message, parent depth + 1 for callbacks (bounded by config). */
+  depth: number;
+}
+
+/** The response of the last attempt, kept for callbacks, logs and the DLQ. */
+export interface AttemptResult {
+  /** 0 when no response arrived (connection error, timeout). */
+  status: number;
+  header: Headers;
+  /** Response body, truncated to the max message size. */
+  body: Buffer;
+  error?: string | undefined;
+}
+
+export interface DlqMeta extends MessageMeta {
+  dlqId: string;
+  failedAt: number;
+  responseStatus: number;
+  responseHeader: Headers;
+  /** Base64 of the (truncated) last response body. */
+  responseBodyBase64: string;
+}

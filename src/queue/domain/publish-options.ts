@@ -1,0 +1,228 @@
+import type { Config } from "../../config/schema.js";
+import { AppError } from "../../shared/errors.js";
+import { parseDuration } from "./duration.js";
+import { addHeader } from "./headers.js";
+import type { CallbackOptions, Headers, MessageMeta, Redaction } from "./message.js";
+import { compileRetryDelay } from "./retry-delay.js";
+
+/**
+ * Publish configuration (spec section 3), parsed from one merged map of lower-case names to
+ * values: `Upstash-*` request headers over `upstash-*` query parameters over a URL group's
+ * default headers. Every bad value is a 400 here, before anything is stored.
+ */
+export type ConfigValues = Map<string, string>;
+
+export interface PublishOptions extends Pick<
+  MessageMeta,
+  | "method"
+  | "header"
+  | "notBefore"
+  | "maxRetries"
+  | "timeoutMs"
+  | "retryDelayExpression"
+  | "callback"
+  | "callbackHeader"
+  | "callbackOptions"
+  | "failureCallback"
+  | "failureCallbackHeader"
+  | "failureCallbackOptions"
+  | "labels"
+  | "redact"
+> {
+  /** Absolute due time, ms. */
+  dueAt: number;
+  dedupId?: string | undefined;
+  contentBasedDedup: boolean;
+}
+
+type Limits = Pick<Config, "queueMaxRetries" | "queueMaxDelayMs" | "queueMaxTimeoutMs">;
+
+const METHODS = new Set(["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]);
+
+/** Request headers never forwarded by `Upstash-Header-Forward` (credentials, hop-by-hop). */
+const NOT_FORWARDED = new Set([
+  "authorization",
+  "host",
+  "connection",
+  "keep-alive",
+  "content-length",
+  "transfer-encoding",
+  "te",
+  "trailer",
+  "upgrade",
+  "proxy-authorization",
+  "proxy-connection",
+  "expect",
+  "content-type",
+]);
+
+export function parsePublishOptions(
+  cfg: ConfigValues,
+  request: Record<string, string | string[] | undefined>,
+  now: number,
+  limits: Limits,
+): PublishOptions {
+  const header = forwarded(cfg, "upstash-forward-");
+  const contentType = cfg.get("content-type");
+  if (contentType !== undefined) header["Content-Type"] = [contentType];
+  if (isTrue(cfg.get("upstash-header-forward"))) forwardAll(request, header);
+  const timing = parseTiming(cfg, now, limits);
+  return {
+    method: parseMethod(cfg.get("upstash-method"), "Upstash-Method"),
+    header,
+    ...timing,
+    maxRetries: parseRetries(cfg.get("upstash-retries"), "Upstash-Retries", 3, limits),
+    timeoutMs: parseTimeout(cfg.get("upstash-timeout"), limits),
+    retryDelayExpression: parseRetryDelay(cfg.get("upstash-retry-delay")),
+    dedupId: cfg.get("upstash-deduplication-id") || undefined,
+    contentBasedDedup: isTrue(cfg.get("upstash-content-based-deduplication")),
+    ...callbackPart(cfg, "callback", limits),
+    ...failurePart(cfg, limits),
+    labels: parseList(cfg.get("upstash-label")),
+    redact: parseRedact(cfg.get("upstash-redact-fields")),
+  };
+}
+
+function parseTiming(cfg: ConfigValues, now: number, limits: Limits) {
+  const nb = cfg.get("upstash-not-before");
+  let dueAt = now;
+  if (nb !== undefined) {
+    if (!/^\d+$/.test(nb.trim())) throw bad("Upstash-Not-Before", nb);
+    dueAt = Number(nb.trim()) * 1000;
+  } else if (cfg.get("upstash-delay") !== undefined) {
+    dueAt = now + parseDuration(cfg.get("upstash-delay") ?? "", "Upstash-Delay");
+  }
+  if (dueAt - now > limits.queueMaxDelayMs) {
+    throw new AppError("bad_request", `delay exceeds the maximum of ${limits.queueMaxDelayMs} ms`);
+  }
+  return { dueAt: Math.max(dueAt, 0), notBefore: Math.max(dueAt, now) };
+}
+
+function callbackPart(cfg: ConfigValues, kind: "callback", limits: Limits) {
+  const url = cfg.get(`upstash-${kind}`);
+  if (!url) return {};
+  return {
+    callback: checkUrl(url, "Upstash-Callback"),
+    callbackHeader: forwarded(cfg, `upstash-${kind}-forward-`),
+    callbackOptions: callbackOptions(cfg, `upstash-${kind}-`, limits),
+  };
+}
+
+function failurePart(cfg: ConfigValues, limits: Limits) {
+  const url = cfg.get("upstash-failure-callback");
+  if (!url) return {};
+  return {
+    failureCallback: checkUrl(url, "Upstash-Failure-Callback"),
+    failureCallbackHeader: forwarded(cfg, "upstash-failure-callback-forward-"),
+    failureCallbackOptions: callbackOptions(cfg, "upstash-failure-callback-", limits),
+  };
+}
+
+function callbackOptions(cfg: ConfigValues, prefix: string, limits: Limits): CallbackOptions {
+  const method = cfg.get(`${prefix}method`);
+  const retries = cfg.get(`${prefix}retries`);
+  const timeout = cfg.get(`${prefix}timeout`);
+  const delay = cfg.get(`${prefix}delay`);
+  return {
+    method: method === undefined ? undefined : parseMethod(method, `${prefix}method`),
+    retries:
+      retries === undefined ? undefined : parseRetries(retries, `${prefix}retries`, 0, limits),
+    timeoutMs: timeout === undefined ? undefined : parseTimeout(timeout, limits),
+    retryDelayExpression: parseRetryDelay(cfg.get(`${prefix}retry-delay`)),
+    delayMs: delay === undefined ? undefined : parseDuration(delay, `${prefix}delay`),
+  };
+}
+
+/** `<prefix><name>` entries as delivered headers `<Name>`. */
+function forwarded(cfg: ConfigValues, prefix: string): Headers {
+  const out: Headers = {};
+  for (const [name, value] of cfg) {
+    if (name.startsWith(prefix) && name.length > prefix.length) {
+      addHeader(out, name.slice(prefix.length), value);
+    }
+  }
+  return out;
+}
+
+function forwardAll(request: Record<string, string | string[] | undefined>, out: Headers): void {
+  for (const [name, value] of Object.entries(request)) {
+    if (value === undefined || name.startsWith("upstash-") || NOT_FORWARDED.has(name)) continue;
+    for (const v of Array.isArray(value) ? value : [value]) addHeader(out, name, v);
+  }
+}
+
+function parseMethod(raw: string | undefined, name: string): string {
+  if (raw === undefined) return "POST";
+  const method = raw.trim().toUpperCase();
+  if (!METHODS.has(method)) throw bad(name, raw);
+  return method;
+}
+
+function parseRetries(raw: string | undefined, name: string, dflt: number, limits: Limits) {
+  if (raw === undefined) return dflt;
+  if (!/^\d+$/.test(raw.trim())) throw bad(name, raw);
+  const n = Number(raw.trim());
+  if (n > limits.queueMaxRetries) {
+    throw new AppError("bad_request", `${name} exceeds the maximum of ${limits.queueMaxRetries}`);
+  }
+  return n;
+}
+
+function parseTimeout(raw: string | undefined, limits: Limits): number {
+  if (raw === undefined) return limits.queueMaxTimeoutMs;
+  const ms = parseDuration(raw, "Upstash-Timeout");
+  return ms <= 0 ? limits.queueMaxTimeoutMs : Math.min(ms, limits.queueMaxTimeoutMs);
+}
+
+function parseRetryDelay(raw: string | undefined): string | undefined {
+  if (raw === undefined || raw.trim() === "") return undefined;
+  compileRetryDelay(raw);
+  return raw.trim();
+}
+
+function parseList(raw: string | undefined): string[] | undefined {
+  const items = (raw ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s !== "");
+  return items.length > 0 ? items : undefined;
+}
+
+/** `body`, `header`/`headers` and `header[Name]`/`headers[Name]`, comma-separated (spec 3.4). */
+export function parseRedact(raw: string | undefined): Redaction | undefined {
+  const items = parseList(raw);
+  if (!items) return undefined;
+  const out: Redaction = { body: false, allHeaders: false, headers: [] };
+  for (const item of items) {
+    const m = /^headers?(?:\[(.+)\])?$/i.exec(item);
+    if (item.toLowerCase() === "body") out.body = true;
+    else if (m?.[1] !== undefined) out.headers.push(m[1].toLowerCase());
+    else if (m) out.allHeaders = true;
+    else throw bad("Upstash-Redact-Fields", raw ?? "");
+  }
+  return out;
+}
+
+export function checkUrl(raw: string, name: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new AppError("bad_request", `invalid ${name} url: ${JSON.stringify(raw)}`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw new AppError(
+      "bad_request",
+      `invalid ${name} url: endpoint has invalid scheme, add http:// or https://`,
+    );
+  }
+  return raw;
+}
+
+function isTrue(raw: string | undefined): boolean {
+  return raw !== undefined && raw.trim().toLowerCase() === "true";
+}
+
+function bad(name: string, raw: string): AppError {
+  return new AppError("bad_request", `invalid ${name} value: ${JSON.stringify(raw)}`);
+}

@@ -1,0 +1,89 @@
+import { AppError } from "../../shared/errors.js";
+
+/**
+ * `Upstash-Retry-Delay` expressions (spec 3.2): numbers, + - * /, parentheses, the variable
+ * `retried` and the functions pow exp sqrt abs floor ceil round min max. Compiled once at publish
+ * time (so a bad expression is a 400 there) and evaluated after each failed attempt; result in ms.
+ */
+export type RetryDelayFn = (retried: number) => number;
+
+type Node = (retried: number) => number;
+
+const FUNCS: Record<string, { arity: number; fn: (...a: number[]) => number }> = {
+  pow: { arity: 2, fn: (a = 0, b = 0) => Math.pow(a, b) },
+  exp: { arity: 1, fn: (a = 0) => Math.exp(a) },
+  sqrt: { arity: 1, fn: (a = 0) => Math.sqrt(a) },
+  abs: { arity: 1, fn: (a = 0) => Math.abs(a) },
+  floor: { arity: 1, fn: (a = 0) => Math.floor(a) },
+  ceil: { arity: 1, fn: (a = 0) => Math.ceil(a) },
+  round: { arity: 1, fn: (a = 0) => Math.round(a) },
+  min: { arity: 2, fn: (a = 0, b = 0) => Math.min(a, b) },
+  max: { arity: 2, fn: (a = 0, b = 0) => Math.max(a, b) },
+};
+
+export function compileRetryDelay(expr: string): RetryDelayFn {
+  const tokens = expr.match(/\d+(\.\d+)?|[A-Za-z_]+|[-+*/(),]|\S/g) ?? [];
+  let pos = 0;
+  const fail = (): never => {
+    throw new AppError("bad_request", `invalid Upstash-Retry-Delay expression: ${expr}`);
+  };
+  const peek = (): string | undefined => tokens[pos];
+  const take = (want?: string): string => {
+    const t = tokens[pos++];
+    if (t === undefined || (want !== undefined && t !== want)) fail();
+    return t as string;
+  };
+  const primary = (): Node => {
+    const t = take();
+    if (/^\d/.test(t)) {
+      const v = Number(t);
+      return () => v;
+    }
+    if (t === "(") {
+      const inner = sum();
+      take(")");
+      return inner;
+    }
+    if (t === "-") {
+      const inner = primary();
+      return (r) => -inner(r);
+    }
+    if (t === "retried") return (r) => r;
+    const f = FUNCS[t] ?? fail();
+    take("(");
+    const args: Node[] = [sum()];
+    while (peek() === ",") {
+      take(",");
+      args.push(sum());
+    }
+    take(")");
+    if (args.length !== f.arity) fail();
+    return (r) => f.fn(...args.map((a) => a(r)));
+  };
+  const product = (): Node => binary(primary, ["*", "/"]);
+  const sum = (): Node => binary(product, ["+", "-"]);
+  const binary = (next: () => Node, ops: string[]): Node => {
+    let left = next();
+    while (ops.includes(peek() ?? "")) {
+      const op = take();
+      const l = left;
+      const right = next();
+      left =
+        op === "+"
+          ? (r) => l(r) + right(r)
+          : op === "-"
+            ? (r) => l(r) - right(r)
+            : op === "*"
+              ? (r) => l(r) * right(r)
+              : (r) => l(r) / right(r);
+    }
+    return left;
+  };
+  if (tokens.length === 0) fail();
+  const root = sum();
+  if (pos !== tokens.length) fail();
+  return (retried) => {
+    const v = root(retried);
+    return Number.isFinite(v) ? Math.max(0, Math.round(v)) : 0;
+  };
+}

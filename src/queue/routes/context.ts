@@ -1,0 +1,36 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Config } from "../../config/schema.js";
+import type { Logger } from "../../shared/log.js";
+import type { Dispatcher } from "../delivery/dispatcher.js";
+import type { DlqStore } from "../store/dlq-store.js";
+import type { LogStore } from "../store/log-store.js";
+import type { MessageStore } from "../store/message-store.js";
+import type { SigningKeys } from "../store/signing-keys.js";
+import type { TopicStore } from "../store/topic-store.js";
+
+/** Everything a queue route needs; built once by the service. */
+export interface QueueContext {
+  config: Config;
+  log: Logger;
+  messages: MessageStore;
+  dlq: DlqStore;
+  logs: LogStore;
+  topics: TopicStore;
+  keys: SigningKeys;
+  dispatcher: Dispatcher;
+}
+
+/** One parsed request: raw path and query kept as sent (destinations must not be normalized). */
+export interface QueueRequest {
+  req: IncomingMessage;
+  res: ServerResponse;
+  method: string;
+  /** Path segments after `/v2/`, raw (not decoded). */
+  segments: string[];
+  /** Raw path after `/v2/`. */
+  rawPath: string;
+  rawQuery: string;
+  query: URLSearchParams;
+}
+
+export type Handler = (ctx: QueueContext, r: QueueRequest) => Promise<void>;

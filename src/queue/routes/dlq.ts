@@ -1,0 +1,82 @@
+import { AppError } from "../../shared/errors.js";
+import { baseMeta, retriedMeta } from "../domain/build.js";
+import { filterFromJson, filterFromQuery, matches, type Filter } from "../domain/filters.js";
+import { parsePublishOptions } from "../domain/publish-options.js";
+import { renderDlq } from "../domain/render.js";
+import type { DlqEntry } from "../store/dlq-store.js";
+import type { Handler, QueueContext, QueueRequest } from "./context.js";
+import { configValues } from "./publish.js";
+import { countParam, decode, multi, notFound, readJsonObject, reply, stringList } from "./util.js";
+
+const keepBy = (f: Filter) => (e: DlqEntry) =>
+  matches(f, e.meta, { time: e.meta.failedAt, responseStatus: e.meta.responseStatus });
+
+/** Entries selected by `dlqIds`, or a filtered page (count default/max 100, order, cursor). */
+async function select(ctx: QueueContext, r: QueueRequest, json?: Record<string, unknown>) {
+  const ids = [...multi(r.query, "dlqIds"), ...stringList(json?.["dlqIds"])];
+  if (ids.length > 0) {
+    const entries = await Promise.all(ids.map((id) => ctx.dlq.get(id)));
+    return { items: entries.filter((e): e is DlqEntry => e !== undefined), cursor: undefined };
+  }
+  const filter = json ? filterFromJson(json) : filterFromQuery(r.query);
+  const latestFirst = r.query.get("order") === "latestFirst";
+  const cursor = r.query.get("cursor") || undefined;
+  return ctx.dlq.list(latestFirst, countParam(r.query, 100, 100), cursor, keepBy(filter));
+}
+
+/** GET /v2/dlq → `{messages, cursor?}`. */
+export const listDlq: Handler = async (ctx, r) => {
+  const page = await select(ctx, r);
+  const messages = page.items.map((e) => renderDlq(e.meta, e.body));
+  reply(r.res, 200, page.cursor ? { messages, cursor: page.cursor } : { messages });
+};
+
+export const getDlq: Handler = async (ctx, r) => {
+  const e = await ctx.dlq.get(decode(r.segments[1] ?? ""));
+  if (!e) throw notFound("dlq message");
+  reply(r.res, 200, renderDlq(e.meta, e.body));
+};
+
+export const deleteDlq: Handler = async (ctx, r) => {
+  if ((await ctx.dlq.delete([decode(r.segments[1] ?? "")])) === 0) throw notFound("dlq message");
+  reply(r.res, 200);
+};
+
+/** DELETE /v2/dlq: ids (query or JSON), or a filtered page → `{deleted, cursor?}`. */
+export const deleteDlqMany: Handler = async (ctx, r) => {
+  const page = await select(ctx, r, await readJsonObject(ctx, r));
+  const deleted = await ctx.dlq.delete(page.items.map((e) => e.meta.dlqId));
+  reply(r.res, 200, page.cursor ? { deleted, cursor: page.cursor } : { deleted });
+};
+
+/** POST /v2/dlq/retry/{dlqId} → 201 `{messageId}`; request publish headers override. */
+export const retryDlqOne: Handler = async (ctx, r) => {
+  const e = await ctx.dlq.get(decode(r.segments[2] ?? ""));
+  if (!e) throw notFound("dlq message");
+  const messageId = await retryEntry(ctx, r, e);
+  reply(r.res, 201, { messageId });
+};
+
+/** POST /v2/dlq/retry → `{responses: [{messageId}], cursor?}`. */
+export const retryDlqMany: Handler = async (ctx, r) => {
+  const page = await select(ctx, r, await readJsonObject(ctx, r));
+  const responses = [];
+  for (const e of page.items) responses.push({ messageId: await retryEntry(ctx, r, e) });
+  reply(r.res, 201, page.cursor ? { cursor: page.cursor, responses } : { responses });
+};
+
+async function retryEntry(ctx: QueueContext, r: QueueRequest, e: DlqEntry): Promise<string> {
+  const now = Date.now();
+  const cfg = configValues(r);
+  cfg.delete("content-type");
+  const opts = parsePublishOptions(cfg, {}, now, ctx.config);
+  const meta = retriedMeta(baseMeta(e.meta), cfg, opts, now);
+  const ok = await ctx.messages.retryDlq(now, e.meta.dlqId, {
+    meta,
+    body: e.body,
+    dueAt: opts.dueAt,
+  });
+  if (!ok) throw new AppError("not_found", "dlq message not found");
+  ctx.dispatcher.wake(opts.dueAt);
+  return meta.messageId;
+}

@@ -1,0 +1,53 @@
+import { filterFromQuery, matches } from "../domain/filters.js";
+import { redactHeaders } from "../domain/render.js";
+import type { LogEvent } from "../store/log-store.js";
+import type { Handler } from "./context.js";
+import { countParam, multi, reply } from "./util.js";
+
+/**
+ * GET /v2/events → `{events, cursor?}` and GET /v2/logs → `{logs, cursor?}` (spec 2.9): newest
+ * first by default, `messageIds` or filters (state accepts IN_PROGRESS and CANCELLED), cursor
+ * omitted on the last page. The time, messageId, state and url fields are always present.
+ */
+export const listLogs: Handler = async (ctx, r) => {
+  const filter = filterFromQuery(r.query);
+  const ids = multi(r.query, "messageIds");
+  if (ids.length > 0) filter.values.set("messageId", ids);
+  const latestFirst = r.query.get("order") !== "earliestFirst";
+  const page = await ctx.logs.list(
+    latestFirst,
+    countParam(r.query, 100, 1000),
+    r.query.get("cursor") || undefined,
+    (e) => matches(filter, e.meta, { time: e.time, state: e.state }),
+  );
+  const key = (r.segments[0] ?? "").toLowerCase() === "logs" ? "logs" : "events";
+  const items = page.items.map(renderEvent);
+  reply(r.res, 200, page.cursor ? { cursor: page.cursor, [key]: items } : { [key]: items });
+};
+
+function renderEvent(e: LogEvent): Record<string, unknown> {
+  const m = e.meta;
+  const x = e.extra;
+  return {
+    time: e.time,
+    messageId: m.messageId,
+    state: e.state,
+    url: m.url,
+    method: m.method,
+    header: redactHeaders(m.header, m.redact),
+    maxRetries: m.maxRetries,
+    timeout: m.timeoutMs,
+    ...(m.topicName ? { topicName: m.topicName, endpointName: m.endpointName } : {}),
+    ...(m.callback ? { callback: m.callback, callbackHeaders: m.callbackHeader } : {}),
+    ...(m.failureCallback
+      ? { failureCallback: m.failureCallback, failureCallbackHeaders: m.failureCallbackHeader }
+      : {}),
+    ...(m.retryDelayExpression
+      ? { retryDelayExpression: m.retryDelayExpression, retryDelayExpr: m.retryDelayExpression }
+      : {}),
+    ...(m.labels ? { label: m.labels[0], labels: m.labels } : {}),
+    ...(m.callerIP ? { callerIP: m.callerIP } : {}),
+    ...x,
+    ...(x["responseHeader"] ? { responseHeaders: x["responseHeader"] } : {}),
+  };
+}

@@ -1,0 +1,94 @@
+import { timingSafeEqual } from "node:crypto";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { AppError } from "../../shared/errors.js";
+import { sendError } from "../../shared/http/respond.js";
+import type { Handler, QueueContext, QueueRequest } from "./context.js";
+import * as dlq from "./dlq.js";
+import { getKeys, rotateKeys } from "./keys.js";
+import { listLogs } from "./logs.js";
+import { cancelMany, cancelMessage, getMessage } from "./messages.js";
+import { publish } from "./publish.js";
+import * as topics from "./topics.js";
+
+/**
+ * Route table: `METHOD pattern` over the path segments after `/v2/`, matched case-insensitively
+ * (the Go SDK sends `/v2/Schedules`); `*` is one segment, `**` the raw rest. A trailing slash
+ * (empty last segment) is the collection route (spec 0.1).
+ */
+const ROUTES: [string, Handler][] = [
+  ["POST publish **", publish],
+  ["GET messages *", getMessage],
+  ["DELETE messages *", cancelMessage],
+  ["DELETE messages", cancelMany],
+  ["GET dlq", dlq.listDlq],
+  ["DELETE dlq", dlq.deleteDlqMany],
+  ["POST dlq retry", dlq.retryDlqMany],
+  ["POST dlq retry *", dlq.retryDlqOne],
+  ["GET dlq *", dlq.getDlq],
+  ["DELETE dlq *", dlq.deleteDlq],
+  ["POST topics * endpoints", topics.addEndpoints],
+  ["DELETE topics * endpoints", topics.removeEndpoints],
+  ["GET topics", topics.listTopics],
+  ["GET topics *", topics.getTopic],
+  ["DELETE topics *", topics.deleteTopic],
+  ["PATCH topics *", topics.patchTopic],
+  ["GET events", listLogs],
+  ["GET logs", listLogs],
+  ["GET keys", getKeys],
+  ["POST keys rotate", rotateKeys],
+  ["POST rotate", rotateKeys],
+];
+
+function match(pattern: string, method: string, segments: string[]): boolean {
+  const [m, ...parts] = pattern.split(" ");
+  if (m !== method) return false;
+  for (const [i, part] of parts.entries()) {
+    if (part === "**") return segments.length > i && (segments[i] ?? "") !== "";
+    const seg = segments[i];
+    if (seg === undefined || seg === "") return false;
+    if (part !== "*" && seg.toLowerCase() !== part) return false;
+  }
+  return segments.length === parts.length;
+}
+
+export function createQueueHandler(ctx: QueueContext, token: () => string) {
+  return (req: IncomingMessage, res: ServerResponse): void => {
+    handle(ctx, token(), req, res).catch((err: unknown) => sendError(res, err, ctx.log));
+  };
+}
+
+async function handle(
+  ctx: QueueContext,
+  token: string,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
+  const url = req.url ?? "/";
+  const q = url.indexOf("?");
+  const rawPathFull = q === -1 ? url : url.slice(0, q);
+  const rawQuery = q === -1 ? "" : url.slice(q + 1);
+  const query = new URLSearchParams(rawQuery);
+  authorize(req, query, token);
+  if (!/^\/v2\//i.test(rawPathFull)) throw new AppError("not_found", "not found");
+  const rawPath = rawPathFull.slice(4);
+  const segments = rawPath.split("/");
+  if (segments.length > 1 && segments[segments.length - 1] === "") segments.pop();
+  const method = (req.method ?? "GET").toUpperCase();
+  const route = ROUTES.find(([pattern]) => match(pattern, method, segments));
+  if (!route) throw new AppError("not_found", `no route for ${method} /v2/${rawPath}`);
+  const r: QueueRequest = { req, res, method, segments, rawPath, rawQuery, query };
+  await route[1](ctx, r);
+}
+
+/** `Authorization: Bearer <token>` or `?qstash_token=`; 401 JSON error otherwise. */
+function authorize(req: IncomingMessage, query: URLSearchParams, token: string): void {
+  const header = req.headers.authorization ?? "";
+  const given = /^bearer\s+/i.test(header)
+    ? header.replace(/^bearer\s+/i, "").trim()
+    : (query.get("qstash_token") ?? "");
+  const a = Buffer.from(given);
+  const b = Buffer.from(token);
+  if (a.length !== b.length || !timingSafeEqual(a, b)) {
+    throw new AppError("unauthorized", given === "" ? "missing token" : "invalid token");
+  }
+}

@@ -1,0 +1,75 @@
+import type { ServerResponse } from "node:http";
+import { AppError } from "../../shared/errors.js";
+import { readBody } from "../../shared/http/body.js";
+import { sendJson } from "../../shared/http/respond.js";
+import type { QueueContext, QueueRequest } from "./context.js";
+
+export function reply(res: ServerResponse, status: number, value?: unknown): void {
+  if (value === undefined) {
+    res.writeHead(status).end();
+    return;
+  }
+  sendJson(res, status, JSON.stringify(value));
+}
+
+export function readRaw(ctx: QueueContext, r: QueueRequest): Promise<Buffer> {
+  const limit = ctx.config.queueMaxMessageBytes;
+  return readBody(
+    r.req,
+    limit,
+    () => new AppError("payload_too_large", `message body exceeds the maximum of ${limit} bytes`),
+  );
+}
+
+/** The JSON object body, or undefined when the body is empty. */
+export async function readJsonObject(
+  ctx: QueueContext,
+  r: QueueRequest,
+): Promise<Record<string, unknown> | undefined> {
+  const raw = await readRaw(ctx, r);
+  if (raw.length === 0) return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(raw.toString("utf8"));
+  } catch {
+    throw new AppError("bad_request", "request body is not valid JSON");
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw new AppError("bad_request", "request body must be a JSON object");
+  }
+  return value as Record<string, unknown>;
+}
+
+/** Repeated (`k=a&k=b`) or comma-separated (`k=a,b`) query values. */
+export function multi(q: URLSearchParams, name: string): string[] {
+  return q
+    .getAll(name)
+    .flatMap((v) => v.split(","))
+    .map((v) => v.trim())
+    .filter((v) => v !== "");
+}
+
+export function stringList(value: unknown): string[] {
+  return Array.isArray(value) ? value.map(String).filter((v) => v !== "") : [];
+}
+
+/** `count` query parameter: default `dflt`, at most `max`. */
+export function countParam(q: URLSearchParams, dflt: number, max: number): number {
+  const raw = q.get("count");
+  if (raw === null || raw === "") return dflt;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1) throw new AppError("bad_request", `invalid count: ${raw}`);
+  return Math.min(n, max);
+}
+
+export function notFound(what: string): AppError {
+  return new AppError("not_found", `${what} not found`);
+}
+
+export const decode = (segment: string): string => {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+};

@@ -1,0 +1,119 @@
+import path from "node:path";
+import type { Config } from "../config/schema.js";
+import { messageOf } from "../shared/errors.js";
+import { listen } from "../shared/http/server.js";
+import type { Logger } from "../shared/log.js";
+import { parseRedisUrl, type RedisEndpoint } from "../shared/redis/connection.js";
+import { ManagedRedis } from "../shared/redis/managed.js";
+import { RedisPool } from "../shared/redis/pool.js";
+import { loadQueueCredentials } from "./credentials.js";
+import { Dispatcher } from "./delivery/dispatcher.js";
+import { HttpClient } from "./delivery/http-client.js";
+import { createQueueHandler } from "./routes/router.js";
+import { DlqStore } from "./store/dlq-store.js";
+import { LogStore } from "./store/log-store.js";
+import { MessageStore } from "./store/message-store.js";
+import { SigningKeys } from "./store/signing-keys.js";
+import { TopicStore } from "./store/topic-store.js";
+
+export interface QueueService {
+  url: string;
+  port: number;
+  token: string;
+  /** Current signing keys (as of start; GET /v2/keys has the live ones). */
+  currentSigningKey: string;
+  nextSigningKey: string;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts the queue: its own Redis (managed with `appendfsync always` unless STASHD_QUEUE_REDIS_URL
+ * is set), the stores, the delivery dispatcher with its lease reaper, and the HTTP API.
+ */
+export async function startQueueService(config: Config, log: Logger): Promise<QueueService> {
+  const managed = config.queueRedisUrl ? undefined : managedRedis(config, log);
+  const endpoint: RedisEndpoint = managed
+    ? await managed.start()
+    : parseRedisUrl(config.queueRedisUrl ?? "");
+  const pool = new RedisPool(endpoint, {
+    size: config.queuePoolSize,
+    connectTimeoutMs: config.redisConnectTimeoutMs,
+    retryBackoffMs: config.redisRetryBackoffMs,
+  });
+  try {
+    return await assemble(config, log, pool, managed);
+  } catch (err) {
+    await pool.close();
+    await managed?.stop();
+    throw err;
+  }
+}
+
+function managedRedis(config: Config, log: Logger): ManagedRedis {
+  return new ManagedRedis({
+    dir: path.join(config.dataDir, "queue-redis"),
+    bin: config.redisServerBin,
+    appendfsync: "always",
+    maxRestartBackoffMs: config.managedRestartMaxBackoffMs,
+    logger: log.child("redis"),
+  });
+}
+
+async function assemble(
+  config: Config,
+  log: Logger,
+  pool: RedisPool,
+  managed: ManagedRedis | undefined,
+): Promise<QueueService> {
+  const creds = loadQueueCredentials(config);
+  const keys = new SigningKeys(pool, config.queueReapMs);
+  const forced = config.queueCurrentSigningKey !== undefined;
+  const pair = await keys.init(
+    { current: creds.currentSigningKey, next: creds.nextSigningKey },
+    forced,
+  );
+  const messages = new MessageStore(pool, config.queueLogRetentionMs);
+  const client = new HttpClient(config.queueMaxMessageBytes);
+  const dispatcher = new Dispatcher(messages, client, keys, config, log.child("delivery"));
+  const dlq = new DlqStore(pool);
+  const ctx = {
+    config,
+    log,
+    messages,
+    dlq,
+    logs: new LogStore(pool),
+    topics: new TopicStore(pool),
+    keys,
+    dispatcher,
+  };
+  const server = await listen(
+    createQueueHandler(ctx, () => creds.token),
+    {
+      host: config.host,
+      port: config.queuePort,
+      requestTimeoutMs: config.requestTimeoutMs,
+    },
+  );
+  dispatcher.start();
+  const expiry = setInterval(() => {
+    dlq.expire(Date.now() - config.queueDlqRetentionMs).catch((err: unknown) => {
+      log.warn("dlq retention failed", { err: messageOf(err) });
+    });
+  }, 60_000);
+  log.info("queue listening", { url: server.url });
+  return {
+    url: server.url,
+    port: server.port,
+    token: creds.token,
+    currentSigningKey: pair.current,
+    nextSigningKey: pair.next,
+    close: async () => {
+      clearInterval(expiry);
+      await server.close(config.shutdownGraceMs);
+      await dispatcher.stop(config.shutdownGraceMs);
+      await client.close();
+      await pool.close();
+      await managed?.stop();
+    },
+  };
+}

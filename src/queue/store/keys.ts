@@ -1,0 +1,34 @@
+/**
+ * The queue's Redis key layout; no other module builds key names.
+ *
+ * Every key carries the `{stashd:q}` hash tag, so each script touches one cluster slot. Lua scripts
+ * that touch per-message or per-DLQ-entry hashes receive the prefix and append the id, which keeps
+ * them in the same slot.
+ *
+ *   <p>msg:<id>    hash  meta (JSON MessageMeta), body (raw bytes), state, retried, lease, tmo
+ *   <p>due         zset  message id -> due time (ms); ready when score <= now
+ *   <p>active      zset  message id -> lease deadline (ms); past deadline = returned by the reaper
+ *   <p>pending     zset  message id -> createdAt, every message not yet finished (for bulk cancel)
+ *   <p>dlq         zset  dlq ids, all score 0: `<ms>-<seq>` ids sort by time lexicographically
+ *   <p>dlq:<id>    hash  meta (JSON DlqMeta), body (raw bytes)
+ *   <p>log         stream  one entry per state change: id, state, time, meta, extra
+ *   <p>dedup:<k>   string  publish response of the first message with that dedup key, PX window
+ *   <p>topic:<n>   string  JSON URL group; <p>topics set of group names
+ *   <p>keys        hash  current, next signing keys
+ */
+export const QUEUE_PREFIX = "stashd:{stashd:q}:v1:";
+
+export const queueKeys = {
+  prefix: QUEUE_PREFIX,
+  due: `${QUEUE_PREFIX}due`,
+  active: `${QUEUE_PREFIX}active`,
+  pending: `${QUEUE_PREFIX}pending`,
+  dlq: `${QUEUE_PREFIX}dlq`,
+  log: `${QUEUE_PREFIX}log`,
+  topics: `${QUEUE_PREFIX}topics`,
+  signingKeys: `${QUEUE_PREFIX}keys`,
+  message: (id: string): string => `${QUEUE_PREFIX}msg:${id}`,
+  dlqEntry: (id: string): string => `${QUEUE_PREFIX}dlq:${id}`,
+  dedup: (key: string): string => `${QUEUE_PREFIX}dedup:${key}`,
+  topic: (name: string): string => `${QUEUE_PREFIX}topic:${name}`,
+} as const;

@@ -1,0 +1,35 @@
+/**
+ * cancel-3: cancels messages. A waiting message is removed at once (CANCEL_REQUESTED, CANCELED);
+ * an in-flight one is marked CANCEL_REQUESTED and finishes as CANCELED unless that attempt
+ * succeeds (spec 2.4: in-flight messages may still be delivered).
+ *
+ * KEYS[1] due  KEYS[2] pending  KEYS[3] log
+ * ARGV[1] key prefix  ARGV[2] now  ARGV[3] log cutoff  ARGV[4..] message ids
+ * Returns the number of messages cancelled.
+ */
+export const CANCEL = {
+  name: "cancel",
+  numKeys: 3,
+  body: `
+local prefix, now, cutoff = ARGV[1], ARGV[2], ARGV[3]
+local n = 0
+for i = 4, #ARGV do
+  local id = ARGV[i]
+  local h = prefix .. 'msg:' .. id
+  local f = redis.call('HMGET', h, 'state', 'meta')
+  if f[1] == 'ACTIVE' then
+    redis.call('HSET', h, 'state', 'CANCEL_REQUESTED')
+    addLog(KEYS[3], cutoff, now, id, 'CANCEL_REQUESTED', f[2], '{}')
+    n = n + 1
+  elseif f[1] and f[1] ~= 'CANCEL_REQUESTED' then
+    redis.call('ZREM', KEYS[1], id)
+    redis.call('ZREM', KEYS[2], id)
+    redis.call('DEL', h)
+    addLog(KEYS[3], cutoff, now, id, 'CANCEL_REQUESTED', f[2], '{}')
+    addLog(KEYS[3], cutoff, now, id, 'CANCELED', f[2], '{}')
+    n = n + 1
+  end
+end
+return n
+`,
+} as const;

@@ -1,0 +1,46 @@
+/**
+ * finish-5: records the outcome of one delivery attempt by the lease holder.
+ *
+ * KEYS[1] due  KEYS[2] active  KEYS[3] pending  KEYS[4] log  KEYS[5] dlq
+ * ARGV[1] key prefix  ARGV[2] now  ARGV[3] log cutoff  ARGV[4] message id  ARGV[5] lease token
+ * ARGV[6] outcome: DELIVERED | RETRY | FAILED  ARGV[7] attempt JSON (response, error) for the log
+ * ARGV[8] next due ms (RETRY)  ARGV[9] dlq id (FAILED)  ARGV[10] dlq meta JSON (FAILED)
+ * ARGV[11..] callback messages to create, groups of 5 as in enqueue
+ * Returns 1 done, 2 finished as CANCELED (cancel requested while in flight), -1 lease lost
+ * (the reaper returned it; another attempt owns the message now).
+ * Events: DELIVERED | ERROR,RETRY | ERROR,FAILED | CANCELED; CREATED per callback message.
+ */
+export const FINISH = {
+  name: "finish",
+  numKeys: 5,
+  body: `
+local prefix, now, cutoff, id = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local h = prefix .. 'msg:' .. id
+local f = redis.call('HMGET', h, 'lease', 'state', 'meta')
+if f[1] ~= ARGV[5] then return -1 end
+redis.call('ZREM', KEYS[2], id)
+local outcome = ARGV[6]
+if f[2] == 'CANCEL_REQUESTED' and outcome ~= 'DELIVERED' then outcome = 'CANCELED' end
+if outcome == 'RETRY' then
+  redis.call('HINCRBY', h, 'retried', 1)
+  redis.call('HSET', h, 'state', 'RETRY')
+  redis.call('HDEL', h, 'lease')
+  redis.call('ZADD', KEYS[1], ARGV[8], id)
+  addLog(KEYS[4], cutoff, now, id, 'ERROR', f[3], ARGV[7])
+  addLog(KEYS[4], cutoff, now, id, 'RETRY', f[3], '{}')
+else
+  if outcome == 'FAILED' then
+    local e = prefix .. 'dlq:' .. ARGV[9]
+    redis.call('HSET', e, 'meta', ARGV[10], 'body', redis.call('HGET', h, 'body'))
+    redis.call('ZADD', KEYS[5], 0, ARGV[9])
+    addLog(KEYS[4], cutoff, now, id, 'ERROR', f[3], ARGV[7])
+  end
+  addLog(KEYS[4], cutoff, now, id, outcome, f[3], ARGV[7])
+  redis.call('DEL', h)
+  redis.call('ZREM', KEYS[3], id)
+end
+if outcome == 'CANCELED' then return 2 end
+insertFrom(11, prefix, KEYS[1], KEYS[3], KEYS[4], cutoff, now)
+return 1
+`,
+} as const;

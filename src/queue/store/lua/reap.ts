@@ -1,0 +1,32 @@
+/**
+ * reap-4: returns expired leases (a stashd that died or hung mid-delivery) to the due set, so
+ * the message is attempted again: at-least-once. The lost attempt does not count as a retry.
+ *
+ * KEYS[1] active  KEYS[2] due  KEYS[3] pending  KEYS[4] log
+ * ARGV[1] key prefix  ARGV[2] now  ARGV[3] log cutoff  ARGV[4] limit
+ * Returns the number of leases returned. Events: RETRY (or CANCELED if cancel was requested).
+ */
+export const REAP = {
+  name: "reap",
+  numKeys: 4,
+  body: `
+local prefix, now, cutoff = ARGV[1], ARGV[2], ARGV[3]
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, ARGV[4])
+for _, id in ipairs(ids) do
+  redis.call('ZREM', KEYS[1], id)
+  local h = prefix .. 'msg:' .. id
+  local f = redis.call('HMGET', h, 'state', 'meta')
+  if f[1] == 'CANCEL_REQUESTED' then
+    redis.call('DEL', h)
+    redis.call('ZREM', KEYS[3], id)
+    addLog(KEYS[4], cutoff, now, id, 'CANCELED', f[2], '{}')
+  elseif f[1] then
+    redis.call('HSET', h, 'state', 'RETRY')
+    redis.call('HDEL', h, 'lease')
+    redis.call('ZADD', KEYS[2], now, id)
+    addLog(KEYS[4], cutoff, now, id, 'RETRY', f[2], '{"error":"delivery lease expired"}')
+  end
+end
+return #ids
+`,
+} as const;

@@ -1,0 +1,201 @@
+import { randomBytes } from "node:crypto";
+import type { RedisPool } from "../../shared/redis/pool.js";
+import type { Arg } from "../../shared/redis/resp.js";
+import type { DlqMeta, MessageMeta, MessageState } from "../domain/message.js";
+import { queueKeys as K } from "./keys.js";
+import { CANCEL } from "./lua/cancel.js";
+import { CLAIM } from "./lua/claim.js";
+import { DLQ_RETRY } from "./lua/dlq.js";
+import { ENQUEUE } from "./lua/enqueue.js";
+import { FINISH } from "./lua/finish.js";
+import { REAP } from "./lua/reap.js";
+import { asArray, asBuffer, asInt, asText, checked, Script } from "./scripts.js";
+
+/** A message to create: its meta, raw body and first due time. */
+export interface NewMessage {
+  meta: MessageMeta;
+  body: Buffer;
+  dueAt: number;
+}
+
+/** A message leased to this process for one attempt. */
+export interface Claimed {
+  meta: MessageMeta;
+  body: Buffer;
+  retried: number;
+  token: string;
+}
+
+export interface StoredMessage {
+  meta: MessageMeta;
+  body: Buffer;
+  state: MessageState;
+  retried: number;
+}
+
+export type Outcome = "DELIVERED" | "RETRY" | "FAILED";
+
+export interface FinishArgs {
+  id: string;
+  token: string;
+  outcome: Outcome;
+  /** JSON of the attempt (response, error, nextDeliveryTime) for the log. */
+  attempt: string;
+  nextDue?: number | undefined;
+  dlq?: DlqMeta | undefined;
+  children: NewMessage[];
+}
+
+const scripts = {
+  enqueue: new Script(ENQUEUE),
+  claim: new Script(CLAIM),
+  finish: new Script(FINISH),
+  reap: new Script(REAP),
+  cancel: new Script(CANCEL),
+  dlqRetry: new Script(DLQ_RETRY),
+};
+
+function messageArgs(m: NewMessage): Arg[] {
+  return [
+    m.meta.messageId,
+    JSON.stringify(m.meta),
+    m.body,
+    String(m.dueAt),
+    String(m.meta.timeoutMs),
+  ];
+}
+
+/**
+ * Typed access to the message transitions (one method per Lua script, see store/lua) plus the
+ * plain reads the API needs. `now` is always passed in by the caller.
+ */
+export class MessageStore {
+  constructor(
+    readonly pool: RedisPool,
+    private readonly logRetentionMs: number,
+  ) {}
+
+  private head(now: number): Arg[] {
+    return [K.prefix, String(now), String(Math.max(0, now - this.logRetentionMs))];
+  }
+
+  /** Stores the messages; with a dedup key already taken returns the first publish's response. */
+  async enqueue(
+    now: number,
+    messages: NewMessage[],
+    dedup?: { key: string; windowMs: number; response: string },
+  ): Promise<{ stored: true } | { stored: false; response: string }> {
+    const reply = await scripts.enqueue.run(
+      this.pool,
+      [K.due, K.pending, K.log, K.dedup(dedup?.key ?? "-")],
+      [
+        ...this.head(now),
+        dedup ? String(dedup.windowMs) : "0",
+        dedup?.response ?? "",
+        ...messages.flatMap(messageArgs),
+      ],
+    );
+    const [flag, existing] = asArray(reply);
+    if (flag && asInt(flag) === 1) return { stored: true };
+    return { stored: false, response: asText(existing) ?? "[]" };
+  }
+
+  async claim(now: number, limit: number, leaseMs: number): Promise<Claimed[]> {
+    const token = randomBytes(9).toString("base64url");
+    const reply = await scripts.claim.run(
+      this.pool,
+      [K.due, K.active, K.log],
+      [...this.head(now), String(limit), String(leaseMs), token],
+    );
+    const flat = asArray(reply);
+    const out: Claimed[] = [];
+    for (let i = 0; i + 3 < flat.length; i += 4) {
+      out.push({
+        meta: JSON.parse(asText(flat[i + 1]) ?? "{}") as MessageMeta,
+        body: asBuffer(flat[i + 2]) ?? Buffer.alloc(0),
+        retried: Number(asText(flat[i + 3]) ?? 0),
+        token,
+      });
+    }
+    return out;
+  }
+
+  /** 1 done, 2 cancelled meanwhile, -1 the lease was lost (result dropped). */
+  async finish(now: number, a: FinishArgs): Promise<number> {
+    const reply = await scripts.finish.run(
+      this.pool,
+      [K.due, K.active, K.pending, K.log, K.dlq],
+      [
+        ...this.head(now),
+        a.id,
+        a.token,
+        a.outcome,
+        a.attempt,
+        String(a.nextDue ?? 0),
+        a.dlq?.dlqId ?? "",
+        a.dlq ? JSON.stringify(a.dlq) : "",
+        ...a.children.flatMap(messageArgs),
+      ],
+    );
+    return asInt(reply);
+  }
+
+  async reap(now: number, limit = 1000): Promise<number> {
+    const keys = [K.active, K.due, K.pending, K.log];
+    return asInt(await scripts.reap.run(this.pool, keys, [...this.head(now), String(limit)]));
+  }
+
+  async cancel(now: number, ids: readonly string[]): Promise<number> {
+    if (ids.length === 0) return 0;
+    const keys = [K.due, K.pending, K.log];
+    return asInt(await scripts.cancel.run(this.pool, keys, [...this.head(now), ...ids]));
+  }
+
+  /** Moves a DLQ entry back as the new message `m` (body taken from the entry); false if gone. */
+  async retryDlq(now: number, dlqId: string, m: NewMessage): Promise<boolean> {
+    const reply = await scripts.dlqRetry.run(
+      this.pool,
+      [K.dlq, K.due, K.pending, K.log],
+      [...this.head(now), dlqId, ...messageArgs({ ...m, body: Buffer.alloc(0) })],
+    );
+    return asInt(reply) === 1;
+  }
+
+  async get(id: string): Promise<StoredMessage | undefined> {
+    return (await this.getMany([id]))[0];
+  }
+
+  /** The live messages among `ids` (missing ones are skipped), in order. */
+  async getMany(ids: readonly string[]): Promise<StoredMessage[]> {
+    if (ids.length === 0) return [];
+    const replies = await this.pool.execMany(
+      ids.map((id) => ["HMGET", K.message(id), "meta", "body", "state", "retried"]),
+    );
+    const out: StoredMessage[] = [];
+    for (const r of replies) {
+      const [meta, body, state, retried] = asArray(checked(r, "get"));
+      const text = asText(meta);
+      if (text === undefined) continue;
+      out.push({
+        meta: JSON.parse(text) as MessageMeta,
+        body: asBuffer(body) ?? Buffer.alloc(0),
+        state: (asText(state) ?? "CREATED") as MessageState,
+        retried: Number(asText(retried) ?? 0),
+      });
+    }
+    return out;
+  }
+
+  /** Ids of every unfinished message, oldest first. */
+  async pendingIds(): Promise<string[]> {
+    const reply = checked(await this.pool.exec(["ZRANGE", K.pending, "0", "-1"]), "pending");
+    return asArray(reply).map((r) => asText(r) ?? "");
+  }
+
+  /** Earliest due time, or undefined when nothing waits. */
+  async nextDue(): Promise<number | undefined> {
+    const reply = await this.pool.exec(["ZRANGE", K.due, "0", "0", "WITHSCORES"]);
+    const score = asArray(checked(reply, "nextDue"))[1];
+    return score === undefined ? undefined : Number(asText(score));
+  }
+}

@@ -1,0 +1,57 @@
+import type { RedisPool } from "../../shared/redis/pool.js";
+import { newSigningKey } from "../domain/ids.js";
+import { queueKeys as K } from "./keys.js";
+import { ROTATE_KEYS } from "./lua/keys.js";
+import { asArray, asText, checked, Script } from "./scripts.js";
+
+export interface SigningKeyPair {
+  current: string;
+  next: string;
+}
+
+const rotate = new Script(ROTATE_KEYS);
+
+/**
+ * The signing keys live in the queue Redis, so every stashd process sharing it signs with the
+ * same current key; each process caches them for `refreshMs` (a rotation by another process is
+ * picked up within that time, by this one at once).
+ */
+export class SigningKeys {
+  private cached: SigningKeyPair | undefined;
+  private fetchedAt = 0;
+
+  constructor(
+    private readonly pool: RedisPool,
+    private readonly refreshMs: number,
+  ) {}
+
+  /** Seeds the keys: `force` (set by config) overwrites, otherwise only fills in missing ones. */
+  async init(pair: SigningKeyPair, force: boolean): Promise<SigningKeyPair> {
+    const cmd = force ? "HSET" : "HSETNX";
+    await this.pool.execMany([
+      [cmd, K.signingKeys, "current", pair.current],
+      [cmd, K.signingKeys, "next", pair.next],
+    ]);
+    return this.get(true);
+  }
+
+  async get(fresh = false): Promise<SigningKeyPair> {
+    if (!fresh && this.cached && Date.now() - this.fetchedAt < this.refreshMs) return this.cached;
+    const reply = checked(
+      await this.pool.exec(["HMGET", K.signingKeys, "current", "next"]),
+      "keys",
+    );
+    const [current, next] = asArray(reply).map((r) => asText(r) ?? "");
+    this.cached = { current: current ?? "", next: next ?? "" };
+    this.fetchedAt = Date.now();
+    return this.cached;
+  }
+
+  async rotate(): Promise<SigningKeyPair> {
+    const reply = await rotate.run(this.pool, [K.signingKeys], [newSigningKey()]);
+    const [current, next] = asArray(reply).map((r) => asText(r) ?? "");
+    this.cached = { current: current ?? "", next: next ?? "" };
+    this.fetchedAt = Date.now();
+    return this.cached;
+  }
+}

@@ -1,0 +1,74 @@
+import { AppError } from "../../shared/errors.js";
+import type { RedisPool } from "../../shared/redis/pool.js";
+import { queueKeys as K } from "./keys.js";
+import { TOPIC_UPDATE } from "./lua/topic.js";
+import { asArray, asText, checked, Script } from "./scripts.js";
+
+export interface Endpoint {
+  name?: string | undefined;
+  url: string;
+}
+
+export interface UrlGroup {
+  name: string;
+  createdAt: number;
+  updatedAt: number;
+  endpoints: Endpoint[];
+  /** Default publish headers (PATCH /v2/topics/{name}), lower-case names. */
+  headers: Record<string, string[]>;
+}
+
+const update = new Script(TOPIC_UPDATE);
+
+/** URL groups ("topics"), one JSON value per group, changed only through the topicUpdate script. */
+export class TopicStore {
+  constructor(private readonly pool: RedisPool) {}
+
+  async get(name: string): Promise<UrlGroup | undefined> {
+    const text = asText(checked(await this.pool.exec(["GET", K.topic(name)]), "topic"));
+    return text ? normalize(text) : undefined;
+  }
+
+  async list(): Promise<UrlGroup[]> {
+    const names = asArray(checked(await this.pool.exec(["SMEMBERS", K.topics]), "topics"));
+    const groups = await Promise.all(names.map((n) => this.get(asText(n) ?? "")));
+    return groups
+      .filter((g): g is UrlGroup => g !== undefined)
+      .sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  /** Applies an update; false when the group does not exist (remove, headers). */
+  async update(op: "add" | "remove" | "headers", name: string, arg: unknown): Promise<boolean> {
+    const reply = await update.run(
+      this.pool,
+      [K.topic(name), K.topics],
+      [op, String(Date.now()), name, JSON.stringify(arg)],
+    );
+    return !(reply.kind === "int" && reply.value === "-1");
+  }
+
+  async delete(name: string): Promise<boolean> {
+    const [del] = await this.pool.execMany([
+      ["DEL", K.topic(name)],
+      ["SREM", K.topics, name],
+    ]);
+    if (!del || del.kind !== "int")
+      throw new AppError("backend_unavailable", "topic delete failed");
+    return del.value !== "0";
+  }
+}
+
+/** Lua's cjson writes empty arrays as `{}`; this restores the shapes. */
+function normalize(text: string): UrlGroup {
+  const g = JSON.parse(text) as Partial<UrlGroup> & { endpoints?: unknown; headers?: unknown };
+  const endpoints = Array.isArray(g.endpoints) ? (g.endpoints as Endpoint[]) : [];
+  const headers =
+    g.headers && !Array.isArray(g.headers) ? (g.headers as Record<string, string[]>) : {};
+  return {
+    name: g.name ?? "",
+    createdAt: g.createdAt ?? 0,
+    updatedAt: g.updatedAt ?? 0,
+    endpoints: endpoints.map((e) => (e.name ? { name: e.name, url: e.url } : { url: e.url })),
+    headers,
+  };
+}

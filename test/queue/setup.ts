@@ -1,0 +1,73 @@
+import { Client } from "@upstash/qstash";
+import { startRedis, type TestRedis } from "../harness/redis.js";
+import { startStashd, type TestStashd } from "../harness/stashd.js";
+import { eventually } from "../harness/eventually.js";
+import { startReceiver, type Received, type TestReceiver } from "./receiver.js";
+
+/** Millisecond time settings so retries, leases and polling run fast in tests. */
+export const FAST_QUEUE = {
+  queueBackoffScaleMs: 1,
+  queueIdlePollMs: 50,
+  queueReapMs: 50,
+  queueLeaseMs: 2_000,
+} as const;
+
+export interface QueueTestEnv {
+  redis: TestRedis;
+  stashd: TestStashd;
+  client: Client;
+  /** Keys receivers verify with; `refreshKeys` updates them after a rotation. */
+  keys: { current: string; next: string };
+  /** A fresh receiver verifying signatures with the keys the server reports now. */
+  receiver(): Promise<TestReceiver>;
+  /** Raw fetch against the queue API with the token. */
+  api(path: string, init?: RequestInit): Promise<Response>;
+  close(): Promise<void>;
+}
+
+export async function queueEnv(): Promise<QueueTestEnv> {
+  const redis = await startRedis();
+  const stashd = await startStashd({ queueRedisUrl: redis.url, ...FAST_QUEUE });
+  const receivers: TestReceiver[] = [];
+  const keys = { current: stashd.queue.currentSigningKey, next: stashd.queue.nextSigningKey };
+  const api = (path: string, init: RequestInit = {}) => {
+    const headers = new Headers(init.headers);
+    headers.set("authorization", `Bearer ${stashd.queue.token}`);
+    return fetch(`${stashd.queue.url}${path}`, { ...init, headers });
+  };
+  return {
+    redis,
+    stashd,
+    keys,
+    client: new Client({ baseUrl: stashd.queue.url, token: stashd.queue.token }),
+    api,
+    receiver: async () => {
+      const r = await startReceiver(() => keys);
+      receivers.push(r);
+      return r;
+    },
+    close: async () => {
+      await Promise.all(receivers.map((r) => r.close()));
+      await stashd.stop();
+      await redis.stop();
+    },
+  };
+}
+
+/** Makes receivers verify with the keys the server reports now (after a rotation). */
+export async function refreshKeys(env: QueueTestEnv): Promise<void> {
+  const res = await env.api("/v2/keys");
+  Object.assign(env.keys, (await res.json()) as { current: string; next: string });
+}
+
+/** Waits for the receiver's request number `i` (0-based). */
+export function received(rx: TestReceiver, i: number, timeoutMs = 5_000): Promise<Received> {
+  return eventually(
+    () => {
+      const r = rx.requests[i];
+      if (!r) throw new Error(`request ${i} not received (have ${rx.requests.length})`);
+      return r;
+    },
+    { timeoutMs },
+  );
+}
