@@ -1,12 +1,11 @@
 import { randomBytes } from "node:crypto";
 import { Redis } from "@upstash/redis";
-import { startRedis, type TestRedis } from "../harness/redis.js";
+import { freePort, startRedis, type TestRedis } from "../harness/redis.js";
 import { startStashd, type TestStashd } from "../harness/stashd.js";
 
 /**
  * One real redis-server, one in-process stashd and the official SDK pointed at it, as an
- * application would configure it. `key()` prefixes names with a per-file random prefix so that
- * files never collide even when run against a shared REDIS_URL.
+ * application would configure it. `key()` prefixes names with a per-file random prefix.
  */
 export interface Compat {
   redis: TestRedis;
@@ -20,7 +19,9 @@ export interface Compat {
 }
 
 export async function startCompat(): Promise<Compat> {
-  const redis = await startRedis();
+  // Always a private redis-server (a fixed port bypasses REDIS_URL): these files assert on
+  // server-wide state (FLUSHALL, FUNCTION FLUSH, SCRIPT FLUSH, PUBSUB NUMPAT, DBSIZE).
+  const redis = await startRedis([], await freePort());
   const stashd = await startStashd({ kvRedisUrl: redis.url });
   const prefix = `compat:${randomBytes(4).toString("hex")}:`;
   const { url, token } = stashd.kv;
