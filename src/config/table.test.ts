@@ -1,0 +1,21 @@
+import { readFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import { loadConfig } from "./load.js";
+import { withConfigTable } from "./table.js";
+
+describe("configuration", () => {
+  it("README's table is the one generated from the schema (run `npm run docs:config`)", () => {
+    // Prettier pads table cells; compare without padding.
+    const squash = (text: string): string => text.replace(/[ \t]+/g, "").replace(/-{3,}/g, "---").replace(/\n+/g, "\n");
+    const readme = readFileSync("README.md", "utf8");
+    expect(squash(withConfigTable(readme))).toBe(squash(readme));
+  });
+
+  it("reads the environment, lets overrides win, and names the variable on bad input", () => {
+    expect(loadConfig({}, { STASHD_KV_PORT: "9000" }).kvPort).toBe(9000);
+    expect(loadConfig({ kvPort: 0 }, { STASHD_KV_PORT: "9000" }).kvPort).toBe(0);
+    expect(() => loadConfig({}, { STASHD_KV_PORT: "http" })).toThrow(/STASHD_KV_PORT is "http"/);
+    expect(() => loadConfig({}, { STASHD_LOG_LEVEL: "loud" })).toThrow(/STASHD_LOG_LEVEL/);
+    expect(Object.isFrozen(loadConfig({}, {}))).toBe(true);
+  });
+});
