@@ -6,7 +6,11 @@ import { withConfigTable } from "./table.js";
 describe("configuration", () => {
   it("README's table is the one generated from the schema (run `npm run docs:config`)", () => {
     // Prettier pads table cells; compare without padding.
-    const squash = (text: string): string => text.replace(/[ \t]+/g, "").replace(/-{3,}/g, "---").replace(/\n+/g, "\n");
+    const squash = (text: string): string =>
+      text
+        .replace(/[ \t]+/g, "")
+        .replace(/-{3,}/g, "---")
+        .replace(/\n+/g, "\n");
     const readme = readFileSync("README.md", "utf8");
     expect(squash(withConfigTable(readme))).toBe(squash(readme));
   });
