@@ -1,28 +1,19 @@
 import { AppError } from "../shared/errors.js";
-import { LoginRefusedError, RedisConnection } from "../shared/redis/connection.js";
 import type { Arg, Reply } from "../shared/redis/resp.js";
 import type { Principal } from "./database.js";
 import { refusalOf } from "./policy.js";
 import { upstashError } from "./reply.js";
 import { rewriteCommand } from "./rewrite.js";
-import { mintAclToken } from "./tokens.js";
+import { gatewayCommand, isRestToken } from "./gateway-commands.js";
 
 /**
  * The guard chain every command goes through, in this order: daily limit → command table →
- * policy (refusals) → gateway-handled commands (ACL RESTTOKEN) → rewrites → execution on the
+ * policy (refusals) → gateway-handled commands (gateway-commands.ts) → rewrites → execution on the
  * principal's pool. Single commands and pipelines turn refusals into error replies; a
  * transaction with any refused command is refused whole before anything runs.
  */
 
 const errorReply = (value: string): Reply => ({ kind: "error", value });
-
-function isRestToken(argv: readonly Arg[]): boolean {
-  return (
-    argv.length >= 2 &&
-    argv[0]?.toString().toLowerCase() === "acl" &&
-    argv[1]?.toString().toLowerCase() === "resttoken"
-  );
-}
 
 export async function runSingle(p: Principal, argv: Arg[]): Promise<Reply> {
   const [reply] = await runPipeline(p, [argv]);
@@ -37,10 +28,12 @@ export async function runPipeline(p: Principal, commands: Arg[][]): Promise<Repl
   );
   const toSend: Arg[][] = [];
   const sendIndex: number[] = [];
+  const special: [number, NonNullable<ReturnType<typeof gatewayCommand>>][] = [];
   commands.forEach((argv, i) => {
     const refusal = refusalOf(argv, table);
+    const handler = refusal === undefined ? gatewayCommand(argv) : undefined;
     if (refusal !== undefined) replies[i] = errorReply(refusal);
-    else if (isRestToken(argv)) replies[i] = restToken(p, argv);
+    else if (handler) special.push([i, handler]);
     else {
       toSend.push(rewriteCommand(argv, p.db.aliases));
       sendIndex.push(i);
@@ -50,7 +43,9 @@ export async function runPipeline(p: Principal, commands: Arg[][]): Promise<Repl
     const sent = await p.db.poolFor(p).execMany(toSend);
     sent.forEach((reply, j) => (replies[sendIndex[j] as number] = reply));
   }
-  return Promise.all(replies as (Reply | Promise<Reply>)[]);
+  // Gateway-handled commands run after the batch they came in (documented in compatibility.md).
+  for (const [i, handler] of special) replies[i] = await handler(p, commands[i] as Arg[]);
+  return replies as Reply[];
 }
 
 /**
@@ -88,28 +83,4 @@ export async function runTransaction(p: Principal, commands: Arg[][]): Promise<R
   const text = exec.kind === "error" ? exec.value : "ERR transaction aborted";
   const cause = first?.kind === "error" && first !== exec ? ` (${upstashError(first.value)})` : "";
   throw new AppError("redis_error", `${upstashError(text)}${cause}`);
-}
-
-/**
- * `ACL RESTTOKEN user password` (Upstash-only): checks the credentials against Redis with AUTH on
- * a fresh connection and mints a token that runs as that ACL user.
- */
-async function restToken(p: Principal, argv: Arg[]): Promise<Reply> {
-  if (argv.length !== 4)
-    return errorReply("ERR wrong number of arguments for 'acl|resttoken' command");
-  const username = (argv[2] as Arg).toString();
-  const password = (argv[3] as Arg).toString();
-  try {
-    const conn = await RedisConnection.open({ ...p.db.endpoint, username, password }, 5_000);
-    conn.destroy();
-  } catch (err) {
-    if (err instanceof LoginRefusedError) {
-      return errorReply(`ERR Wrong password or user "${username}" does not exist`);
-    }
-    throw err;
-  }
-  return {
-    kind: "bulk",
-    value: Buffer.from(mintAclToken(p.db.record.password, { username, password })),
-  };
 }

@@ -44,6 +44,9 @@ describe("tokens", () => {
         error: expect.stringMatching(/^NOPERM/),
       });
     }
+    expect((await command(stashd(), ["SCAN", "0", "WITHTYPE"], ro)).body).toEqual({
+      error: "NOPERM this user has no permissions to run the 'scan' command or its subcommand",
+    });
     const pipe = await stashd().kvFetch("/pipeline", {
       token: ro.token,
       body: '[["GET","tk:k"],["DEL","tk:k"]]',
