@@ -27,7 +27,7 @@ export const cancelMessage: Handler = async (ctx, r) => {
 
 /**
  * DELETE /v2/messages (spec 2.4): ids (query `messageIds` or JSON `{"messageIds": [...]}`), or
- * filters (query or JSON) with an optional `count`, or nothing at all = cancel everything.
+ * filters (query or JSON), or nothing at all = cancel everything.
  */
 export const cancelMany: Handler = async (ctx, r) => {
   const json = await readJsonObject(ctx, r);
@@ -37,22 +37,21 @@ export const cancelMany: Handler = async (ctx, r) => {
     return;
   }
   const filter = json ? filterFromJson(json) : filterFromQuery(r.query);
-  const count = Number(r.query.get("count") ?? json?.["count"] ?? 0) || Infinity;
-  reply(r.res, 200, { cancelled: await cancelMatching(ctx, filter, count) });
+  // `count` is legacy and ignored: a filter cancels every matching message (as the SDK documents).
+  reply(r.res, 200, { cancelled: await cancelMatching(ctx, filter) });
 };
 
-async function cancelMatching(ctx: QueueContext, filter: Filter, count: number): Promise<number> {
+async function cancelMatching(ctx: QueueContext, filter: Filter): Promise<number> {
   const all = await ctx.messages.pendingIds();
   let cancelled = 0;
-  for (let i = 0; i < all.length && cancelled < count; i += CHUNK) {
+  for (let i = 0; i < all.length; i += CHUNK) {
     const chunk = all.slice(i, i + CHUNK);
     const picked = isEmpty(filter)
       ? chunk
       : (await ctx.messages.getMany(chunk))
           .filter((m) => matches(filter, m.meta, { time: m.meta.createdAt, state: m.state }))
           .map((m) => m.meta.messageId);
-    const now = Date.now();
-    cancelled += await ctx.messages.cancel(now, picked.slice(0, count - cancelled));
+    cancelled += await ctx.messages.cancel(Date.now(), picked);
   }
   return cancelled;
 }
