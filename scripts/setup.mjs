@@ -39,10 +39,16 @@ function installDependencies() {
 }
 
 function hasBinary(name) {
-  return spawnSync("sh", ["-c", `command -v ${name}`], { stdio: "ignore" }).status === 0;
+  return spawnSync("sh", ["-c", 'command -v "$1"', "sh", name], { stdio: "ignore" }).status === 0;
 }
 
 function ensureRedis() {
+  const chosen = process.env.STASHD_REDIS_SERVER;
+  if (chosen) {
+    if (hasBinary(chosen)) return;
+    say(`STASHD_REDIS_SERVER is ${chosen}, which cannot be run`);
+    process.exit(1);
+  }
   if (hasBinary("redis-server")) return;
   const isRoot = typeof process.getuid === "function" && process.getuid() === 0;
   if (isRoot && hasBinary("apt-get")) {
@@ -75,6 +81,6 @@ checkNode();
 installDependencies();
 ensureRedis();
 build();
-say(
-  `ready (redis-server: ${execFileSync("redis-server", ["--version"]).toString().trim().split(" ")[2] ?? "?"})`,
-);
+const redisBin = process.env.STASHD_REDIS_SERVER || "redis-server";
+const version = execFileSync(redisBin, ["--version"]).toString().trim().split(" ")[2] ?? "?";
+say(`ready (${redisBin} ${version})`);

@@ -129,9 +129,22 @@ export class DatabaseManager {
       }
     }
     for (const record of records) {
-      if (!this.dbs.has(record.name)) this.dbs.set(record.name, await this.open(record));
+      if (!this.dbs.has(record.name)) await this.openOrReport(record);
     }
     this.tokens = indexTokens([...this.dbs.values()]);
+  }
+
+  /**
+   * Opens one database; a database that cannot start is logged and retried at the next registry
+   * change instead of blocking the others. At startup (no database yet) the error is fatal.
+   */
+  private async openOrReport(record: DatabaseRecord): Promise<void> {
+    try {
+      this.dbs.set(record.name, await this.open(record));
+    } catch (err) {
+      if (this.dbs.size === 0 && this.timer === undefined) throw err;
+      this.logger.error("database could not start", { db: record.name, err: messageOf(err) });
+    }
   }
 
   private async open(record: DatabaseRecord): Promise<KvDatabase> {

@@ -3,6 +3,7 @@ import { rmSync } from "node:fs";
 import path from "node:path";
 import { AppError } from "../shared/errors.js";
 import { readJsonFile, writeJsonFile } from "../shared/files.js";
+import { parseRedisUrl } from "../shared/redis/connection.js";
 
 /**
  * The KV database registry: `<dataDir>/kv/databases.json`, shared by the CLI and running servers.
@@ -65,6 +66,7 @@ export function createDatabase(
       `database name ${JSON.stringify(name)} must be 1-63 letters, digits, - or _`,
     );
   }
+  if (opts.redisUrl !== undefined) parseRedisUrl(opts.redisUrl);
   const records = readRegistry(dataDir);
   if (records.some((r) => r.name === name)) {
     throw new AppError("conflict", `database ${name} already exists`);

@@ -47,7 +47,9 @@ export async function openStream(
   }
   const pool = p.db.poolFor(p);
   const conn = await pool.acquire();
-  const write = (line: string): void => void res.write(`${line}\n\n`);
+  const write = (line: string): void => {
+    if (!res.writableEnded) res.write(`${line}\n\n`);
+  };
   conn.setPushHandler((reply) => {
     const line = eventLine(kind, reply);
     if (line !== undefined) write(line);

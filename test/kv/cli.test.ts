@@ -112,6 +112,13 @@ describe("stashd CLI", () => {
     expect(existsSync(path.join(dataDir, "kv", "redis", "shop"))).toBe(false);
   });
 
+  it("refuses a database with an invalid Redis URL before writing it", () => {
+    const r = cli("db", "create", "broken", "--redis-url", "http://nope");
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain("unsupported Redis URL scheme");
+    expect(cli("db", "list").stdout).not.toContain("broken");
+  });
+
   it("rejects unknown commands and options with usage", () => {
     const r = cli("frobnicate");
     expect(r.status).toBe(2);
