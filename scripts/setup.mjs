@@ -3,7 +3,7 @@
 // `npm start` and `npm test` both run this first, so a fresh Debian machine with Node 20 needs
 // nothing else. Plain JavaScript with no dependencies, because it runs before `npm ci`.
 import { execFileSync, spawnSync } from "node:child_process";
-import { existsSync, statSync } from "node:fs";
+import { existsSync, statSync, utimesSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -32,10 +32,17 @@ function checkNode() {
 
 function installDependencies() {
   const marker = path.join(root, "node_modules", ".package-lock.json");
-  const lock = path.join(root, "package-lock.json");
-  if (existsSync(marker) && statSync(marker).mtimeMs >= statSync(lock).mtimeMs) return;
-  say("installing npm dependencies (npm ci)");
-  run("npm", ["ci", "--no-audit", "--no-fund"]);
+  const inputs = ["package.json", "package-lock.json"].map(
+    (f) => statSync(path.join(root, f)).mtimeMs,
+  );
+  if (existsSync(marker) && statSync(marker).mtimeMs >= Math.max(...inputs)) return;
+  // `npm install` rather than `npm ci`: with npm 11, `npm ci` rejects lock files that leave out
+  // other platforms' optional packages (rollup's), which `npm install` itself writes that way.
+  // It installs the locked versions all the same.
+  say("installing npm dependencies");
+  run("npm", ["install", "--no-audit", "--no-fund"]);
+  const now = new Date();
+  utimesSync(marker, now, now);
 }
 
 function hasBinary(name) {
