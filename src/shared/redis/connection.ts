@@ -212,7 +212,7 @@ function connectSocket(ep: RedisEndpoint, timeoutMs: number): Promise<net.Socket
   return new Promise((resolve, reject) => {
     const opts = ep.path ? { path: ep.path } : { host: ep.host ?? "127.0.0.1", port: ep.port ?? 0 };
     const socket = ep.tls
-      ? tls.connect({ ...opts, ...(ep.host ? { servername: ep.host } : {}) })
+      ? tls.connect({ ...opts, ...(ep.host && !net.isIP(ep.host) ? { servername: ep.host } : {}) })
       : net.connect(opts);
     const timer = setTimeout(() => {
       socket.destroy();

@@ -1,0 +1,144 @@
+import { execFileSync, spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventually } from "../harness/eventually.js";
+import { freePort, stopChild } from "../harness/redis.js";
+
+/**
+ * An external Redis over TLS (`rediss://`), verified against a CA the test makes; stashd trusts
+ * it through NODE_EXTRA_CA_CERTS, as a user would for a private CA.
+ */
+const BIN = path.resolve("bin/stashd");
+let dir: string;
+let redis: ChildProcess;
+let stashd: ChildProcess;
+
+function makeCerts(): void {
+  const ssl = (...args: string[]): void =>
+    void execFileSync("openssl", args, { cwd: dir, stdio: "ignore" });
+  ssl(
+    "req",
+    "-x509",
+    "-newkey",
+    "rsa:2048",
+    "-nodes",
+    "-days",
+    "2",
+    "-subj",
+    "/CN=stashd test CA",
+    "-keyout",
+    "ca.key",
+    "-out",
+    "ca.crt",
+  );
+  ssl(
+    "req",
+    "-newkey",
+    "rsa:2048",
+    "-nodes",
+    "-subj",
+    "/CN=localhost",
+    "-keyout",
+    "server.key",
+    "-out",
+    "server.csr",
+  );
+  writeFileSync(path.join(dir, "san.ext"), "subjectAltName=DNS:localhost\n");
+  ssl(
+    "x509",
+    "-req",
+    "-in",
+    "server.csr",
+    "-CA",
+    "ca.crt",
+    "-CAkey",
+    "ca.key",
+    "-CAcreateserial",
+    "-days",
+    "2",
+    "-extfile",
+    "san.ext",
+    "-out",
+    "server.crt",
+  );
+}
+
+beforeAll(async () => {
+  dir = mkdtempSync(path.join(os.tmpdir(), "stashd-tls-"));
+  makeCerts();
+  const port = await freePort();
+  redis = spawn(
+    "redis-server",
+    [
+      "--port",
+      "0",
+      "--tls-port",
+      String(port),
+      "--bind",
+      "127.0.0.1",
+      "--save",
+      "",
+      "--requirepass",
+      "tls-secret",
+    ].concat([
+      "--tls-cert-file",
+      "server.crt",
+      "--tls-key-file",
+      "server.key",
+      "--tls-ca-cert-file",
+      "ca.crt",
+      "--tls-auth-clients",
+      "no",
+    ]),
+    { cwd: dir, stdio: "ignore" },
+  );
+  stashd = spawn(
+    process.execPath,
+    [BIN, "start", "--data-dir", path.join(dir, "data"), "--kv-port", "0", "--queue-port", "0"],
+    {
+      env: {
+        STASHD_KV_REDIS_URL: `rediss://:tls-secret@localhost:${port}`,
+        NODE_EXTRA_CA_CERTS: path.join(dir, "ca.crt"),
+      },
+      stdio: "ignore",
+    },
+  );
+});
+
+afterAll(async () => {
+  await Promise.all([stopChild(stashd), stopChild(redis)]);
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe("external Redis over TLS", () => {
+  it("serves commands through a rediss:// backend", async () => {
+    const creds = await eventually(
+      () => {
+        const out = spawnSync(
+          process.execPath,
+          [BIN, "credentials", "--json", "--data-dir", path.join(dir, "data")],
+          { encoding: "utf8" },
+        );
+        const parsed = JSON.parse(out.stdout) as {
+          running: boolean;
+          kv: { url: string; databases: { token: string }[] };
+        };
+        expect(parsed.running).toBe(true);
+        return parsed;
+      },
+      { timeoutMs: 20_000, intervalMs: 100 },
+    );
+    const post = async (argv: string[]): Promise<unknown> =>
+      (
+        await fetch(creds.kv.url, {
+          method: "POST",
+          headers: { authorization: `Bearer ${creds.kv.databases[0]?.token ?? ""}` },
+          body: JSON.stringify(argv),
+        })
+      ).json();
+    expect(await post(["SET", "over-tls", "yes"])).toEqual({ result: "OK" });
+    expect(await post(["GET", "over-tls"])).toEqual({ result: "yes" });
+  });
+});
