@@ -58,7 +58,7 @@ export class KvHttpHandler {
     const headers = { ...CORS, "upstash-sync-token": `${this.syncPrefix}-${++this.syncCounter}` };
     this.route(req, res, headers).catch((err: unknown) => {
       req.resume();
-      sendError(res, err, this.opts.logger, headers);
+      sendError(res, err, this.opts.logger, closingIfUnread(req, headers));
     });
   };
 
@@ -74,7 +74,8 @@ export class KvHttpHandler {
   ): Promise<void> {
     const method = req.method ?? "GET";
     if (method === "OPTIONS") {
-      res.writeHead(204, PREFLIGHT).end();
+      req.resume();
+      res.writeHead(204, closingIfUnread(req, PREFLIGHT)).end();
       return;
     }
     if (!METHODS.has(method)) {
@@ -135,6 +136,17 @@ export class KvHttpHandler {
       },
     });
   }
+}
+
+/**
+ * Headers for a response sent before the request body was read: Node then ends the connection,
+ * and `Connection: close` tells keep-alive clients not to send their next request on it.
+ */
+function closingIfUnread(
+  req: IncomingMessage,
+  headers: Record<string, string>,
+): Record<string, string> {
+  return req.complete ? headers : { ...headers, connection: "close" };
 }
 
 function tokenOf(req: IncomingMessage, url: UrlParts): string | undefined {

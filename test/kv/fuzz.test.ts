@@ -1,0 +1,115 @@
+import http from "node:http";
+import { describe, expect, it } from "vitest";
+import { pick, seeded } from "../harness/random.js";
+import { command, useGateway } from "./helpers.js";
+
+/**
+ * Hostile input with a fixed seed: random methods, paths, headers and bodies (invalid JSON, deep
+ * nesting, huge arrays, invalid UTF-8, random bytes, wrong tokens). Every answer must be a
+ * non-5xx status with a JSON `{"error"}` or a result, and the gateway must keep serving.
+ */
+const { stashd } = useGateway({ kvMaxRequestBytes: 256 * 1024 });
+const SEED = 20261122;
+const REQUESTS = 1500;
+let lastRequest = "";
+
+function bodyFor(rand: () => number): Buffer {
+  const kind = Math.floor(rand() * 9);
+  const bytes = (n: number): Buffer =>
+    Buffer.from(Array.from({ length: n }, () => Math.floor(rand() * 256)));
+  switch (kind) {
+    case 0:
+      return bytes(Math.floor(rand() * 300));
+    case 1:
+      return Buffer.from("[".repeat(2000) + "]".repeat(2000));
+    case 2:
+      return Buffer.from(
+        JSON.stringify(Array.from({ length: 5000 }, (_, i) => ["SET", `fz:${i}`, i])),
+      );
+    case 3:
+      return Buffer.concat([Buffer.from('["SET","fz:bin","'), bytes(50), Buffer.from('"]')]);
+    case 4:
+      return Buffer.from(
+        `["${pick(rand, ["GET", "SET", "HSET", "EVAL", "XADD", "ZADD", "DEBUG", "SUBSCRIBE", "CLIENT"])}"${",1".repeat(Math.floor(rand() * 6))}]`,
+      );
+    case 5:
+      return Buffer.from('{"a": [1, 2, {"b": null}]}');
+    case 6:
+      return Buffer.from(`["SET","fz:k",${"9".repeat(Math.floor(rand() * 400))}]`);
+    case 7:
+      return Buffer.alloc(300 * 1024, 0x61);
+    default:
+      return Buffer.from('[["GET","fz:a"],["SET"],[],[1,2,3],"x"]');
+  }
+}
+
+function pathFor(rand: () => number): string {
+  return pick(rand, [
+    "/",
+    "/pipeline",
+    "/multi-exec",
+    "/set/fz:p/%FF%FE",
+    "/get/%",
+    "/%%%/x",
+    "//////",
+    `/${"a/".repeat(500)}`,
+    "/subscribe",
+    "/psubscribe/",
+    "/echo/x?_token=&_token=zz&a",
+    "/incrby/fz:n/99999999999999999999999",
+    "/eval/return%20redis.call('ping')/0",
+    "/?" + "a=b&".repeat(200),
+  ]);
+}
+
+function send(
+  port: number,
+  rand: () => number,
+  token: string,
+): Promise<{ status: number; body: string }> {
+  const body = bodyFor(rand);
+  const headers: http.OutgoingHttpHeaders = {
+    authorization: pick(rand, [
+      `Bearer ${token}`,
+      `Bearer ${token}`,
+      "Bearer",
+      "bearer  x",
+      "Basic Zm9v",
+      "Bearer \u00ff",
+    ]),
+    "upstash-encoding": pick(rand, ["base64", "BASE64", "", "utf-8"]),
+    "upstash-response-format": pick(rand, ["json", "resp2", "", "xml", "resp3"]),
+    "content-type": pick(rand, ["application/json", "text/plain", "multipart/form-data"]),
+  };
+  const method = pick(rand, ["POST", "POST", "GET", "PUT", "HEAD", "DELETE", "PATCH", "OPTIONS"]);
+  const path = pathFor(rand);
+  lastRequest = `${method} ${path.slice(0, 40)} ${body.length} ${body.subarray(0, 60).toString("latin1")} ${JSON.stringify(headers)}`;
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: "127.0.0.1", port, path, method, headers }, (res) => {
+      let text = "";
+      res.setEncoding("latin1");
+      res.on("data", (d: string) => (text += d));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body: text }));
+    });
+    req.on("error", reject);
+    req.end(method === "GET" || method === "HEAD" ? undefined : body);
+  });
+}
+
+describe("hostile input", () => {
+  it(`answers ${REQUESTS} seeded random requests without a 5xx and keeps serving`, async () => {
+    const rand = seeded(SEED);
+    const port = Number(new URL(stashd().kv.url).port);
+    const statuses = new Map<number, number>();
+    for (let i = 0; i < REQUESTS; i++) {
+      const res = await send(port, rand, stashd().kv.token).catch((err: unknown) => {
+        throw new Error(`request ${i} (${lastRequest}): ${String(err)}`);
+      });
+      statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+      if (res.status >= 500)
+        throw new Error(`request ${i} got ${res.status}: ${res.body.slice(0, 200)}`);
+    }
+    expect([...statuses.keys()].every((s) => s < 500)).toBe(true);
+    expect((await command(stashd(), ["PING"])).body).toEqual({ result: "PONG" });
+  });
+});
