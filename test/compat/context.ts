@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { Redis } from "@upstash/redis";
+import { afterAll, beforeAll } from "vitest";
 import { freePort, startRedis, type TestRedis } from "../harness/redis.js";
 import { startStashd, type TestStashd } from "../harness/stashd.js";
 
@@ -36,4 +37,16 @@ export async function startCompat(): Promise<Compat> {
       await redis.stop();
     },
   };
+}
+
+/** Starts a Compat for the current test file (beforeAll) and stops it afterwards (afterAll). */
+export function useCompat(onReady: (c: Compat) => void): void {
+  let compat: Compat | undefined;
+  beforeAll(async () => {
+    compat = await startCompat();
+    onReady(compat);
+  });
+  afterAll(async () => {
+    await compat?.stop();
+  });
 }

@@ -1,15 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startCompat, type Compat } from "./context.js";
+import { describe, expect, it } from "vitest";
+import { useCompat, type Compat } from "./context.js";
 
 let c: Compat;
 let k: (name: string) => string;
 
-beforeAll(async () => {
-  c = await startCompat();
-  k = c.key;
-});
-afterAll(async () => {
-  await c?.stop();
+useCompat((ready) => {
+  c = ready;
+  k = ready.key;
 });
 
 describe("@upstash/redis hashes", () => {

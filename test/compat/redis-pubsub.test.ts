@@ -1,16 +1,13 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { eventually } from "../harness/eventually.js";
-import { startCompat, type Compat } from "./context.js";
+import { useCompat, type Compat } from "./context.js";
 
 let c: Compat;
 let k: (name: string) => string;
 
-beforeAll(async () => {
-  c = await startCompat();
-  k = c.key;
-});
-afterAll(async () => {
-  await c?.stop();
+useCompat((ready) => {
+  c = ready;
+  k = ready.key;
 });
 
 async function numsub(channel: string): Promise<number> {
