@@ -92,3 +92,23 @@ describe("Redis unreachable", () => {
     }
   });
 });
+
+describe("clients that go away", () => {
+  it("keeps serving after a client aborts in the middle of a body", async () => {
+    const net = await import("node:net");
+    const port = Number(new URL(stashd().kv.url).port);
+    await new Promise<void>((resolve) => {
+      const sock = net.connect(port, "127.0.0.1", () => {
+        sock.write(
+          `POST /set/lim:abort HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${stashd().kv.token}\r\ncontent-length: 1000\r\n\r\npartial`,
+        );
+        setImmediate(() => {
+          sock.destroy();
+          resolve();
+        });
+      });
+    });
+    expect((await command(stashd(), ["EXISTS", "lim:abort"])).body).toEqual({ result: 0 });
+    expect((await command(stashd(), ["PING"])).body).toEqual({ result: "PONG" });
+  });
+});

@@ -34,10 +34,15 @@ export function readBody(
     req.on("end", () => {
       if (!failed) resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks));
     });
-    req.on("error", (err) => {
+    const abort = (why: string): void => {
       if (failed) return;
       failed = true;
-      reject(new AppError("bad_request", `request body could not be read: ${err.message}`));
+      reject(new AppError("bad_request", `request body could not be read: ${why}`));
+    };
+    req.on("error", (err) => abort(err.message));
+    // A client that goes away mid-body may close without an error event; never wait forever.
+    req.on("close", () => {
+      if (!req.complete) abort("the client closed the connection");
     });
   });
 }
