@@ -5,11 +5,12 @@ import { refusalOf } from "./policy.js";
 import { upstashError } from "./reply.js";
 import { rewriteCommand } from "./rewrite.js";
 import { gatewayCommand, isRestToken } from "./gateway-commands.js";
+import { JsonBatch } from "./json/batch.js";
 
 /**
  * The guard chain every command goes through, in this order: daily limit → command table →
- * policy (refusals) → gateway-handled commands (gateway-commands.ts) → rewrites → execution on the
- * principal's pool. Single commands and pipelines turn refusals into error replies; a
+ * policy (refusals) → gateway-handled commands (gateway-commands.ts) → JSON.* as Lua scripts when
+ * the backend has no JSON module (json/) → rewrites → execution on the principal's pool. Single commands and pipelines turn refusals into error replies; a
  * transaction with any refused command is refused whole before anything runs.
  */
 
@@ -29,19 +30,24 @@ export async function runPipeline(p: Principal, commands: Arg[][]): Promise<Repl
   const toSend: Arg[][] = [];
   const sendIndex: number[] = [];
   const special: [number, NonNullable<ReturnType<typeof gatewayCommand>>][] = [];
+  const json = new JsonBatch(p.db, table);
   commands.forEach((argv, i) => {
     const refusal = refusalOf(argv, table);
     const handler = refusal === undefined ? gatewayCommand(argv) : undefined;
+    const script = refusal === undefined && !handler ? json.rewrite(argv, i) : undefined;
     if (refusal !== undefined) replies[i] = errorReply(refusal);
     else if (handler) special.push([i, handler]);
+    else if (script !== undefined && !Array.isArray(script)) replies[i] = script;
     else {
-      toSend.push(rewriteCommand(argv, p.db.aliases));
+      toSend.push(script ?? rewriteCommand(argv, p.db.aliases));
       sendIndex.push(i);
     }
   });
   if (toSend.length > 0) {
-    const sent = await p.db.poolFor(p).execMany(toSend);
+    const pool = p.db.poolFor(p);
+    const sent = await pool.execMany(toSend);
     sent.forEach((reply, j) => (replies[sendIndex[j] as number] = reply));
+    await json.settle(replies as Reply[], commands, pool);
   }
   // Gateway-handled commands run after the batch they came in (documented in compatibility.md).
   for (const [i, handler] of special) replies[i] = await handler(p, commands[i] as Arg[]);
@@ -66,7 +72,18 @@ export async function runTransaction(p: Principal, commands: Arg[][]): Promise<R
       );
     }
   }
-  const rewritten = commands.map((argv) => rewriteCommand(argv, p.db.aliases));
+  // JSON.* calls carry the script text here: a NOSCRIPT inside EXEC could not be retried.
+  const json = new JsonBatch(p.db, table, true);
+  const rewritten = commands.map((argv, i) => {
+    const script = json.rewrite(argv, i);
+    if (script !== undefined && !Array.isArray(script)) {
+      throw new AppError(
+        "command_refused",
+        `${script.kind === "error" ? script.value : ""}. Transaction discarded, nothing was executed.`,
+      );
+    }
+    return script ?? rewriteCommand(argv, p.db.aliases);
+  });
   const pool = p.db.poolFor(p);
   const conn = await pool.acquire();
   let replies: Reply[];
@@ -78,7 +95,10 @@ export async function runTransaction(p: Principal, commands: Arg[][]): Promise<R
   }
   pool.release(conn);
   const exec = replies[replies.length - 1] as Reply;
-  if (exec.kind === "array") return exec.value;
+  if (exec.kind === "array") {
+    await json.settle(exec.value, commands, pool);
+    return exec.value;
+  }
   const first = replies.find((r) => r.kind === "error");
   const text = exec.kind === "error" ? exec.value : "ERR transaction aborted";
   const cause = first?.kind === "error" && first !== exec ? ` (${upstashError(first.value)})` : "";

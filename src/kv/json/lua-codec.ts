@@ -1,0 +1,244 @@
+/**
+ * Lua (5.1, as embedded in Redis) JSON codec for the JSON command group on a Redis without the
+ * module. cjson is not used: it loses object key order, number lexemes and big-integer precision.
+ *
+ * Value model (every node is a distinct table, so identity marks a node):
+ *   {t='o', k={key...}, v={[key]=node}}  object, keys in insertion order
+ *   {t='a', v={node...}}                 array
+ *   {t='s', v=bytes}  {t='n', v=lexeme}  {t='b', v=bool}  {t='z'} (null)
+ * Numbers keep their canonical lexeme (RedisJSON/serde_json form: integers as written when they
+ * fit i64/u64, other numbers as the shortest round-trip double, "1.0" for integral doubles).
+ * Errors are raised as error('\\0' .. text) and turned into error replies by the dispatcher.
+ */
+export const LUA_CODEC = String.raw`
+local G = {} -- G.root: the document a filter's $ refers to
+local function jerr(msg) error('\0' .. msg, 0) end
+
+local function fmt_float(x)
+  if x ~= x or x == math.huge or x == -math.huge then jerr('ERR result is not a number') end
+  if x == 0 then if 1 / x < 0 then return '-0.0' end return '0.0' end
+  local s
+  for p = 15, 17 do
+    s = string.format('%.' .. (p - 1) .. 'e', x)
+    if tonumber(s) == x then break end
+  end
+  local sign, d1, frac, ex = s:match('^(-?)(%d)%.?(%d*)e([-+]%d+)$')
+  local dg = (d1 .. frac):gsub('0+$', '')
+  if dg == '' then dg = '0' end
+  local n, kk = #dg, tonumber(ex) + 1
+  local k = kk - n
+  if k >= 0 and kk <= 21 then return sign .. dg .. string.rep('0', k) .. '.0' end
+  if kk > 0 and kk <= 21 then return sign .. dg:sub(1, kk) .. '.' .. dg:sub(kk + 1) end
+  if kk > -6 and kk <= 0 then return sign .. '0.' .. string.rep('0', -kk) .. dg end
+  local m = dg:sub(1, 1)
+  if n > 1 then m = m .. '.' .. dg:sub(2) end
+  return sign .. m .. 'e' .. (kk - 1)
+end
+
+local function is_int_lex(lex) return not lex:find('[%.eE]') end
+
+-- Integer lexemes outside i64/u64 become doubles, as serde_json parses them.
+local function fits_int(lex)
+  local neg = lex:sub(1, 1) == '-'
+  local d = neg and lex:sub(2) or lex
+  local lim = neg and '9223372036854775808' or '18446744073709551615'
+  if #d ~= #lim then return #d < #lim end
+  return d <= lim
+end
+
+local function norm_num(lex)
+  if is_int_lex(lex) then
+    if lex == '-0' then return '-0.0' end
+    if fits_int(lex) then return lex end
+  end
+  return fmt_float(tonumber(lex))
+end
+
+local function num_node(x, as_int)
+  if as_int then return {t = 'n', v = string.format('%.0f', x)} end
+  return {t = 'n', v = fmt_float(x)}
+end
+
+local function perr(s, i, what)
+  local line, col = 1, 0
+  local upto = math.min(i, #s + 1)
+  for j = 1, upto - 1 do
+    if s:byte(j) == 10 then line = line + 1; col = 0 else col = col + 1 end
+  end
+  if i <= #s then col = col + 1 end
+  jerr(what .. ' at line ' .. line .. ' column ' .. col)
+end
+
+local function skip_ws(s, i)
+  local _, e = s:find('^[ \t\r\n]*', i)
+  return e + 1
+end
+
+local function utf8_char(cp)
+  if cp < 0x80 then return string.char(cp) end
+  if cp < 0x800 then return string.char(0xC0 + math.floor(cp / 64), 0x80 + cp % 64) end
+  if cp < 0x10000 then
+    return string.char(0xE0 + math.floor(cp / 4096), 0x80 + math.floor(cp / 64) % 64, 0x80 + cp % 64)
+  end
+  return string.char(0xF0 + math.floor(cp / 262144), 0x80 + math.floor(cp / 4096) % 64,
+    0x80 + math.floor(cp / 64) % 64, 0x80 + cp % 64)
+end
+
+local ESC = {['"'] = '"', ['\\'] = '\\', ['/'] = '/', b = '\b', f = '\f', n = '\n', r = '\r', t = '\t'}
+
+local function parse_string(s, i)
+  local out, n = {}, 0
+  i = i + 1
+  while true do
+    local j = s:find('["\\%z\1-\31]', i)
+    if not j then perr(s, #s + 1, 'EOF while parsing a string') end
+    n = n + 1; out[n] = s:sub(i, j - 1)
+    local c = s:sub(j, j)
+    if c == '"' then return table.concat(out), j + 1 end
+    if c ~= '\\' then perr(s, j, 'control character (\\u0000-\\u001F) found while parsing a string') end
+    local e = s:sub(j + 1, j + 1)
+    if ESC[e] then
+      n = n + 1; out[n] = ESC[e]; i = j + 2
+    elseif e == 'u' then
+      local hex = s:match('^%x%x%x%x', j + 2)
+      if not hex then perr(s, j + 2, 'invalid escape') end
+      local cp = tonumber(hex, 16); i = j + 6
+      if cp >= 0xD800 and cp < 0xDC00 then
+        local lo = s:match('^\\u(%x%x%x%x)', i)
+        if not lo then perr(s, i, 'unexpected end of hex escape') end
+        cp = 0x10000 + (cp - 0xD800) * 1024 + (tonumber(lo, 16) - 0xDC00); i = i + 6
+      end
+      n = n + 1; out[n] = utf8_char(cp)
+    else
+      perr(s, j + 1, 'invalid escape')
+    end
+  end
+end
+
+local parse_value
+
+local function parse_container(s, i, close)
+  local node = close == '}' and {t = 'o', k = {}, v = {}} or {t = 'a', v = {}}
+  i = skip_ws(s, i + 1)
+  if s:sub(i, i) == close then return node, i + 1 end
+  while true do
+    if close == '}' then
+      if s:sub(i, i) ~= '"' then
+        if i > #s then perr(s, i, 'EOF while parsing an object') end
+        perr(s, i, 'key must be a string')
+      end
+      local key; key, i = parse_string(s, i)
+      i = skip_ws(s, i)
+      if s:sub(i, i) ~= ':' then perr(s, i, "expected ':'") end
+      local val; val, i = parse_value(s, skip_ws(s, i + 1))
+      if node.v[key] == nil then node.k[#node.k + 1] = key end
+      node.v[key] = val
+    else
+      local val; val, i = parse_value(s, i)
+      node.v[#node.v + 1] = val
+    end
+    i = skip_ws(s, i)
+    local c = s:sub(i, i)
+    if c == close then return node, i + 1 end
+    if c ~= ',' then
+      if i > #s then perr(s, i, close == '}' and 'EOF while parsing an object' or 'EOF while parsing a list') end
+      perr(s, i, close == '}' and "expected ',' or '}'" or "expected ',' or ']'")
+    end
+    i = skip_ws(s, i + 1)
+  end
+end
+
+parse_value = function(s, i)
+  i = skip_ws(s, i)
+  local c = s:sub(i, i)
+  if c == '{' then return parse_container(s, i, '}') end
+  if c == '[' then return parse_container(s, i, ']') end
+  if c == '"' then local v, j = parse_string(s, i); return {t = 's', v = v}, j end
+  if s:find('^true', i) then return {t = 'b', v = true}, i + 4 end
+  if s:find('^false', i) then return {t = 'b', v = false}, i + 5 end
+  if s:find('^null', i) then return {t = 'z'}, i + 4 end
+  local _, e = s:find('^-?%d+', i)
+  if e then
+    local _, f = s:find('^%.%d+', e + 1); e = f or e
+    local _, x = s:find('^[eE][-+]?%d+', e + 1); e = x or e
+    return {t = 'n', v = norm_num(s:sub(i, e))}, e + 1
+  end
+  if i > #s then perr(s, i, 'EOF while parsing a value') end
+  perr(s, i, 'expected value')
+end
+
+local function decode(s)
+  local v, i = parse_value(s, 1)
+  i = skip_ws(s, i)
+  if i <= #s then perr(s, i, 'trailing characters') end
+  return v
+end
+
+local function esc_char(c)
+  if c == '"' then return '\\"' elseif c == '\\' then return '\\\\'
+  elseif c == '\n' then return '\\n' elseif c == '\r' then return '\\r'
+  elseif c == '\t' then return '\\t' elseif c == '\b' then return '\\b'
+  elseif c == '\f' then return '\\f' end
+  return string.format('\\u%04x', c:byte())
+end
+
+local function quote(s) return '"' .. s:gsub('[%z\1-\31"\\]', esc_char) .. '"' end
+
+-- fmt: nil for compact, or {indent=, newline=, space=} as JSON.GET's options.
+local function encode_into(node, out, fmt, depth)
+  local t = node.t
+  if t == 's' then out[#out + 1] = quote(node.v)
+  elseif t == 'n' then out[#out + 1] = node.v
+  elseif t == 'b' then out[#out + 1] = node.v and 'true' or 'false'
+  elseif t == 'z' then out[#out + 1] = 'null'
+  else
+    local open, close, n = '[', ']', #node.v
+    if t == 'o' then open, close, n = '{', '}', #node.k end
+    out[#out + 1] = open
+    if n == 0 then out[#out + 1] = close; return end
+    local nl, ind = fmt and fmt.newline or '', fmt and fmt.indent or ''
+    for idx = 1, n do
+      if idx > 1 then out[#out + 1] = ',' end
+      out[#out + 1] = nl .. string.rep(ind, depth + 1)
+      if t == 'o' then
+        local key = node.k[idx]
+        out[#out + 1] = quote(key) .. ':' .. (fmt and fmt.space or '')
+        encode_into(node.v[key], out, fmt, depth + 1)
+      else
+        encode_into(node.v[idx], out, fmt, depth + 1)
+      end
+    end
+    out[#out + 1] = nl .. string.rep(ind, depth) .. close
+  end
+end
+
+local function encode(node, fmt)
+  local out = {}
+  encode_into(node, out, fmt, 0)
+  return table.concat(out)
+end
+
+local function deep_copy(node)
+  if node.t == 'o' then
+    local c = {t = 'o', k = {}, v = {}}
+    for i, key in ipairs(node.k) do c.k[i] = key; c.v[key] = deep_copy(node.v[key]) end
+    return c
+  elseif node.t == 'a' then
+    local c = {t = 'a', v = {}}
+    for i, v in ipairs(node.v) do c.v[i] = deep_copy(v) end
+    return c
+  end
+  local c = {}
+  for key, v in pairs(node) do c[key] = v end
+  return c
+end
+
+local function type_name(node)
+  local t = node.t
+  if t == 'o' then return 'object' elseif t == 'a' then return 'array'
+  elseif t == 's' then return 'string' elseif t == 'b' then return 'boolean'
+  elseif t == 'z' then return 'null' end
+  if is_int_lex(node.v) then return 'integer' end
+  return 'number'
+end
+`;
