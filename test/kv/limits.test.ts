@@ -84,6 +84,11 @@ describe("Redis unreachable", () => {
           const r = await command(s, ["PING"]);
           expect(r.body).toEqual({ result: "PONG" });
         });
+        // Many requests while and after recovering must not leave extra backend connections:
+        // at most the pool (4) plus the connection asking.
+        await Promise.all(Array.from({ length: 50 }, () => command(s, ["INCR", "after"])));
+        const info = (await command(s, ["INFO", "clients"])).body as { result: string };
+        expect(Number(/connected_clients:(\d+)/.exec(info.result)?.[1])).toBeLessThanOrEqual(5);
       } finally {
         await back.stop();
       }
