@@ -117,3 +117,26 @@ describe("clients that go away", () => {
     expect((await command(stashd(), ["PING"])).body).toEqual({ result: "PONG" });
   });
 });
+
+describe("slow clients", () => {
+  it("cuts off a client that does not finish its request in time", async () => {
+    const s = await startStashd({ kvRedisUrl: redis().url, requestTimeoutMs: 300 });
+    try {
+      const net = await import("node:net");
+      const port = Number(new URL(s.kv.url).port);
+      const started = Date.now();
+      const answer = await new Promise<string>((resolve) => {
+        let text = "";
+        const sock = net.connect(port, "127.0.0.1", () =>
+          sock.write("POST / HTTP/1.1\r\nhost: x\r\n"),
+        );
+        sock.on("data", (d) => (text += d.toString()));
+        sock.on("close", () => resolve(text));
+      });
+      expect(answer).toMatch(/^HTTP\/1\.1 408/);
+      expect(Date.now() - started).toBeLessThan(5_000);
+    } finally {
+      await s.stop();
+    }
+  });
+});

@@ -25,6 +25,8 @@ export async function listen(
     {
       requestTimeout: opts.requestTimeoutMs,
       headersTimeout: Math.min(opts.requestTimeoutMs, 60_000),
+      // How often Node checks those deadlines (its default, 30 s, would let short ones slip).
+      connectionsCheckingInterval: Math.max(50, Math.min(opts.requestTimeoutMs / 4, 30_000)),
       keepAliveTimeout: 65_000,
     },
     handler,
