@@ -1,4 +1,5 @@
 import { Client } from "@upstash/qstash";
+import type { StartOptions } from "../../src/index.js";
 import { startRedis, type TestRedis } from "../harness/redis.js";
 import { startStashd, type TestStashd } from "../harness/stashd.js";
 import { eventually } from "../harness/eventually.js";
@@ -25,9 +26,9 @@ export interface QueueTestEnv {
   close(): Promise<void>;
 }
 
-export async function queueEnv(): Promise<QueueTestEnv> {
+export async function queueEnv(options: StartOptions = {}): Promise<QueueTestEnv> {
   const redis = await startRedis();
-  const stashd = await startStashd({ queueRedisUrl: redis.url, ...FAST_QUEUE });
+  const stashd = await startStashd({ queueRedisUrl: redis.url, ...FAST_QUEUE, ...options });
   const receivers: TestReceiver[] = [];
   const keys = { current: stashd.queue.currentSigningKey, next: stashd.queue.nextSigningKey };
   const api = (path: string, init: RequestInit = {}) => {

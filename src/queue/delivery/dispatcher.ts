@@ -39,6 +39,8 @@ export class Dispatcher {
   private timerAt = Number.POSITIVE_INFINITY;
   private reaper: NodeJS.Timeout | undefined;
   private idleWaiters: (() => void)[] = [];
+  /** Set when a fill stopped at the concurrency limit: a freed slot must trigger a new fill. */
+  private saturated = false;
 
   constructor(
     private readonly store: MessageStore,
@@ -106,7 +108,8 @@ export class Dispatcher {
   private async fill(): Promise<void> {
     while (!this.stopped) {
       const free = this.cfg.queueConcurrency - this.inflight;
-      if (free <= 0) return;
+      this.saturated = free <= 0;
+      if (this.saturated) return;
       const limit = Math.min(free, CLAIM_BATCH);
       const claimed = await this.store.claim(Date.now(), limit, this.cfg.queueLeaseMs);
       for (const c of claimed) this.run(c);
@@ -130,7 +133,10 @@ export class Dispatcher {
       .finally(() => {
         this.inflight--;
         if (this.inflight === 0) for (const w of this.idleWaiters.splice(0)) w();
-        this.wake();
+        if (this.saturated) {
+          this.saturated = false;
+          this.wake();
+        }
       });
   }
 

@@ -1,0 +1,71 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventually } from "../harness/eventually.js";
+import { startRedis, type TestRedis } from "../harness/redis.js";
+import { startStashd, type TestStashd } from "../harness/stashd.js";
+import { startReceiver, type TestReceiver } from "./receiver.js";
+import { FAST_QUEUE } from "./setup.js";
+
+/** Two stashd processes (in-process instances) sharing one queue Redis. */
+let redis: TestRedis;
+let a: TestStashd;
+let b: TestStashd;
+let rx: TestReceiver;
+
+beforeAll(async () => {
+  redis = await startRedis();
+  const shared = {
+    queueRedisUrl: redis.url,
+    queueToken: "dG9rZW4=",
+    queueCurrentSigningKey: "sig_current",
+    queueNextSigningKey: "sig_next",
+    ...FAST_QUEUE,
+  };
+  a = await startStashd(shared);
+  b = await startStashd(shared);
+  rx = await startReceiver(() => ({ current: "sig_current", next: "sig_next" }));
+  rx.delayMs = 5;
+});
+afterAll(async () => {
+  await rx?.close();
+  await a?.stop();
+  await b?.stop();
+  await redis?.stop();
+});
+
+describe("several processes on one Redis", () => {
+  it("delivers each message once, whichever process accepted it", async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 60; i++) {
+      const target = i % 2 === 0 ? a : b;
+      const res = await fetch(`${target.queue.url}/v2/publish/${rx.url}/m`, {
+        method: "POST",
+        headers: { authorization: "Bearer dG9rZW4=" },
+        body: String(i),
+      });
+      expect(res.status).toBe(201);
+      ids.push(((await res.json()) as { messageId: string }).messageId);
+    }
+    await eventually(async () => {
+      const res = await fetch(`${a.queue.url}/v2/logs?state=DELIVERED&count=1000`, {
+        headers: { authorization: "Bearer dG9rZW4=" },
+      });
+      expect(((await res.json()) as { logs: unknown[] }).logs).toHaveLength(60);
+    });
+    const active = await fetch(`${b.queue.url}/v2/logs?state=ACTIVE&count=1000`, {
+      headers: { authorization: "Bearer dG9rZW4=" },
+    });
+    expect(((await active.json()) as { logs: unknown[] }).logs).toHaveLength(60);
+    const seen = rx.requests.map((r) => String(r.headers["upstash-message-id"]));
+    expect(seen.sort()).toEqual([...ids].sort());
+    expect(rx.requests.every((r) => r.signatureError === undefined)).toBe(true);
+  });
+
+  it("serves the configured credentials from both processes", async () => {
+    for (const s of [a, b]) {
+      const res = await fetch(`${s.queue.url}/v2/keys`, {
+        headers: { authorization: "Bearer dG9rZW4=" },
+      });
+      expect(await res.json()).toEqual({ current: "sig_current", next: "sig_next" });
+    }
+  });
+});
