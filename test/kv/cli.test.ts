@@ -119,6 +119,28 @@ describe("stashd CLI", () => {
     expect(cli("db", "list").stdout).not.toContain("broken");
   });
 
+  it("fails clearly when the port is taken, leaving no redis-server behind", () => {
+    const taken = new URL(credentials().kv.url).port;
+    const other = mkdtempSync(path.join(os.tmpdir(), "stashd-cli-busy-"));
+    try {
+      const r = spawnSync(
+        process.execPath,
+        [BIN, "start", "--data-dir", other, "--kv-port", taken],
+        {
+          encoding: "utf8",
+          env: {},
+          timeout: 20_000,
+        },
+      );
+      expect(r.status).toBe(1);
+      expect(r.stderr).toContain(`cannot listen on 127.0.0.1:${taken} (in use`);
+      const left = spawnSync("pgrep", ["-f", other], { encoding: "utf8" });
+      expect(left.stdout.trim()).toBe("");
+    } finally {
+      rmSync(other, { recursive: true, force: true });
+    }
+  });
+
   it("rejects unknown commands and options with usage", () => {
     const r = cli("frobnicate");
     expect(r.status).toBe(2);

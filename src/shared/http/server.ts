@@ -1,5 +1,6 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
+import { AppError } from "../errors.js";
 
 export interface HttpServerOptions {
   host: string;
@@ -33,9 +34,18 @@ export async function listen(
   );
   server.maxHeadersCount = 200;
   await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
+    const fail = (err: NodeJS.ErrnoException): void => {
+      const hint = err.code === "EADDRINUSE" ? " (in use: choose another port, or 0 for any)" : "";
+      reject(
+        new AppError(
+          "startup_failed",
+          `cannot listen on ${opts.host}:${opts.port}${hint}: ${err.message}`,
+        ),
+      );
+    };
+    server.once("error", fail);
     server.listen(opts.port, opts.host, () => {
-      server.off("error", reject);
+      server.off("error", fail);
       resolve();
     });
   });
