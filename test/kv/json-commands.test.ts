@@ -63,6 +63,14 @@ describe("JSON.SET / JSON.GET", () => {
     expect(await run("JSON.SET", "j:nx", ".a", "4", "XX")).toEqual(ok("OK"));
     expect(await run("JSON.SET", "j:nx", "$.x.y", "1")).toEqual(ok(null));
     expect(await run("JSON.GET", "j:nx")).toEqual(ok('{"a":4,"b":3}'));
+    expect(await run("JSON.SET", "j:nx", "$..z", "1")).toEqual(err("Err wrong static path"));
+    await run("JSON.SET", "j:nx", "$.l", "[1]");
+    expect(await run("JSON.SET", "j:nx", "$.l[3]", "1")).toEqual(
+      err("ERR array index out of range"),
+    );
+    expect(await run("JSON.SET", "j:nx", "$.l[-1]", "2")).toEqual(ok("OK"));
+    expect(await run("JSON.SET", "j:nx", "['q']", '"s"')).toEqual(ok("OK"));
+    expect(await run("JSON.GET", "j:nx")).toEqual(ok('{"a":4,"b":3,"l":[2],"q":"s"}'));
   });
 
   it("refuses bad JSON, bad paths, bad options and keys of other types", async () => {
@@ -147,6 +155,16 @@ describe("JSON write commands", () => {
     expect(await run("JSON.OBJKEYS", "j:o")).toEqual(ok(["o", "n", "s", "t", "z"]));
     expect(await run("JSON.OBJLEN", "j:o", "$.*")).toEqual(ok([2, null, null, null, null]));
     expect(await run("JSON.OBJLEN", "j:o", ".o")).toEqual(ok(2));
+    expect(await run("JSON.OBJLEN", "j:o", ".nothing")).toEqual(ok(null));
+    expect(await run("JSON.OBJLEN", "j:o", ".n")).toEqual(
+      err("WRONGTYPE wrong type of path value - expected object but found number"),
+    );
+    expect(await run("JSON.OBJKEYS", "j:o", ".s")).toEqual(
+      err("ERR Path '$.s' does not exist or not an object"),
+    );
+    expect(await run("JSON.STRLEN", "j:o", ".n")).toEqual(
+      err("WRONGTYPE wrong type of path value - expected string but found number"),
+    );
     expect(await run("JSON.RESP", "j:o")).toEqual(
       ok(["{", "o", ["{", "x", 1, "y", ["[", 1]], "n", "3.5", "s", "v", "t", "false", "z", null]),
     );
@@ -154,8 +172,12 @@ describe("JSON write commands", () => {
       ok("OK"),
     );
     expect(await run("JSON.GET", "j:o", "$.o")).toEqual(ok('[{"y":[1],"w":2}]'));
+    expect(await run("JSON.MERGE", "j:o", "$.o.y", "null")).toEqual(ok("OK"));
+    expect(await run("JSON.MERGE", "j:o", "$.o.y", '{"k":1}')).toEqual(ok("OK"));
+    expect(await run("JSON.GET", "j:o", ".o")).toEqual(ok('{"w":2,"y":{"k":1}}'));
     expect(await run("JSON.CLEAR", "j:o", "$.*")).toEqual(ok(2));
     expect(await run("JSON.GET", "j:o")).toEqual(ok('{"o":{},"n":0,"s":"new","t":false,"z":null}'));
+    expect(await run("JSON.CLEAR", "j:o", "$.o")).toEqual(ok(0));
     expect(await run("JSON.DEL", "j:o", "$.s")).toEqual(ok(1));
     expect(await run("JSON.FORGET", "j:o", ".nothing")).toEqual(ok(0));
     expect(await run("JSON.DEL", "j:o", "$..*")).toEqual(ok(4));

@@ -46,7 +46,10 @@ local function parse_bracket(s, i)
       names[#names + 1] = s:sub(i + 1, j - 1)
       i = skip_ws(s, j + 1)
       local d = s:sub(i, i)
-      if d == ']' then return {k = 'names', l = names}, i + 1 end
+      if d == ']' then
+        if #names == 1 then return {k = 'name', name = names[1]}, i + 1 end
+        return {k = 'names', l = names}, i + 1
+      end
       if d ~= ',' then path_err(s, i) end
       i = skip_ws(s, i + 1)
     end
@@ -171,18 +174,30 @@ local function eval_path(cp, root)
   return run_segments(cp.segs, root)
 end
 
--- Matches for JSON.SET/MERGE: existing values, plus a new member when the last step names a key
--- missing from an object parent (RedisJSON adds keys only there).
-local function eval_for_set(cp, root)
+-- Where JSON.SET/MERGE may add a value when the path matches nothing (RedisJSON's
+-- find_add_paths): the path must be static (names and single indices only); a last-step name
+-- gives {p=parent, k=name} for each parent (only objects lacking the key take it); a last-step
+-- index out of range is an error.
+local function add_targets(cp, root)
   local segs = cp.segs
-  G.root = root
-  local found = run_segments(segs, root)
-  local last = segs[#segs]
-  if last == nil or last.rec or last.sel.k ~= 'name' then return found, {} end
-  local name, new = last.sel.name, {}
-  for _, pm in ipairs(run_segments(segs, root, #segs - 1)) do
-    if pm.n.t == 'o' and pm.n.v[name] == nil then new[#new + 1] = {p = pm.n, k = name} end
+  for _, seg in ipairs(segs) do
+    local k = seg.sel.k
+    if seg.rec or not (k == 'name' or (k == 'idx' and #seg.sel.l == 1)) then
+      jerr('Err wrong static path')
+    end
   end
-  return found, new
+  local last = segs[#segs]
+  if last.sel.k == 'idx' then
+    if not run_segments(segs, root)[1] then jerr('ERR array index out of range') end
+    return {}
+  end
+  local out = {}
+  G.root = root
+  for _, pm in ipairs(run_segments(segs, root, #segs - 1)) do
+    if pm.n.t == 'o' and pm.n.v[last.sel.name] == nil then
+      out[#out + 1] = {p = pm.n, k = last.sel.name}
+    end
+  end
+  return out
 end
 `;

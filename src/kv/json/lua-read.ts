@@ -81,7 +81,11 @@ C['json.get'] = function(keys, a)
   local all_legacy = true
   for _, cp in ipairs(paths) do all_legacy = all_legacy and cp.legacy end
   local function value(cp)
-    if all_legacy then return first(cp, doc) end
+    if all_legacy then
+      local m = eval_path(cp, doc)[1]
+      if not m then no_path(#paths == 1 and cp.fixed or cp.original) end
+      return m.n
+    end
     local arr = {t = 'a', v = {}}
     for _, m in ipairs(eval_path(cp, doc)) do arr.v[#arr.v + 1] = m.n end
     return arr
@@ -127,47 +131,59 @@ C['json.type'] = function(keys, a)
   return out
 end
 
--- Shared shape of STRLEN, ARRLEN, OBJLEN, OBJKEYS: JSONPath needs the key; legacy reads the
--- first match and says nil for a missing key.
-local function sized(keys, a, t, what, size, legacy_shown)
+-- Shared shape of STRLEN, ARRLEN, OBJLEN, OBJKEYS. JSONPath: one entry per match (the key must
+-- exist). Legacy: the first match; spec.missing / spec.wrong say what a missing path / a value
+-- of another type gives ('nil', 'path' = "Path does not exist [or …]", 'type' = WRONGTYPE).
+local function sized(keys, a, spec)
   local cp = compile(a[1] or '.')
-  if cp.legacy then
+  local shown = spec.original and cp.original or cp.fixed
+  if not cp.legacy then
     local doc = load_doc(keys[1])
-    if not doc then return false end
-    local ms = eval_path(cp, doc)
-    if not ms[1] then
-      if t == 'o' then return false end
-      no_path(legacy_shown and cp.original or cp.fixed)
+    if not doc then
+      if spec.t == 'o' and spec.name == 'objlen' then no_path(cp.fixed, spec.what) end
+      jerr(NO_KEY)
     end
-    if ms[1].n.t ~= t then
-      if t == 's' then wrong_type(ms[1].n, 'string') end
-      no_path(legacy_shown and cp.original or cp.fixed, what)
-    end
-    return size(ms[1].n)
+    return (each_match(cp, doc, is_t(spec.t), function(m) return spec.size(m.n) end))
   end
-  return (each_match(cp, must_doc(keys[1]), is_t(t), function(m) return size(m.n) end))
+  local doc = load_doc(keys[1])
+  if not doc then return false end
+  local m = eval_path(cp, doc)[1]
+  if not m then
+    if spec.missing == 'nil' then return false end
+    no_path(shown)
+  end
+  if m.n.t ~= spec.t then
+    if spec.wrong == 'type' then wrong_type(m.n, spec.expected) end
+    no_path(shown, spec.what)
+  end
+  return spec.size(m.n)
 end
 
+local function len_v(n) return #n.v end
+local function len_k(n) return #n.k end
+
 C['json.strlen'] = function(keys, a)
-  return sized(keys, a, 's', 'not a string', function(n) return #n.v end)
+  return sized(keys, a, {t = 's', size = len_v, wrong = 'type', expected = 'string'})
 end
 C['json.arrlen'] = function(keys, a)
-  return sized(keys, a, 'a', 'not an array', function(n) return #n.v end, true)
+  return sized(keys, a, {t = 'a', size = len_v, what = 'not an array', original = true})
 end
 C['json.objlen'] = function(keys, a)
-  return sized(keys, a, 'o', 'not an object', function(n) return #n.k end)
+  return sized(keys, a, {t = 'o', name = 'objlen', size = len_k, missing = 'nil', wrong = 'type',
+    expected = 'object', what = 'not an object'})
 end
 C['json.objkeys'] = function(keys, a)
-  return sized(keys, a, 'o', 'not an object', function(n)
+  return sized(keys, a, {t = 'o', missing = 'nil', what = 'not an object', size = function(n)
     local out = {}
     for i, key in ipairs(n.k) do out[i] = key end
     return out
-  end)
+  end})
 end
 
 local function index_in(arr, val, start, stop)
   local n = #arr.v
-  if start < 0 then start = math.max(n + start, 0) end
+  if n == 0 then return -1 end
+  if start < 0 then start = math.max(n + start, 0) else start = math.min(start, n - 1) end
   if stop == 0 then stop = n elseif stop < 0 then stop = math.max(n + stop, 0) end
   stop = math.min(stop, n)
   for i = start + 1, stop do if json_equal(arr.v[i], val) then return i - 1 end end
@@ -196,7 +212,7 @@ local function resp(n)
   if t == 'b' then return {ok = n.v and 'true' or 'false'} end
   if t == 'n' then
     if is_int_lex(n.v) then return tonumber(n.v) end
-    return n.v
+    return (n.v:gsub('%.0$', ''))
   end
   local out = {t == 'o' and '{' or '['}
   if t == 'a' then

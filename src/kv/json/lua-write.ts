@@ -20,20 +20,22 @@ local function set_opt(a, from)
   return opt
 end
 
--- Returns the new root (or nil when nothing changed) for SET at a non-root path.
+-- SET at a non-root path, as RedisJSON: replace every match (unless NX); when nothing matched,
+-- add at the static path's end (unless XX). Returns the new root, or nil when nothing changed.
 local function set_at(cp, doc, val, opt)
-  local found, new = eval_for_set(cp, doc)
-  local changed = false
   if opt ~= 'NX' then
-    for _, m in ipairs(found) do
-      if m.p then put(m, deep_copy(val)) else doc = deep_copy(val) end
-      changed = true
+    local found = eval_path(cp, doc)
+    if found[1] then
+      for _, m in ipairs(found) do
+        if m.p then put(m, deep_copy(val)) else doc = deep_copy(val) end
+      end
+      return doc
     end
+    if opt == 'XX' then return nil end
   end
-  if opt ~= 'XX' then
-    for _, m in ipairs(new) do put(m, deep_copy(val)); changed = true end
-  end
-  return changed and doc or nil
+  local targets = add_targets(cp, doc)
+  for _, m in ipairs(targets) do put(m, deep_copy(val)) end
+  return targets[1] and doc or nil
 end
 
 C['json.set'] = function(keys, a)
@@ -81,6 +83,13 @@ C['json.mset'] = function(keys, a)
   return {ok = 'OK'}
 end
 
+-- Removes a match from its parent object or array.
+local function drop(m)
+  if m.p.t == 'a' then table.remove(m.p.v, m.k); return end
+  m.p.v[m.k] = nil
+  for i, key in ipairs(m.p.k) do if key == m.k then table.remove(m.p.k, i); break end end
+end
+
 -- RFC 7396 merge patch, as JSON.MERGE applies it.
 local function merge(target, patch)
   if patch.t ~= 'o' then return deep_copy(patch) end
@@ -110,15 +119,17 @@ C['json.merge'] = function(keys, a)
     return {ok = 'OK'}
   end
   if not doc then jerr('ERR new objects must be created at the root') end
-  local found, new = eval_for_set(cp, doc)
+  local found = eval_path(cp, doc)
+  if not found[1] then
+    local targets = add_targets(cp, doc)
+    if val.t == 'z' or not targets[1] then return false end
+    for _, m in ipairs(targets) do put(m, merge(nil, val)) end
+  end
   for _, m in ipairs(found) do
-    if m.p then put(m, merge(m.n, val)) else doc = merge(doc, val) end
+    if not m.p then doc = merge(doc, val)
+    elseif val.t == 'z' then drop(m)
+    else put(m, merge(m.n, val)) end
   end
-  local added = 0
-  for _, m in ipairs(new) do
-    if val.t ~= 'z' then put(m, merge(nil, val)); added = added + 1 end
-  end
-  if #found + added == 0 then return false end
   save(keys[1], doc)
   return {ok = 'OK'}
 end

@@ -82,8 +82,7 @@ C['json.arrtrim'] = function(keys, a)
 end
 
 C['json.clear'] = function(keys, a)
-  if #a > 1 then arity('json.clear') end
-  local cp, doc = compile(a[1] or '.'), must_doc(keys[1])
+  local cp, doc = compile(a[1] or '$'), must_doc(keys[1])
   local n = 0
   for _, m in ipairs(eval_path(cp, doc)) do
     local node = m.n

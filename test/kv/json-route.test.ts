@@ -1,0 +1,65 @@
+import { describe, expect, it } from "vitest";
+import type { CommandTable } from "../../src/kv/policy.js";
+import { JsonBatch } from "../../src/kv/json/batch.js";
+import { READ_SCRIPT, WRITE_SCRIPT } from "../../src/kv/json/scripts.js";
+
+const info = { flags: new Set<string>(), categories: new Set<string>() };
+const plain: CommandTable = new Map([["get", info]]);
+const withModule: CommandTable = new Map([["json.set", info]]);
+
+describe("routing JSON.* commands", () => {
+  it("passes them through untouched when the backend has the JSON module", () => {
+    const batch = new JsonBatch({}, withModule);
+    expect(batch.rewrite(["JSON.SET", "k", "$", "1"], 0)).toBeUndefined();
+  });
+
+  it("leaves other commands alone", () => {
+    expect(new JsonBatch({}, plain).rewrite(["GET", "k"], 0)).toBeUndefined();
+  });
+
+  it("sends script text first, the SHA once Redis holds the script, and reads read-only", async () => {
+    const owner = {};
+    const batch = new JsonBatch(owner, plain);
+    const first = batch.rewrite(["json.get", "k", "$"], 0);
+    expect(first).toEqual(["EVAL_RO", READ_SCRIPT.text, "1", "k", "json.get", "$"]);
+    await batch.settle(
+      [{ kind: "nil", array: false }],
+      [["json.get", "k", "$"]],
+      undefined as never,
+    );
+    const next = new JsonBatch(owner, plain);
+    expect(next.rewrite(["JSON.GET", "k"], 0)).toEqual([
+      "EVALSHA_RO",
+      READ_SCRIPT.sha,
+      "1",
+      "k",
+      "json.get",
+    ]);
+    expect(next.rewrite(["JSON.MSET", "a", "$", "1", "b", "$.x", "2"], 1)).toEqual([
+      "EVAL",
+      WRITE_SCRIPT.text,
+      "2",
+      "a",
+      "b",
+      "json.mset",
+      "$",
+      "1",
+      "$.x",
+      "2",
+    ]);
+    expect(new JsonBatch(owner, plain, true).rewrite(["JSON.GET", "k"], 0)).toEqual(
+      expect.arrayContaining(["EVAL_RO"]),
+    );
+  });
+
+  it("answers malformed key lists with Redis's arity error", () => {
+    const batch = new JsonBatch({}, plain);
+    const error = (name: string) => ({
+      kind: "error",
+      value: `ERR wrong number of arguments for '${name}' command`,
+    });
+    expect(batch.rewrite(["JSON.GET"], 0)).toEqual(error("json.get"));
+    expect(batch.rewrite(["JSON.MGET", "k"], 0)).toEqual(error("json.mget"));
+    expect(batch.rewrite(["JSON.MSET", "k", "$"], 0)).toEqual(error("json.mset"));
+  });
+});
