@@ -70,6 +70,26 @@ export class Dispatcher {
     }, delay);
   }
 
+  /**
+   * Reserves `n` delivery slots for messages leased at publish time; 0 when fewer are free (the
+   * messages then wait for a regular claim). Give them back with `release` if not used.
+   */
+  reserve(n: number): number {
+    if (this.stopped || this.inflight + n > this.cfg.queueConcurrency) return 0;
+    this.inflight += n;
+    return n;
+  }
+
+  release(n: number): void {
+    this.inflight -= n;
+  }
+
+  /** Delivers messages leased at publish time into slots taken with `reserve`. */
+  adopt(claimed: Claimed[]): void {
+    this.inflight -= claimed.length;
+    for (const c of claimed) this.run(c);
+  }
+
   /** Stops claiming; waits up to `graceMs` for in-flight deliveries (their leases cover the rest). */
   async stop(graceMs: number): Promise<void> {
     this.stopped = true;
@@ -117,6 +137,15 @@ export class Dispatcher {
     }
   }
 
+  /**
+   * After saturation, claim again only once a batch worth of slots is free: every claim is an
+   * fsync'd round trip, so refilling one slot at a time would cap deliveries at one per fsync.
+   */
+  private refillBelow(): number {
+    const c = this.cfg.queueConcurrency;
+    return c - Math.max(1, Math.min(CLAIM_BATCH, Math.floor(c / 2)));
+  }
+
   private async scheduleNext(): Promise<void> {
     if (this.stopped || this.inflight >= this.cfg.queueConcurrency) return;
     const next = await this.store.nextDue();
@@ -133,7 +162,7 @@ export class Dispatcher {
       .finally(() => {
         this.inflight--;
         if (this.inflight === 0) for (const w of this.idleWaiters.splice(0)) w();
-        if (this.saturated) {
+        if (this.saturated && this.inflight <= this.refillBelow()) {
           this.saturated = false;
           this.wake();
         }

@@ -6,10 +6,18 @@ import { randomBytes } from "node:crypto";
  */
 const BASE58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";
 
+/** Random bytes are drawn from a refilled pool: one randomBytes call per 4 KB, not per id. */
+let pool = randomBytes(4096);
+let offset = 0;
+
 export function base58(length: number): string {
-  const bytes = randomBytes(length);
+  if (offset + length > pool.length) {
+    pool = randomBytes(4096);
+    offset = 0;
+  }
   let out = "";
-  for (const b of bytes) out += BASE58[b % 58];
+  for (let i = 0; i < length; i++) out += BASE58[(pool[offset + i] ?? 0) % 58];
+  offset += length;
   return out;
 }
 

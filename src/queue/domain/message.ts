@@ -60,6 +60,8 @@ export interface MessageMeta {
   topicName?: string | undefined;
   endpointName?: string | undefined;
   callerIP?: string | undefined;
+  /** Set on messages produced by a schedule (delivered as `Upstash-Schedule-Id`). */
+  scheduleId?: string | undefined;
   labels?: string[] | undefined;
   redact?: Redaction | undefined;
   /** 0 for a published message, parent depth + 1 for callbacks (bounded by config). */

@@ -1,8 +1,8 @@
 import { AppError } from "../../shared/errors.js";
 import { buildMeta, dedupKey, type Target } from "../domain/build.js";
 import { parsePublishOptions, checkUrl, type ConfigValues } from "../domain/publish-options.js";
-import type { NewMessage } from "../store/message-store.js";
-import type { Handler, QueueRequest } from "./context.js";
+import { newLeaseToken, type MessageStore, type NewMessage } from "../store/message-store.js";
+import type { Handler, QueueContext, QueueRequest } from "./context.js";
 import { decode, readRaw, reply } from "./util.js";
 
 const GROUP_NAME = /^[A-Za-z0-9_.-]+$/;
@@ -39,16 +39,45 @@ export const publish: Handler = async (ctx, r) => {
           windowMs: ctx.config.queueDedupWindowMs,
           response: JSON.stringify(response),
         };
-  const result = await ctx.messages.enqueue(now, messages, dedup);
+  const result = await storeAndDispatch(ctx, now, messages, dedup);
   if (!result.stored) {
     const first = JSON.parse(result.response) as Record<string, unknown>[];
     const marked = first.map((m) => ({ ...m, deduplicated: true }));
     reply(r.res, 202, group ? marked : marked[0]);
     return;
   }
-  ctx.dispatcher.wake(opts.dueAt);
   reply(r.res, 201, group ? response : response[0]);
 };
+
+/**
+ * Stores the messages. When they are due now and this process has free delivery slots they are
+ * leased to it in the same script and delivered at once (no claim round trip); otherwise the
+ * dispatcher is woken for their due time.
+ */
+async function storeAndDispatch(
+  ctx: QueueContext,
+  now: number,
+  messages: NewMessage[],
+  dedup: Parameters<MessageStore["enqueue"]>[2],
+) {
+  const dueAt = messages[0]?.dueAt ?? now;
+  const reserved = dueAt <= now ? ctx.dispatcher.reserve(messages.length) : 0;
+  const lease =
+    reserved > 0 ? { token: newLeaseToken(), leaseMs: ctx.config.queueLeaseMs } : undefined;
+  try {
+    const result = await ctx.messages.enqueue(now, messages, dedup, lease);
+    if (lease && result.stored) {
+      ctx.dispatcher.adopt(messages.map((m) => ({ ...m, retried: 0, token: lease.token })));
+    } else {
+      ctx.dispatcher.release(reserved);
+      if (result.stored) ctx.dispatcher.wake(dueAt);
+    }
+    return result;
+  } catch (err) {
+    ctx.dispatcher.release(reserved);
+    throw err;
+  }
+}
 
 /** The destination URL (path remainder + non-config query) or a URL group name. */
 function parseDestination(r: QueueRequest): { destination: string; group?: string } {

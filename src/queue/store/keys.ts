@@ -15,6 +15,10 @@
  *   <p>dedup:<k>   string  publish response of the first message with that dedup key, PX window
  *   <p>topic:<n>   string  JSON URL group; <p>topics set of group names
  *   <p>keys        hash  current, next signing keys
+ *   <p>sched:<id>  hash  def (JSON ScheduleDef), body (raw bytes), next, last (ms), paused (0|1),
+ *                        states (JSON {messageId: state} of the last fire), error (last fire)
+ *   <p>schedules   set   every schedule id
+ *   <p>sched-due   zset  schedule id -> next fire time (ms), unpaused schedules only
  */
 export const QUEUE_PREFIX = "stashd:{stashd:q}:v1:";
 
@@ -31,4 +35,7 @@ export const queueKeys = {
   dlqEntry: (id: string): string => `${QUEUE_PREFIX}dlq:${id}`,
   dedup: (key: string): string => `${QUEUE_PREFIX}dedup:${key}`,
   topic: (name: string): string => `${QUEUE_PREFIX}topic:${name}`,
+  schedules: `${QUEUE_PREFIX}schedules`,
+  scheduleDue: `${QUEUE_PREFIX}sched-due`,
+  schedule: (id: string): string => `${QUEUE_PREFIX}sched:${id}`,
 } as const;

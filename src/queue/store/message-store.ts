@@ -55,6 +55,8 @@ const scripts = {
   dlqRetry: new Script(DLQ_RETRY),
 };
 
+export const newLeaseToken = (): string => randomBytes(9).toString("base64url");
+
 function messageArgs(m: NewMessage): Arg[] {
   return [
     m.meta.messageId,
@@ -79,19 +81,25 @@ export class MessageStore {
     return [K.prefix, String(now), String(Math.max(0, now - this.logRetentionMs))];
   }
 
-  /** Stores the messages; with a dedup key already taken returns the first publish's response. */
+  /**
+   * Stores the messages; with a dedup key already taken returns the first publish's response.
+   * With `lease` the (due now) messages are leased to the caller instead of waiting for a claim.
+   */
   async enqueue(
     now: number,
     messages: NewMessage[],
     dedup?: { key: string; windowMs: number; response: string },
+    lease?: { token: string; leaseMs: number },
   ): Promise<{ stored: true } | { stored: false; response: string }> {
     const reply = await scripts.enqueue.run(
       this.pool,
-      [K.due, K.pending, K.log, K.dedup(dedup?.key ?? "-")],
+      [K.due, K.pending, K.log, K.dedup(dedup?.key ?? "-"), K.active],
       [
         ...this.head(now),
         dedup ? String(dedup.windowMs) : "0",
         dedup?.response ?? "",
+        lease?.token ?? "",
+        String(lease?.leaseMs ?? 0),
         ...messages.flatMap(messageArgs),
       ],
     );
@@ -101,7 +109,7 @@ export class MessageStore {
   }
 
   async claim(now: number, limit: number, leaseMs: number): Promise<Claimed[]> {
-    const token = randomBytes(9).toString("base64url");
+    const token = newLeaseToken();
     const reply = await scripts.claim.run(
       this.pool,
       [K.due, K.active, K.log],

@@ -1,24 +1,39 @@
 /**
- * enqueue-4: stores one publish (1..n messages, n > 1 for URL-group fan-out), atomically with its
- * deduplication key.
+ * enqueue-5: stores one publish (1..n messages, n > 1 for URL-group fan-out), atomically with its
+ * deduplication key; optionally leases the messages to the publishing process at once (it has
+ * free delivery slots), which saves a claim round trip on the publish->delivery path.
  *
  * KEYS[1] due  KEYS[2] pending  KEYS[3] log  KEYS[4] dedup key (used only when ARGV[4] ~= '0')
+ * KEYS[5] active
  * ARGV[1] key prefix  ARGV[2] now (ms)  ARGV[3] log cutoff (stream id ms)  ARGV[4] dedup window ms
- * ARGV[5] publish response JSON kept under the dedup key
- * ARGV[6..] groups of 5: id, meta JSON, body, dueAt ms, timeout ms
+ * ARGV[5] publish response JSON kept under the dedup key  ARGV[6] lease token ('' = no lease)
+ * ARGV[7] lease ms (added to each message's timeout)
+ * ARGV[8..] groups of 5: id, meta JSON, body, dueAt ms, timeout ms
  * Returns {1} when stored; {0, <stored response>} when the dedup key was already taken.
- * Events: CREATED per message.
+ * Events: CREATED per message, then ACTIVE when leased.
  */
 export const ENQUEUE = {
   name: "enqueue",
-  numKeys: 4,
+  numKeys: 5,
   body: `
 if ARGV[4] ~= '0' then
   local existing = redis.call('GET', KEYS[4])
   if existing then return {0, existing} end
   redis.call('SET', KEYS[4], ARGV[5], 'PX', ARGV[4])
 end
-insertFrom(6, ARGV[1], KEYS[1], KEYS[2], KEYS[3], ARGV[3], ARGV[2])
+local prefix, now, cutoff, token = ARGV[1], ARGV[2], ARGV[3], ARGV[6]
+local i = 8
+while i + 4 <= #ARGV do
+  local id, meta, tmo = ARGV[i], ARGV[i + 1], ARGV[i + 4]
+  insertMessage(prefix, KEYS[1], KEYS[2], KEYS[3], cutoff, now, id, meta, ARGV[i + 2], ARGV[i + 3], tmo)
+  if token ~= '' then
+    redis.call('ZREM', KEYS[1], id)
+    redis.call('ZADD', KEYS[5], tonumber(now) + tonumber(ARGV[7]) + tonumber(tmo), id)
+    redis.call('HSET', prefix .. 'msg:' .. id, 'state', 'ACTIVE', 'lease', token)
+    addLog(KEYS[3], cutoff, now, id, 'ACTIVE', meta, '{}')
+  end
+  i = i + 5
+end
 return {1}
 `,
 } as const;

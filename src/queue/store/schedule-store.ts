@@ -1,0 +1,149 @@
+import type { RedisPool } from "../../shared/redis/pool.js";
+import type { PublishOptions } from "../domain/publish-options.js";
+import { queueKeys as K } from "./keys.js";
+import { SCHEDULE_ADVANCE, SCHEDULE_DELETE, SCHEDULE_PAUSE, SCHEDULE_SAVE } from "./lua/schedule.js";
+import { asArray, asBuffer, asInt, asText, checked, Script } from "./scripts.js";
+
+/** What a schedule produces on each tick: the parsed publish configuration, minus timing. */
+export type ScheduleOptions = Omit<
+  PublishOptions,
+  "dueAt" | "notBefore" | "dedupId" | "contentBasedDedup"
+>;
+
+/** The immutable part of a schedule, set by create/replace (the `def` JSON of its hash). */
+export interface ScheduleDef {
+  scheduleId: string;
+  /** `Upstash-Cron` as stored (trimmed; may carry the `CRON_TZ=` prefix). */
+  cron: string;
+  /** URL, or the URL group's name when `group` is set. */
+  destination: string;
+  group?: string | undefined;
+  options: ScheduleOptions;
+  /** `Upstash-Delay` of each produced message. */
+  delayMs: number;
+  callerIP?: string | undefined;
+  createdAt: number;
+}
+
+export interface StoredSchedule {
+  def: ScheduleDef;
+  body: Buffer;
+  /** Next tick (ms); while paused, the tick that was next when it was paused. */
+  next: number;
+  /** Time of the last fire, 0 before the first. */
+  last: number;
+  paused: boolean;
+  /** Message id -> state recorded at the last fire. */
+  states: Record<string, string>;
+  error: string;
+}
+
+const scripts = {
+  save: new Script(SCHEDULE_SAVE),
+  advance: new Script(SCHEDULE_ADVANCE),
+  pause: new Script(SCHEDULE_PAUSE),
+  remove: new Script(SCHEDULE_DELETE),
+};
+
+const FIELDS = ["def", "body", "next", "last", "paused", "states", "error"];
+
+/** Schedules in the queue Redis; every change is one script of store/lua/schedule.ts. */
+export class ScheduleStore {
+  constructor(private readonly pool: RedisPool) {}
+
+  async save(def: ScheduleDef, body: Buffer, next: number): Promise<void> {
+    const id = def.scheduleId;
+    await scripts.save.run(
+      this.pool,
+      [K.schedule(id), K.schedules, K.scheduleDue],
+      [id, JSON.stringify(def), body, String(next)],
+    );
+  }
+
+  /** Compare-and-set of the next tick; true when this call advanced it. */
+  async advance(
+    id: string,
+    expectedNext: number,
+    fire: { last: number; next: number; states: Record<string, string>; error?: string },
+  ): Promise<boolean> {
+    const reply = await scripts.advance.run(
+      this.pool,
+      [K.schedule(id), K.scheduleDue],
+      [
+        id,
+        String(expectedNext),
+        String(fire.last),
+        String(fire.next),
+        JSON.stringify(fire.states),
+        fire.error ?? "",
+      ],
+    );
+    return asInt(reply) === 1;
+  }
+
+  /** Pauses, or resumes with the given next tick; false when the schedule does not exist. */
+  async setPaused(id: string, paused: boolean, next: number): Promise<boolean> {
+    const reply = await scripts.pause.run(
+      this.pool,
+      [K.schedule(id), K.scheduleDue],
+      [id, paused ? "1" : "0", String(next)],
+    );
+    return asInt(reply) === 1;
+  }
+
+  async delete(id: string): Promise<boolean> {
+    const keys = [K.schedule(id), K.schedules, K.scheduleDue];
+    return asInt(await scripts.remove.run(this.pool, keys, [id])) === 1;
+  }
+
+  async get(id: string): Promise<StoredSchedule | undefined> {
+    const reply = await this.pool.exec(["HMGET", K.schedule(id), ...FIELDS]);
+    return parse(asArray(checked(reply, "schedule")));
+  }
+
+  /** Every schedule, oldest first. */
+  async list(): Promise<StoredSchedule[]> {
+    const ids = asArray(checked(await this.pool.exec(["SMEMBERS", K.schedules]), "schedules"));
+    if (ids.length === 0) return [];
+    const replies = await this.pool.execMany(
+      ids.map((id) => ["HMGET", K.schedule(asText(id) ?? ""), ...FIELDS]),
+    );
+    return replies
+      .map((r) => parse(asArray(checked(r, "schedules"))))
+      .filter((s): s is StoredSchedule => s !== undefined)
+      .sort((a, b) => a.def.createdAt - b.def.createdAt);
+  }
+
+  /** Up to `limit` unpaused schedules whose next tick is at or before `now`, with that tick. */
+  async due(now: number, limit: number): Promise<{ id: string; next: number }[]> {
+    const cmd = ["ZRANGE", K.scheduleDue, "-inf", String(now), "BYSCORE", "LIMIT", "0"];
+    const reply = await this.pool.exec([...cmd, String(limit), "WITHSCORES"]);
+    const flat = asArray(checked(reply, "scheduleDue"));
+    const out: { id: string; next: number }[] = [];
+    for (let i = 0; i + 1 < flat.length; i += 2) {
+      out.push({ id: asText(flat[i]) ?? "", next: Number(asText(flat[i + 1])) });
+    }
+    return out;
+  }
+
+  /** The earliest next tick of any unpaused schedule. */
+  async earliest(): Promise<number | undefined> {
+    const reply = await this.pool.exec(["ZRANGE", K.scheduleDue, "0", "0", "WITHSCORES"]);
+    const score = asArray(checked(reply, "scheduleDue"))[1];
+    return score === undefined ? undefined : Number(asText(score));
+  }
+}
+
+function parse(f: ReturnType<typeof asArray>): StoredSchedule | undefined {
+  const def = asText(f[0]);
+  if (def === undefined) return undefined;
+  return {
+    def: JSON.parse(def) as ScheduleDef,
+    body: asBuffer(f[1]) ?? Buffer.alloc(0),
+    next: Number(asText(f[2]) ?? 0),
+    last: Number(asText(f[3]) ?? 0),
+    paused: asText(f[4]) === "1",
+    states: JSON.parse(asText(f[5]) || "{}") as Record<string, string>,
+    error: asText(f[6]) ?? "",
+  };
+}
