@@ -68,7 +68,7 @@ export async function fireSchedule(
 async function produce(
   deps: FireDeps,
   s: StoredSchedule,
-): Promise<{ messages: NewMessage[]; error?: string }> {
+): Promise<{ messages: NewMessage[]; error?: string | undefined }> {
   const { def } = s;
   let targets: Target[] = [{ url: def.destination }];
   if (def.group !== undefined) {

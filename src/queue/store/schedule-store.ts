@@ -1,7 +1,12 @@
 import type { RedisPool } from "../../shared/redis/pool.js";
 import type { PublishOptions } from "../domain/publish-options.js";
 import { queueKeys as K } from "./keys.js";
-import { SCHEDULE_ADVANCE, SCHEDULE_DELETE, SCHEDULE_PAUSE, SCHEDULE_SAVE } from "./lua/schedule.js";
+import {
+  SCHEDULE_ADVANCE,
+  SCHEDULE_DELETE,
+  SCHEDULE_PAUSE,
+  SCHEDULE_SAVE,
+} from "./lua/schedule.js";
 import { asArray, asBuffer, asInt, asText, checked, Script } from "./scripts.js";
 
 /** What a schedule produces on each tick: the parsed publish configuration, minus timing. */
@@ -64,7 +69,7 @@ export class ScheduleStore {
   async advance(
     id: string,
     expectedNext: number,
-    fire: { last: number; next: number; states: Record<string, string>; error?: string },
+    fire: { last: number; next: number; states: Record<string, string>; error?: string | undefined },
   ): Promise<boolean> {
     const reply = await scripts.advance.run(
       this.pool,
