@@ -233,6 +233,7 @@ function deliveryHeaders(meta: MessageMeta, retried: number, signature: string) 
   headers["Upstash-Retried"] = String(retried);
   headers["Upstash-Signature"] = signature;
   if (meta.topicName) headers["Upstash-Topic-Name"] = meta.topicName;
+  if (meta.scheduleId) headers["Upstash-Schedule-Id"] = meta.scheduleId;
   if (meta.callerIP) headers["Upstash-Caller-Ip"] = meta.callerIP;
   return headers;
 }

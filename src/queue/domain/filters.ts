@@ -105,12 +105,14 @@ function field(key: string, meta: MessageMeta, facts: Facts): string[] {
       return meta.labels ?? [];
     case "callerIp":
       return meta.callerIP ? [meta.callerIP] : [];
+    case "scheduleId":
+      return meta.scheduleId ? [meta.scheduleId] : [];
     case "state":
       return facts.state ? [facts.state] : [];
     case "responseStatus":
       return facts.responseStatus === undefined ? [] : [String(facts.responseStatus)];
     default:
-      return []; // queueName, flowControlKey, scheduleId: not produced by this service yet
+      return []; // queueName, flowControlKey: not produced by this service yet
   }
 }
 

@@ -64,6 +64,7 @@ function optional(meta: MessageMeta): Record<string, unknown> {
     out["failureCallbackHeader"] = redactHeaders(meta.failureCallbackHeader, meta.redact);
   }
   if (meta.retryDelayExpression) out["retryDelayExpression"] = meta.retryDelayExpression;
+  if (meta.scheduleId) out["scheduleId"] = meta.scheduleId;
   if (meta.labels) {
     out["label"] = meta.labels[0];
     out["labels"] = meta.labels;

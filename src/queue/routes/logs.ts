@@ -47,6 +47,7 @@ function renderEvent(e: LogEvent): Record<string, unknown> {
       : {}),
     ...(m.labels ? { label: m.labels[0], labels: m.labels } : {}),
     ...(m.callerIP ? { callerIP: m.callerIP } : {}),
+    ...(m.scheduleId ? { scheduleId: m.scheduleId } : {}),
     ...x,
     ...(x["responseHeader"] ? { responseHeaders: x["responseHeader"] } : {}),
   };
