@@ -69,7 +69,12 @@ export class ScheduleStore {
   async advance(
     id: string,
     expectedNext: number,
-    fire: { last: number; next: number; states: Record<string, string>; error?: string | undefined },
+    fire: {
+      last: number;
+      next: number;
+      states: Record<string, string>;
+      error?: string | undefined;
+    },
   ): Promise<boolean> {
     const reply = await scripts.advance.run(
       this.pool,
