@@ -6,6 +6,8 @@
  * - stashd: GET and SET in the JSON-body form at 1 and 50 connections, `/pipeline` of 100 GETs;
  * - webdis (Debian's package, a C server doing the same job), when installed: GET and SET;
  * - direct RESP: redis-benchmark against the same Redis (1 and 50 clients, and -P 100).
+ * - JSON (--json-only runs just this): JSON.SET / JSON.GET of a 1 KB document (stashd's Lua
+ *   scripts on a Redis without the JSON module) beside SET / GET of the same bytes.
  * stashd and the floor run as child processes so the load generator does not share their event
  * loop. Prints requests/s, commands/s, p50/p99 latency and the stashd/direct and stashd/webdis ratios.
  */
@@ -27,6 +29,7 @@ interface Row {
 
 const seconds = Number(process.argv[process.argv.indexOf("--seconds") + 1]) || 5;
 const rows: Row[] = [];
+const jsonOnly = process.argv.includes("--json-only");
 
 async function load(
   name: string,
@@ -189,7 +192,7 @@ async function main(): Promise<void> {
     await waitForHttp(`http://127.0.0.1:${floorPort}/`);
     await fetch(`${url}/`, { method: "POST", headers: auth, body: '["SET","bench:k","v"]' });
     const pipelineBody = JSON.stringify(Array.from({ length: 100 }, () => ["GET", "bench:k"]));
-    for (const c of [1, 50]) {
+    for (const c of jsonOnly ? [] : [1, 50]) {
       await load("floor node:http fixed reply", `http://127.0.0.1:${floorPort}/`, c, {
         body: "[]",
       });
@@ -219,10 +222,13 @@ async function main(): Promise<void> {
       }
       rows.push(...redisBenchmark(redis.port, undefined, c, 1));
     }
-    rows.push(
-      ...redisBenchmark(redis.port, undefined, 1, 100),
-      ...redisBenchmark(redis.port, undefined, 50, 100),
-    );
+    if (!jsonOnly) {
+      rows.push(
+        ...redisBenchmark(redis.port, undefined, 1, 100),
+        ...redisBenchmark(redis.port, undefined, 50, 100),
+      );
+    }
+    await benchJson(url, auth);
     report();
   } finally {
     await Promise.all([
@@ -232,6 +238,41 @@ async function main(): Promise<void> {
     ]);
     await redis.stop();
     rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+// ---- JSON group: JSON.SET / JSON.GET of a 1 KB document vs SET / GET of the same bytes ----
+
+/** A deterministic JSON document of about 1 KB (nested objects, arrays, numbers, strings). */
+function jsonDocument(): string {
+  const items = Array.from({ length: 8 }, (_, i) => ({
+    id: i,
+    name: `item-${i}`,
+    price: 10.5 + i,
+    tags: ["a", "b", "c"],
+    active: i % 2 === 0,
+  }));
+  const doc = { user: { id: 42, name: "bench", email: "bench@example.com" }, items, note: "" };
+  doc.note = "x".repeat(Math.max(0, 1024 - JSON.stringify(doc).length));
+  return JSON.stringify(doc);
+}
+
+async function benchJson(url: string, auth: Record<string, string>): Promise<void> {
+  const doc = jsonDocument();
+  const body = (argv: string[]): string => JSON.stringify(argv);
+  await fetch(`${url}/`, { method: "POST", headers: auth, body: body(["SET", "bench:s", doc]) });
+  await fetch(`${url}/`, {
+    method: "POST",
+    headers: auth,
+    body: body(["JSON.SET", "bench:j", "$", doc]),
+  });
+  for (const c of [1, 50]) {
+    const run = (name: string, argv: string[]): Promise<Row> =>
+      load(name, `${url}/`, c, { body: body(argv), headers: auth });
+    await run("stashd SET 1 KB", ["SET", "bench:s", doc]);
+    await run("stashd JSON.SET 1 KB", ["JSON.SET", "bench:j", "$", doc]);
+    await run("stashd GET 1 KB", ["GET", "bench:s"]);
+    await run("stashd JSON.GET 1 KB", ["JSON.GET", "bench:j"]);
   }
 }
 
@@ -283,6 +324,18 @@ function report(): void {
       find("stashd /pipeline 100 GET", c),
       find("direct RESP GET -P 100", c),
       "commandsPerSec",
+    );
+  }
+  for (const c of [1, 50]) {
+    ratio(
+      `JSON.SET / SET (1 KB), c=${c}`,
+      find("stashd JSON.SET 1 KB", c),
+      find("stashd SET 1 KB", c),
+    );
+    ratio(
+      `JSON.GET / GET (1 KB), c=${c}`,
+      find("stashd JSON.GET 1 KB", c),
+      find("stashd GET 1 KB", c),
     );
   }
   process.stdout.write(`${lines.join("\n")}\n`);

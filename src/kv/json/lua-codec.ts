@@ -69,7 +69,14 @@ local function perr(s, i, what)
   jerr(what .. ' at line ' .. line .. ' column ' .. col)
 end
 
+-- Byte codes the parser dispatches on (s:byte avoids creating one-character strings).
+local B_SP, B_TAB, B_LF, B_CR = 32, 9, 10, 13
+local B_LBRACE, B_RBRACE, B_LBRACK, B_RBRACK = 123, 125, 91, 93
+local B_QUOTE, B_COLON, B_COMMA = 34, 58, 44
+
 local function skip_ws(s, i)
+  local b = s:byte(i)
+  if b ~= B_SP and b ~= B_TAB and b ~= B_LF and b ~= B_CR then return i end
   local _, e = s:find('^[ \t\r\n]*', i)
   return e + 1
 end
@@ -89,6 +96,8 @@ local ESC = {['"'] = '"', ['\\'] = '\\', ['/'] = '/', b = '\b', f = '\f', n = '\
 local function parse_string(s, i)
   local out, n = {}, 0
   i = i + 1
+  local q = s:find('["\\%z\1-\31]', i)
+  if q and s:byte(q) == B_QUOTE then return s:sub(i, q - 1), q + 1 end
   while true do
     local j = s:find('["\\%z\1-\31]', i)
     if not j then perr(s, #s + 1, 'EOF while parsing a string') end
@@ -117,58 +126,64 @@ end
 
 local parse_value
 
-local function parse_container(s, i, close)
-  local node = close == '}' and {t = 'o', k = {}, v = {}} or {t = 'a', v = {}}
+-- Parses the members of an object or array whose opening byte is at i.
+local function parse_container(s, i, obj, trusted)
+  local node = obj and {t = 'o', k = {}, v = {}} or {t = 'a', v = {}}
+  local close = obj and B_RBRACE or B_RBRACK
+  local keys, vals, n = node.k, node.v, 0
   i = skip_ws(s, i + 1)
-  if s:sub(i, i) == close then return node, i + 1 end
+  if s:byte(i) == close then return node, i + 1 end
   while true do
-    if close == '}' then
-      if s:sub(i, i) ~= '"' then
+    local val
+    if obj then
+      if s:byte(i) ~= B_QUOTE then
         if i > #s then perr(s, i, 'EOF while parsing an object') end
         perr(s, i, 'key must be a string')
       end
       local key; key, i = parse_string(s, i)
       i = skip_ws(s, i)
-      if s:sub(i, i) ~= ':' then perr(s, i, "expected ':'") end
-      local val; val, i = parse_value(s, skip_ws(s, i + 1))
-      if node.v[key] == nil then node.k[#node.k + 1] = key end
-      node.v[key] = val
+      if s:byte(i) ~= B_COLON then perr(s, i, "expected ':'") end
+      val, i = parse_value(s, skip_ws(s, i + 1), trusted)
+      if vals[key] == nil then n = n + 1; keys[n] = key end
+      vals[key] = val
     else
-      local val; val, i = parse_value(s, i)
-      node.v[#node.v + 1] = val
+      val, i = parse_value(s, i, trusted)
+      n = n + 1; vals[n] = val
     end
     i = skip_ws(s, i)
-    local c = s:sub(i, i)
+    local c = s:byte(i)
     if c == close then return node, i + 1 end
-    if c ~= ',' then
-      if i > #s then perr(s, i, close == '}' and 'EOF while parsing an object' or 'EOF while parsing a list') end
-      perr(s, i, close == '}' and "expected ',' or '}'" or "expected ',' or ']'")
+    if c ~= B_COMMA then
+      if i > #s then perr(s, i, obj and 'EOF while parsing an object' or 'EOF while parsing a list') end
+      perr(s, i, obj and "expected ',' or '}'" or "expected ',' or ']'")
     end
     i = skip_ws(s, i + 1)
   end
 end
 
-parse_value = function(s, i)
+-- trusted: s is stashd's own canonical text, so number lexemes need no normalising.
+parse_value = function(s, i, trusted)
   i = skip_ws(s, i)
-  local c = s:sub(i, i)
-  if c == '{' then return parse_container(s, i, '}') end
-  if c == '[' then return parse_container(s, i, ']') end
-  if c == '"' then local v, j = parse_string(s, i); return {t = 's', v = v}, j end
-  if s:find('^true', i) then return {t = 'b', v = true}, i + 4 end
-  if s:find('^false', i) then return {t = 'b', v = false}, i + 5 end
-  if s:find('^null', i) then return {t = 'z'}, i + 4 end
+  local c = s:byte(i)
+  if c == B_LBRACE then return parse_container(s, i, true, trusted) end
+  if c == B_LBRACK then return parse_container(s, i, false, trusted) end
+  if c == B_QUOTE then local v, j = parse_string(s, i); return {t = 's', v = v}, j end
+  if c == 116 and s:sub(i, i + 3) == 'true' then return {t = 'b', v = true}, i + 4 end
+  if c == 102 and s:sub(i, i + 4) == 'false' then return {t = 'b', v = false}, i + 5 end
+  if c == 110 and s:sub(i, i + 3) == 'null' then return {t = 'z'}, i + 4 end
   local _, e = s:find('^-?%d+', i)
   if e then
     local _, f = s:find('^%.%d+', e + 1); e = f or e
     local _, x = s:find('^[eE][-+]?%d+', e + 1); e = x or e
-    return {t = 'n', v = norm_num(s:sub(i, e))}, e + 1
+    local lex = s:sub(i, e)
+    return {t = 'n', v = trusted and lex or norm_num(lex)}, e + 1
   end
   if i > #s then perr(s, i, 'EOF while parsing a value') end
   perr(s, i, 'expected value')
 end
 
-local function decode(s)
-  local v, i = parse_value(s, 1)
+local function decode(s, trusted)
+  local v, i = parse_value(s, 1, trusted)
   i = skip_ws(s, i)
   if i <= #s then perr(s, i, 'trailing characters') end
   return v
@@ -182,7 +197,10 @@ local function esc_char(c)
   return string.format('\\u%04x', c:byte())
 end
 
-local function quote(s) return '"' .. s:gsub('[%z\1-\31"\\]', esc_char) .. '"' end
+local function quote(s)
+  if not s:find('[%z\1-\31"\\]') then return '"' .. s .. '"' end
+  return '"' .. s:gsub('[%z\1-\31"\\]', esc_char) .. '"'
+end
 
 -- fmt: nil for compact, or {indent=, newline=, space=} as JSON.GET's options.
 local function encode_into(node, out, fmt, depth)

@@ -14,7 +14,7 @@ local function arity(name) jerr("ERR wrong number of arguments for '" .. name ..
 local function load_doc(key)
   local raw = redis.call('GET', key)
   if not raw then return nil end
-  local ok, doc = pcall(decode, raw)
+  local ok, doc = pcall(decode, raw, true)
   if not ok then jerr('WRONGTYPE Operation against a key holding the wrong kind of value') end
   return doc
 end
@@ -63,6 +63,17 @@ local function wrong_type(node, expected)
   jerr('WRONGTYPE wrong type of path value - expected ' .. expected .. ' but found ' .. type_name(node))
 end
 
+-- Shallow check for the whole-document fast path of JSON.GET: stashd stores canonical text, so
+-- a value written by JSON.* is returned as stored without parsing it (see docs/json.md).
+local function looks_json(raw)
+  local a, z = raw:byte(1), raw:byte(-1)
+  if a == B_LBRACE then return z == B_RBRACE end
+  if a == B_LBRACK then return z == B_RBRACK end
+  if a == B_QUOTE then return #raw > 1 and z == B_QUOTE end
+  if raw == 'true' or raw == 'false' or raw == 'null' then return true end
+  return raw:find('^-?%d+%.?%d*[eE]?[-+]?%d*$') ~= nil
+end
+
 local FMT_OPTS = {INDENT = 'indent', NEWLINE = 'newline', SPACE = 'space'}
 
 C['json.get'] = function(keys, a)
@@ -76,6 +87,11 @@ C['json.get'] = function(keys, a)
     else paths[#paths + 1] = compile(a[i]); i = i + 1 end
   end
   if #paths == 0 then paths[1] = compile('.') end
+  if not fmt and #paths == 1 and #paths[1].segs == 0 then
+    local raw = redis.call('GET', keys[1])
+    if not raw then return false end
+    if looks_json(raw) then return paths[1].legacy and raw or '[' .. raw .. ']' end
+  end
   local doc = load_doc(keys[1])
   if not doc then return false end
   local all_legacy = true
