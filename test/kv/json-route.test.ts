@@ -35,7 +35,16 @@ describe("routing JSON.* commands", () => {
       "k",
       "json.get",
     ]);
-    expect(next.rewrite(["JSON.MSET", "a", "$", "1", "b", "$.x", "2"], 1)).toEqual([
+    expect(next.rewrite(["JSON.MGET", "a", "b", "$"], 1)).toEqual([
+      "EVALSHA_RO",
+      READ_SCRIPT.sha,
+      "2",
+      "a",
+      "b",
+      "json.mget",
+      "$",
+    ]);
+    expect(next.rewrite(["JSON.MSET", "a", "$", "1", "b", "$.x", "2"], 2)).toEqual([
       "EVAL",
       WRITE_SCRIPT.text,
       "2",

@@ -1,7 +1,7 @@
 import type { Arg, Reply } from "../../shared/redis/resp.js";
 import type { RedisPool } from "../../shared/redis/pool.js";
 import type { CommandTable } from "../policy.js";
-import { emulatesJson, jsonCommandName, routeJson, type JsonRoute } from "./route.js";
+import { emulatesJson, jsonCommandName, routeJson, scriptFor, type JsonRoute } from "./route.js";
 import type { JsonScript } from "./scripts.js";
 
 /**
@@ -57,8 +57,7 @@ export class JsonBatch {
   }
 
   private isCached(name: string): boolean {
-    const probe = routeJson(name, [name, "k"], "sha");
-    return "script" in probe && this.known.has(probe.script.sha);
+    return this.known.has(scriptFor(name).sha);
   }
 
   private remember(script: JsonScript): void {

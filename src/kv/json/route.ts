@@ -75,6 +75,11 @@ function keysAndArgs(name: string, argv: readonly Arg[]): [Arg[], Arg[]] | undef
   return [rest.slice(0, 1), rest.slice(1)];
 }
 
+/** The script that runs a JSON command: the read-only variant for reads. */
+export function scriptFor(name: string): JsonScript {
+  return READS.has(name) ? READ_SCRIPT : WRITE_SCRIPT;
+}
+
 /** The script call for a JSON command, or an error reply for a malformed one. */
 export function routeJson(
   name: string,
@@ -84,7 +89,7 @@ export function routeJson(
   const split = keysAndArgs(name, argv);
   if (!split) return arityError(name);
   const [keys, args] = split;
-  const script = READS.has(name) ? READ_SCRIPT : WRITE_SCRIPT;
+  const script = scriptFor(name);
   const ro = script.variant === "read" ? "_RO" : "";
   const head = mode === "sha" ? [`EVALSHA${ro}`, script.sha] : [`EVAL${ro}`, script.text];
   return { argv: [...head, String(keys.length), ...keys, name, ...args], script, name };
