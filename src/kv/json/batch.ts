@@ -12,6 +12,10 @@ import type { JsonScript } from "./scripts.js";
  * Which scripts a backend already holds is remembered per pool owner (the database): until a
  * script is known to be cached, calls carry its text (EVAL), so a pipeline never reorders.
  * A retry after NOSCRIPT runs after the rest of its pipeline (only after a SCRIPT FLUSH).
+ *
+ * In a transaction (`transaction` = true) nothing can be retried inside EXEC, so the first call of
+ * each script carries its text and later calls in the same MULTI use the SHA: they run after it,
+ * on the same connection, when Redis already holds the script.
  */
 const cached = new WeakMap<object, Set<string>>();
 
@@ -19,11 +23,12 @@ export class JsonBatch {
   private readonly routes = new Map<number, JsonRoute>();
   private readonly enabled: boolean;
   private readonly known: Set<string>;
+  private readonly inBatch = new Set<string>();
 
   constructor(
     owner: object,
     table: CommandTable,
-    private readonly forceEval = false,
+    private readonly transaction = false,
   ) {
     this.enabled = emulatesJson(table);
     let known = cached.get(owner);
@@ -35,9 +40,11 @@ export class JsonBatch {
   rewrite(argv: Arg[], i: number): Arg[] | Reply | undefined {
     const name = this.enabled ? jsonCommandName(argv) : undefined;
     if (name === undefined) return undefined;
-    const mode = this.forceEval || !this.isCached(name) ? "eval" : "sha";
+    const sha = scriptFor(name).sha;
+    const mode = (this.transaction ? this.inBatch.has(sha) : this.known.has(sha)) ? "sha" : "eval";
     const route = routeJson(name, argv, mode);
     if (!("argv" in route)) return route;
+    this.inBatch.add(sha);
     this.routes.set(i, route);
     return route.argv;
   }
@@ -54,10 +61,6 @@ export class JsonBatch {
       if (reply.kind !== "error" || !reply.value.startsWith("NOPERM")) this.remember(route.script);
       replies[i] = renamed(reply, route.name);
     }
-  }
-
-  private isCached(name: string): boolean {
-    return this.known.has(scriptFor(name).sha);
   }
 
   private remember(script: JsonScript): void {
