@@ -121,6 +121,10 @@ describe("JSON write commands", () => {
       ok(["string", "number", "integer", "string"]),
     );
     expect(await run("JSON.TYPE", "j:w", ".t")).toEqual(ok("boolean"));
+    expect(await run("JSON.NUMINCRBY", "j:w", "$.b[0].a", '"x"')).toEqual(err("bad input number"));
+    expect(await run("JSON.STRAPPEND", "j:w", "$.s", "1")).toEqual(
+      err("WRONGTYPE wrong type of path value - expected string but found 1"),
+    );
     expect(await run("JSON.NUMINCRBY", "j:none", "$.a", 1)).toEqual(
       err("ERR could not perform this operation on a key that doesn't exist"),
     );

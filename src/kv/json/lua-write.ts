@@ -173,7 +173,7 @@ local function num_op(name, apply)
   return function(keys, a)
     if #a ~= 2 then arity(name) end
     local cp, by = compile(a[1]), decode(a[2])
-    if by.t ~= 'n' then jerr('ERR expected value at line 1 column 1') end
+    if by.t ~= 'n' then jerr('bad input number') end
     local doc = must_doc(keys[1])
     local res, any = each_match(cp, doc, is_t('n'), function(m)
       local x, y = tonumber(m.n.v), tonumber(by.v)

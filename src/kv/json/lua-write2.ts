@@ -16,7 +16,9 @@ end
 C['json.strappend'] = function(keys, a)
   if #a < 1 or #a > 2 then arity('json.strappend') end
   local cp, s = compile(#a == 2 and a[1] or '.'), decode(a[#a])
-  if s.t ~= 's' then wrong_type(s, 'string') end
+  if s.t ~= 's' then
+    jerr('WRONGTYPE wrong type of path value - expected string but found ' .. a[#a])
+  end
   return edit(keys, cp, is_t('s'), 'not a string', function(m)
     m.n.v = m.n.v .. s.v
     return #m.n.v
