@@ -190,6 +190,19 @@ describe("JSON write commands", () => {
     expect(await run("EXISTS", "j:o")).toEqual(ok(0));
   });
 
+  it("does integer arithmetic exactly within i64 and in doubles otherwise", async () => {
+    await run("JSON.SET", "j:big", "$", '{"a":9007199254740993,"d":123456789012,"f":1.5}');
+    expect(await run("JSON.NUMINCRBY", "j:big", ".a", 1)).toEqual(ok("9007199254740994"));
+    expect(await run("JSON.NUMMULTBY", "j:big", "$.d", 1000000)).toEqual(
+      ok("[123456789012000000]"),
+    );
+    expect(await run("JSON.NUMINCRBY", "j:big", ".f", 0.5)).toEqual(ok("2.0"));
+    expect(await run("JSON.NUMINCRBY", "j:big", ".a", "1.0")).toEqual(ok("9007199254740996.0"));
+    expect(await run("JSON.GET", "j:big")).toEqual(
+      ok('{"a":9007199254740996.0,"d":123456789012000000,"f":2.0}'),
+    );
+  });
+
   it("keeps the key's TTL across edits", async () => {
     await run("JSON.SET", "j:ttl", "$", '{"a":1}');
     await run("EXPIRE", "j:ttl", 1000);

@@ -169,18 +169,30 @@ C['json.forget'] = C['json.del']
 
 local INT_LIMIT = 9007199254740992
 
-local function num_op(name, apply)
+-- RedisJSON's rule: integer op integer (both within i64) stays an integer; anything else is a
+-- double. Integers use doubles below 2^53 and exact decimal arithmetic (lua-bigint) above.
+local function num_result(op, x_lex, y_lex, apply)
+  local x, y = tonumber(x_lex), tonumber(y_lex)
+  local r = apply(x, y)
+  if not (is_int_lex(x_lex) and is_int_lex(y_lex) and in_i64(x_lex) and in_i64(y_lex)) then
+    return num_node(r, false)
+  end
+  if math.abs(x) < INT_LIMIT and math.abs(y) < INT_LIMIT and math.abs(r) < INT_LIMIT then
+    return num_node(r, true)
+  end
+  local exact = big_op(op, x_lex, y_lex)
+  if exact then return {t = 'n', v = exact} end
+  return num_node(r, false)
+end
+
+local function num_op(name, op, apply)
   return function(keys, a)
     if #a ~= 2 then arity(name) end
     local cp, by = compile(a[1]), decode(a[2])
     if by.t ~= 'n' then jerr('bad input number') end
     local doc = must_doc(keys[1])
     local res, any = each_match(cp, doc, is_t('n'), function(m)
-      local x, y = tonumber(m.n.v), tonumber(by.v)
-      local r = apply(x, y)
-      local int = is_int_lex(m.n.v) and is_int_lex(by.v) and math.abs(x) < INT_LIMIT
-        and math.abs(y) < INT_LIMIT and math.abs(r) < INT_LIMIT
-      local node = num_node(r, int)
+      local node = num_result(op, m.n.v, by.v, apply)
       if m.p then put(m, node) else doc = node end
       return node.v
     end, 'does not contains a number')
@@ -191,6 +203,6 @@ local function num_op(name, apply)
     return encode(arr)
   end
 end
-C['json.numincrby'] = num_op('json.numincrby', function(x, y) return x + y end)
-C['json.nummultby'] = num_op('json.nummultby', function(x, y) return x * y end)
+C['json.numincrby'] = num_op('json.numincrby', '+', function(x, y) return x + y end)
+C['json.nummultby'] = num_op('json.nummultby', '*', function(x, y) return x * y end)
 `;
