@@ -91,14 +91,23 @@ describe("crash safety", () => {
     killed?.kill("SIGKILL");
     await exited;
     expect(rx.requests.length).toBeLessThan(N);
+    const inFlight = rx.requests.length;
     server = startServer();
+    const after = await running();
+    const restarted = new Client({ baseUrl: after.url, token: after.token });
+    // Every message must reach DELIVERED: the attempts cut off by the kill never finished, so
+    // their leases have to expire and the messages be delivered again.
     await eventually(
-      () => {
-        const seen = new Set(rx.requests.map((r) => String(r.headers["upstash-message-id"])));
-        expect(ids.filter((id) => !seen.has(id))).toEqual([]);
+      async () => {
+        const logs = await restarted.logs({ filter: { state: "DELIVERED", count: 1000 } });
+        const delivered = new Set(logs.logs.map((l) => l.messageId));
+        expect(ids.filter((id) => !delivered.has(id))).toEqual([]);
       },
-      { timeoutMs: 25_000, intervalMs: 50 },
+      { timeoutMs: 25_000, intervalMs: 100 },
     );
+    expect(rx.requests.length).toBeGreaterThan(inFlight);
+    const retried = await restarted.logs({ filter: { state: "RETRY", count: 1000 } });
+    expect(retried.logs.some((l) => l.error === "delivery lease expired")).toBe(true);
     expect(rx.requests.every((r) => r.signatureError === undefined)).toBe(true);
   });
 });

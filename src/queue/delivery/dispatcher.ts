@@ -39,6 +39,9 @@ export class Dispatcher {
   private timerAt = Number.POSITIVE_INFINITY;
   private reaper: NodeJS.Timeout | undefined;
   private idleWaiters: (() => void)[] = [];
+  /** Leases this process holds: message id -> lease token, renewed while the attempt runs. */
+  private readonly held = new Map<string, string>();
+  private renewer: NodeJS.Timeout | undefined;
   /** Set when a fill stopped at the concurrency limit: a freed slot must trigger a new fill. */
   private saturated = false;
 
@@ -52,6 +55,8 @@ export class Dispatcher {
 
   start(): void {
     this.reaper = setInterval(() => void this.reap(), this.cfg.queueReapMs);
+    const every = Math.max(10, Math.floor(this.cfg.queueLeaseMs / 3));
+    this.renewer = setInterval(() => void this.renew(), every);
     this.wake();
   }
 
@@ -95,6 +100,7 @@ export class Dispatcher {
     this.stopped = true;
     clearTimeout(this.timer);
     clearInterval(this.reaper);
+    clearInterval(this.renewer);
     if (this.inflight === 0) return;
     await new Promise<void>((resolve) => {
       const t = setTimeout(resolve, graceMs);
@@ -155,11 +161,13 @@ export class Dispatcher {
 
   private run(c: Claimed): void {
     this.inflight++;
+    this.held.set(c.meta.messageId, c.token);
     this.attempt(c)
       .catch((err: unknown) => {
         this.log.warn("delivery bookkeeping failed", { id: c.meta.messageId, err: messageOf(err) });
       })
       .finally(() => {
+        this.held.delete(c.meta.messageId);
         this.inflight--;
         if (this.inflight === 0) for (const w of this.idleWaiters.splice(0)) w();
         if (this.saturated && this.inflight <= this.refillBelow()) {
@@ -214,6 +222,14 @@ export class Dispatcher {
     if (done === -1) this.log.debug("lease lost before finish", { id: meta.messageId });
     const wakeAt = Math.min(nextDue ?? Infinity, ...children.map((m) => m.dueAt));
     if (Number.isFinite(wakeAt)) this.wake(wakeAt);
+  }
+
+  private async renew(): Promise<void> {
+    try {
+      await this.store.renew(Date.now() + this.cfg.queueLeaseMs, this.held);
+    } catch (err) {
+      this.log.warn("lease renewal failed", { err: messageOf(err) });
+    }
   }
 
   private async reap(): Promise<void> {

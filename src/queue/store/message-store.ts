@@ -9,6 +9,7 @@ import { DLQ_RETRY } from "./lua/dlq.js";
 import { ENQUEUE } from "./lua/enqueue.js";
 import { FINISH } from "./lua/finish.js";
 import { REAP } from "./lua/reap.js";
+import { RENEW } from "./lua/renew.js";
 import { asArray, asBuffer, asInt, asText, checked, Script } from "./scripts.js";
 
 /** A message to create: its meta, raw body and first due time. */
@@ -51,6 +52,7 @@ const scripts = {
   claim: new Script(CLAIM),
   finish: new Script(FINISH),
   reap: new Script(REAP),
+  renew: new Script(RENEW),
   cancel: new Script(CANCEL),
   dlqRetry: new Script(DLQ_RETRY),
 };
@@ -151,6 +153,15 @@ export class MessageStore {
   async reap(now: number, limit = 1000): Promise<number> {
     const keys = [K.active, K.due, K.pending, K.log];
     return asInt(await scripts.reap.run(this.pool, keys, [...this.head(now), String(limit)]));
+  }
+
+  /** Extends the leases in `held` (message id -> lease token) to `deadline`. */
+  async renew(deadline: number, held: ReadonlyMap<string, string>): Promise<number> {
+    if (held.size === 0) return 0;
+    const pairs = [...held].flat();
+    return asInt(
+      await scripts.renew.run(this.pool, [K.active], [K.prefix, String(deadline), ...pairs]),
+    );
   }
 
   async cancel(now: number, ids: readonly string[]): Promise<number> {

@@ -1,0 +1,24 @@
+/**
+ * renew-1: extends the leases a process still holds (its deliveries are running), so a lease
+ * can be short (a crashed process's messages come back within one lease) while an attempt may
+ * run as long as its timeout.
+ *
+ * KEYS[1] active
+ * ARGV[1] key prefix  ARGV[2] new deadline (ms)  ARGV[3..] pairs of message id, lease token
+ * Returns the number of leases extended (a lease already reaped and re-claimed is left alone).
+ */
+export const RENEW = {
+  name: "renew",
+  numKeys: 1,
+  body: `
+local n = 0
+for i = 3, #ARGV - 1, 2 do
+  local id = ARGV[i]
+  if redis.call('HGET', ARGV[1] .. 'msg:' .. id, 'lease') == ARGV[i + 1] then
+    redis.call('ZADD', KEYS[1], 'XX', ARGV[2], id)
+    n = n + 1
+  end
+end
+return n
+`,
+} as const;
