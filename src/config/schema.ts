@@ -162,7 +162,7 @@ export const SETTINGS = {
     env: "STASHD_QUEUE_LEASE_MS",
     kind: "int",
     default: 30_000,
-    doc: "Lease added to an attempt's timeout; an unfinished lease is returned by the reaper.",
+    doc: "Delivery lease, renewed by its holder while the attempt runs; an expired one is reaped.",
   },
   queueIdlePollMs: {
     env: "STASHD_QUEUE_IDLE_POLL_MS",
