@@ -77,6 +77,7 @@ local B_QUOTE, B_COLON, B_COMMA = 34, 58, 44
 local function skip_ws(s, i)
   local b = s:byte(i)
   if b ~= B_SP and b ~= B_TAB and b ~= B_LF and b ~= B_CR then return i end
+  G.dirty = true
   local _, e = s:find('^[ \t\r\n]*', i)
   return e + 1
 end
@@ -98,6 +99,7 @@ local function parse_string(s, i)
   i = i + 1
   local q = s:find('["\\%z\1-\31]', i)
   if q and s:byte(q) == B_QUOTE then return s:sub(i, q - 1), q + 1 end
+  G.dirty = true
   while true do
     local j = s:find('["\\%z\1-\31]', i)
     if not j then perr(s, #s + 1, 'EOF while parsing a string') end
@@ -144,7 +146,7 @@ local function parse_container(s, i, obj, trusted)
       i = skip_ws(s, i)
       if s:byte(i) ~= B_COLON then perr(s, i, "expected ':'") end
       val, i = parse_value(s, skip_ws(s, i + 1), trusted)
-      if vals[key] == nil then n = n + 1; keys[n] = key end
+      if vals[key] == nil then n = n + 1; keys[n] = key else G.dirty = true end
       vals[key] = val
     else
       val, i = parse_value(s, i, trusted)
@@ -176,13 +178,19 @@ parse_value = function(s, i, trusted)
     local _, f = s:find('^%.%d+', e + 1); e = f or e
     local _, x = s:find('^[eE][-+]?%d+', e + 1); e = x or e
     local lex = s:sub(i, e)
-    return {t = 'n', v = trusted and lex or norm_num(lex)}, e + 1
+    if trusted then return {t = 'n', v = lex}, e + 1 end
+    local v = norm_num(lex)
+    if v ~= lex then G.dirty = true end
+    return {t = 'n', v = v}, e + 1
   end
   if i > #s then perr(s, i, 'EOF while parsing a value') end
   perr(s, i, 'expected value')
 end
 
+-- After decode, G.dirty is false when s was already canonical text (compact, numbers in
+-- canonical form, no escapes, no duplicate keys), so it can be stored as it came.
 local function decode(s, trusted)
+  G.dirty = false
   local v, i = parse_value(s, 1, trusted)
   i = skip_ws(s, i)
   if i <= #s then perr(s, i, 'trailing characters') end

@@ -6,6 +6,17 @@
 export const LUA_WRITE = String.raw`
 local function save(key, doc) redis.call('SET', key, encode(doc), 'KEEPTTL') end
 
+-- JSON.SET at the root: the old document is only checked (WRONGTYPE), not parsed, and
+-- canonical input is stored as it came.
+local function set_root(key, text, opt)
+  local raw = redis.call('GET', key)
+  if raw and not looks_json(raw) then load_doc(key) end
+  if (raw and opt == 'NX') or (not raw and opt == 'XX') then return false end
+  local val = decode(text)
+  if G.dirty then save(key, val) else redis.call('SET', key, text, 'KEEPTTL') end
+  return {ok = 'OK'}
+end
+
 local function put(m, val)
   if m.p.t == 'o' and m.p.v[m.k] == nil then m.p.k[#m.p.k + 1] = m.k end
   m.p.v[m.k] = val
@@ -41,19 +52,12 @@ end
 C['json.set'] = function(keys, a)
   if #a < 2 then arity('json.set') end
   local cp, opt = compile(a[1]), set_opt(a, 3)
+  if cp.fixed == '$' then return set_root(keys[1], a[2], opt) end
   local doc = load_doc(keys[1])
   local val = decode(a[2])
-  local root = cp.fixed == '$'
   if not doc then
     if opt == 'XX' then return false end
-    if not root then jerr('ERR new objects must be created at the root') end
-    save(keys[1], val)
-    return {ok = 'OK'}
-  end
-  if root then
-    if opt == 'NX' then return false end
-    save(keys[1], val)
-    return {ok = 'OK'}
+    jerr('ERR new objects must be created at the root')
   end
   local out = set_at(cp, doc, val, opt)
   if not out then return false end
