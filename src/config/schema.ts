@@ -170,6 +170,12 @@ export const SETTINGS = {
     default: 1_000,
     doc: "Longest sleep of an idle dispatcher (it also wakes on local publishes and due times).",
   },
+  queueSchedulePollMs: {
+    env: "STASHD_QUEUE_SCHEDULE_POLL_MS",
+    kind: "int",
+    default: 1_000,
+    doc: "Longest sleep of the cron scheduler (it also wakes at the earliest tick and on changes).",
+  },
   queueReapMs: {
     env: "STASHD_QUEUE_REAP_MS",
     kind: "int",

@@ -10,9 +10,11 @@ import { loadQueueCredentials } from "./credentials.js";
 import { Dispatcher } from "./delivery/dispatcher.js";
 import { HttpClient } from "./delivery/http-client.js";
 import { createQueueHandler } from "./routes/router.js";
+import { Scheduler, systemClock, type Clock } from "./scheduler/scheduler.js";
 import { DlqStore } from "./store/dlq-store.js";
 import { LogStore } from "./store/log-store.js";
 import { MessageStore } from "./store/message-store.js";
+import { ScheduleStore } from "./store/schedule-store.js";
 import { SigningKeys } from "./store/signing-keys.js";
 import { TopicStore } from "./store/topic-store.js";
 
@@ -26,11 +28,21 @@ export interface QueueService {
   close(): Promise<void>;
 }
 
+/** Injected parts; tests pass a clock to make cron minutes pass at once. */
+export interface QueueDeps {
+  clock?: Clock;
+}
+
 /**
  * Starts the queue: its own Redis (managed with `appendfsync always` unless STASHD_QUEUE_REDIS_URL
- * is set), the stores, the delivery dispatcher with its lease reaper, and the HTTP API.
+ * is set), the stores, the delivery dispatcher with its lease reaper, the cron scheduler, and the
+ * HTTP API.
  */
-export async function startQueueService(config: Config, log: Logger): Promise<QueueService> {
+export async function startQueueService(
+  config: Config,
+  log: Logger,
+  deps: QueueDeps = {},
+): Promise<QueueService> {
   const managed = config.queueRedisUrl ? undefined : managedRedis(config, log);
   const endpoint: RedisEndpoint = managed
     ? await managed.start()
@@ -41,7 +53,7 @@ export async function startQueueService(config: Config, log: Logger): Promise<Qu
     retryBackoffMs: config.redisRetryBackoffMs,
   });
   try {
-    return await assemble(config, log, pool, managed);
+    return await assemble(config, log, pool, managed, deps.clock ?? systemClock);
   } catch (err) {
     await pool.close();
     await managed?.stop();
@@ -64,6 +76,7 @@ async function assemble(
   log: Logger,
   pool: RedisPool,
   managed: ManagedRedis | undefined,
+  clock: Clock,
 ): Promise<QueueService> {
   const creds = loadQueueCredentials(config);
   const keys = new SigningKeys(pool, config.queueReapMs);
@@ -76,15 +89,28 @@ async function assemble(
   const client = new HttpClient(config.queueMaxMessageBytes);
   const dispatcher = new Dispatcher(messages, client, keys, config, log.child("delivery"));
   const dlq = new DlqStore(pool);
+  const topics = new TopicStore(pool);
+  const schedules = new ScheduleStore(pool);
+  const scheduler = new Scheduler({
+    schedules,
+    messages,
+    topics,
+    dispatcher,
+    clock,
+    cfg: config,
+    log: log.child("scheduler"),
+  });
   const ctx = {
     config,
     log,
     messages,
     dlq,
     logs: new LogStore(pool),
-    topics: new TopicStore(pool),
+    topics,
     keys,
     dispatcher,
+    schedules,
+    scheduler,
   };
   const server = await listen(
     createQueueHandler(ctx, () => creds.token),
@@ -95,6 +121,7 @@ async function assemble(
     },
   );
   dispatcher.start();
+  scheduler.start();
   const expiry = setInterval(() => {
     dlq.expire(Date.now() - config.queueDlqRetentionMs).catch((err: unknown) => {
       log.warn("dlq retention failed", { err: messageOf(err) });
@@ -110,6 +137,7 @@ async function assemble(
     close: async () => {
       clearInterval(expiry);
       await server.close(config.shutdownGraceMs);
+      await scheduler.stop();
       await dispatcher.stop(config.shutdownGraceMs);
       await client.close();
       await pool.close();

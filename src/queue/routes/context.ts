@@ -5,6 +5,8 @@ import type { Dispatcher } from "../delivery/dispatcher.js";
 import type { DlqStore } from "../store/dlq-store.js";
 import type { LogStore } from "../store/log-store.js";
 import type { MessageStore } from "../store/message-store.js";
+import type { Scheduler } from "../scheduler/scheduler.js";
+import type { ScheduleStore } from "../store/schedule-store.js";
 import type { SigningKeys } from "../store/signing-keys.js";
 import type { TopicStore } from "../store/topic-store.js";
 
@@ -18,6 +20,9 @@ export interface QueueContext {
   topics: TopicStore;
   keys: SigningKeys;
   dispatcher: Dispatcher;
+  schedules: ScheduleStore;
+  /** The cron loop; routes take its clock (`now()`) and wake it after changes. */
+  scheduler: Scheduler;
 }
 
 /** One parsed request: raw path and query kept as sent (destinations must not be normalized). */

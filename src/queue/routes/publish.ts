@@ -80,7 +80,7 @@ async function storeAndDispatch(
 }
 
 /** The destination URL (path remainder + non-config query) or a URL group name. */
-function parseDestination(r: QueueRequest): { destination: string; group?: string } {
+export function parseDestination(r: QueueRequest): { destination: string; group?: string } {
   let rest = r.rawPath.slice(r.rawPath.indexOf("/") + 1);
   if (/^https?%3a/i.test(rest)) rest = decode(rest);
   if (/^https?:\/\//i.test(rest)) {

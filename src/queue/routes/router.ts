@@ -8,6 +8,7 @@ import { getKeys, rotateKeys } from "./keys.js";
 import { listLogs } from "./logs.js";
 import { cancelMany, cancelMessage, getMessage } from "./messages.js";
 import { publish } from "./publish.js";
+import * as schedules from "./schedules.js";
 import * as topics from "./topics.js";
 
 /**
@@ -32,6 +33,14 @@ const ROUTES: [string, Handler][] = [
   ["GET topics *", topics.getTopic],
   ["DELETE topics *", topics.deleteTopic],
   ["PATCH topics *", topics.patchTopic],
+  ["PATCH schedules * pause", schedules.pauseSchedule],
+  ["POST schedules * pause", schedules.pauseSchedule],
+  ["PATCH schedules * resume", schedules.resumeSchedule],
+  ["POST schedules * resume", schedules.resumeSchedule],
+  ["POST schedules **", schedules.createSchedule],
+  ["GET schedules", schedules.listSchedules],
+  ["GET schedules *", schedules.getSchedule],
+  ["DELETE schedules *", schedules.deleteSchedule],
   ["GET events", listLogs],
   ["GET logs", listLogs],
   ["GET keys", getKeys],

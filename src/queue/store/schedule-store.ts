@@ -50,6 +50,8 @@ const scripts = {
   remove: new Script(SCHEDULE_DELETE),
 };
 
+const FINAL = new Set(["DELIVERED", "FAILED", "CANCELED"]);
+
 const FIELDS = ["def", "body", "next", "last", "paused", "states", "error"];
 
 /** Schedules in the queue Redis; every change is one script of store/lua/schedule.ts. */
@@ -132,6 +134,23 @@ export class ScheduleStore {
     const out: { id: string; next: number }[] = [];
     for (let i = 0; i + 1 < flat.length; i += 2) {
       out.push({ id: asText(flat[i]) ?? "", next: Number(asText(flat[i + 1])) });
+    }
+    return out;
+  }
+
+  /**
+   * Final states (DELIVERED, FAILED, CANCELED) of finished messages among `ids`, from the newest
+   * `scan` log events only: a bounded read, so a message finished long ago is not found.
+   */
+  async finalStates(ids: ReadonlySet<string>, scan = 500): Promise<Map<string, string>> {
+    const out = new Map<string, string>();
+    if (ids.size === 0) return out;
+    const reply = await this.pool.exec(["XREVRANGE", K.log, "+", "-", "COUNT", String(scan)]);
+    for (const entry of asArray(checked(reply, "log"))) {
+      const flat = asArray(asArray(entry)[1] ?? { kind: "nil", array: true });
+      const id = asText(flat[1]) ?? "";
+      const state = asText(flat[3]) ?? "";
+      if (ids.has(id) && !out.has(id) && FINAL.has(state)) out.set(id, state);
     }
     return out;
   }

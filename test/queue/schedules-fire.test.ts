@@ -1,0 +1,121 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parseCron } from "../../src/queue/scheduler/cron.js";
+import { fireSchedule, type FireDeps } from "../../src/queue/scheduler/fire.js";
+import { MessageStore } from "../../src/queue/store/message-store.js";
+import { ScheduleStore, type ScheduleDef } from "../../src/queue/store/schedule-store.js";
+import { TopicStore } from "../../src/queue/store/topic-store.js";
+import { parseRedisUrl } from "../../src/shared/redis/connection.js";
+import { RedisPool } from "../../src/shared/redis/pool.js";
+import { startRedis, type TestRedis } from "../harness/redis.js";
+
+/**
+ * The fire transition against a real Redis, without schedulers or HTTP: many concurrent fires of
+ * one tick (as many processes would) store its messages once and advance it once; a fire that
+ * died after storing is completed without storing again.
+ */
+const MIN = 60_000;
+const TICK = Date.UTC(2026, 0, 1, 0, 1);
+
+let redis: TestRedis;
+let pool: RedisPool;
+let deps: FireDeps;
+
+beforeAll(async () => {
+  redis = await startRedis();
+  pool = new RedisPool(parseRedisUrl(redis.url), {
+    size: 4,
+    connectTimeoutMs: 2000,
+    retryBackoffMs: 20,
+  });
+  deps = {
+    schedules: new ScheduleStore(pool),
+    messages: new MessageStore(pool, MIN),
+    topics: new TopicStore(pool),
+    claimMs: MIN,
+  };
+});
+afterAll(async () => {
+  await pool?.close();
+  await redis?.stop();
+});
+
+function def(id: string): ScheduleDef {
+  return {
+    scheduleId: id,
+    cron: "* * * * *",
+    destination: "http://127.0.0.1:9/never",
+    options: { method: "POST", header: {}, maxRetries: 0, timeoutMs: 1000 },
+    delayMs: 3_600_000, // keep the messages waiting: nothing here delivers them
+    createdAt: TICK - 30_000,
+  };
+}
+
+async function pendingOf(id: string): Promise<string[]> {
+  const stored = await deps.messages.getMany(await deps.messages.pendingIds());
+  return stored.filter((m) => m.meta.scheduleId === id).map((m) => m.meta.messageId);
+}
+
+describe("schedule fire", () => {
+  it("of 20 concurrent fires of one tick, one stores and one advances", async () => {
+    await deps.schedules.save(def("race"), Buffer.from("b"), TICK);
+    const s = await deps.schedules.get("race");
+    if (!s) throw new Error("not saved");
+    const results = await Promise.all(
+      Array.from({ length: 20 }, () => fireSchedule(deps, s, TICK + 5)),
+    );
+    expect(results.filter((r) => r.advanced)).toHaveLength(1);
+    expect(results.filter((r) => r.dueAt !== undefined)).toHaveLength(1);
+    const pending = await pendingOf("race");
+    expect(pending).toHaveLength(1);
+    const after = await deps.schedules.get("race");
+    expect(after).toMatchObject({ last: TICK, next: TICK + MIN });
+    expect(Object.keys(after?.states ?? {})).toEqual(pending);
+    expect(await deps.schedules.due(TICK + 5, 10)).toEqual([]);
+  });
+
+  it("completes a fire that stored its messages but died before advancing", async () => {
+    await deps.schedules.save(def("crash"), Buffer.alloc(0), TICK);
+    const s = await deps.schedules.get("crash");
+    if (!s) throw new Error("not saved");
+    // The first attempt: same stores, but the advance is lost (the schedule stays due).
+    const first = await fireSchedule(
+      {
+        ...deps,
+        schedules: Object.assign(new ScheduleStore(pool), { advance: async () => false }),
+      },
+      s,
+      TICK + 5,
+    );
+    expect(first).toMatchObject({ advanced: false });
+    expect(await deps.schedules.due(TICK + 5, 10)).toEqual([{ id: "crash", next: TICK }]);
+    const again = await fireSchedule(deps, s, TICK + 9);
+    expect(again).toEqual({ advanced: true, dueAt: undefined });
+    expect(await pendingOf("crash")).toHaveLength(1);
+  });
+
+  it("catches up once: the latest missed tick, then the first tick after now", async () => {
+    await deps.schedules.save(def("late"), Buffer.alloc(0), TICK);
+    const s = await deps.schedules.get("late");
+    if (!s) throw new Error("not saved");
+    const now = TICK + 42 * MIN + 1234;
+    await fireSchedule(deps, s, now);
+    expect(await deps.schedules.get("late")).toMatchObject({
+      last: TICK + 42 * MIN,
+      next: TICK + 43 * MIN,
+    });
+    expect(await pendingOf("late")).toHaveLength(1);
+    expect(parseCron("* * * * *").latest(now)).toBe(TICK + 42 * MIN);
+  });
+
+  it("does not advance a replaced, paused or deleted schedule's old tick", async () => {
+    await deps.schedules.save(def("gone"), Buffer.alloc(0), TICK);
+    const s = await deps.schedules.get("gone");
+    if (!s) throw new Error("not saved");
+    await deps.schedules.save(def("gone"), Buffer.alloc(0), TICK + 2 * MIN); // replaced
+    expect((await fireSchedule(deps, s, TICK + 5)).advanced).toBe(false);
+    expect((await deps.schedules.get("gone"))?.next).toBe(TICK + 2 * MIN);
+    await deps.schedules.delete("gone");
+    expect((await fireSchedule(deps, s, TICK + 5)).advanced).toBe(false);
+    expect(await deps.schedules.get("gone")).toBeUndefined();
+  });
+});
