@@ -81,6 +81,11 @@ describe("JSON.SET / JSON.GET", () => {
       err("expected value at line 1 column 1"),
     );
     expect(await run("JSON.SET", "j:bad", "$", "1", "PX")).toEqual(err("ERR syntax error"));
+    const deep = (n: number): string => "[".repeat(n) + "]".repeat(n);
+    expect(await run("JSON.SET", "j:bad", "$", deep(128))).toEqual(ok("OK"));
+    expect(await run("JSON.SET", "j:bad", "$", deep(129))).toEqual(
+      err("recursion limit exceeded at line 1 column 129"),
+    );
     expect(await run("JSON.SET", "j:bad")).toEqual(
       err("ERR wrong number of arguments for 'json.set' command"),
     );

@@ -133,8 +133,10 @@ local function parse_container(s, i, obj, trusted)
   local node = obj and {t = 'o', k = {}, v = {}} or {t = 'a', v = {}}
   local close = obj and B_RBRACE or B_RBRACK
   local keys, vals, n = node.k, node.v, 0
+  G.depth = G.depth + 1
+  if G.depth > 128 then perr(s, i, 'recursion limit exceeded') end
   i = skip_ws(s, i + 1)
-  if s:byte(i) == close then return node, i + 1 end
+  if s:byte(i) == close then G.depth = G.depth - 1; return node, i + 1 end
   while true do
     local val
     if obj then
@@ -154,7 +156,7 @@ local function parse_container(s, i, obj, trusted)
     end
     i = skip_ws(s, i)
     local c = s:byte(i)
-    if c == close then return node, i + 1 end
+    if c == close then G.depth = G.depth - 1; return node, i + 1 end
     if c ~= B_COMMA then
       if i > #s then perr(s, i, obj and 'EOF while parsing an object' or 'EOF while parsing a list') end
       perr(s, i, obj and "expected ',' or '}'" or "expected ',' or ']'")
@@ -190,7 +192,7 @@ end
 -- After decode, G.dirty is false when s was already canonical text (compact, numbers in
 -- canonical form, no escapes, no duplicate keys), so it can be stored as it came.
 local function decode(s, trusted)
-  G.dirty = false
+  G.dirty, G.depth = false, 0
   local v, i = parse_value(s, 1, trusted)
   i = skip_ws(s, i)
   if i <= #s then perr(s, i, 'trailing characters') end
