@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eventually } from "../harness/eventually.js";
+import { parseRedisUrl } from "../../src/shared/redis/connection.js";
+import { RedisPool } from "../../src/shared/redis/pool.js";
 import { startRedis, type TestRedis } from "../harness/redis.js";
 import { startStashd, type TestStashd } from "../harness/stashd.js";
 import { startReceiver, type TestReceiver } from "./receiver.js";
@@ -58,6 +60,28 @@ describe("several processes on one Redis", () => {
     const seen = rx.requests.map((r) => String(r.headers["upstash-message-id"]));
     expect(seen.sort()).toEqual([...ids].sort());
     expect(rx.requests.every((r) => r.signatureError === undefined)).toBe(true);
+  });
+
+  it("reloads its scripts after the Redis script cache was flushed", async () => {
+    const pool = new RedisPool(parseRedisUrl(redis.url), {
+      size: 1,
+      connectTimeoutMs: 1000,
+      retryBackoffMs: 50,
+    });
+    await pool.exec(["SCRIPT", "FLUSH"]);
+    await pool.close();
+    const before = rx.requests.length;
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        fetch(`${a.queue.url}/v2/publish/${rx.url}/f`, {
+          method: "POST",
+          headers: { authorization: "Bearer dG9rZW4=" },
+          body: `f${i}`,
+        }),
+      ),
+    );
+    expect(results.map((r) => r.status)).toEqual(results.map(() => 201));
+    await eventually(() => expect(rx.requests.length).toBe(before + 20));
   });
 
   it("serves the configured credentials from both processes", async () => {

@@ -15,12 +15,13 @@ export interface LuaSource {
 const SCRIPT_VERSION = "1";
 
 /**
- * A loaded script: called with EVALSHA, falling back to EVAL (which also caches it) on NOSCRIPT,
- * e.g. after the queue Redis restarted.
+ * A script called with EVALSHA; on NOSCRIPT (a fresh or restarted queue Redis) it is loaded once
+ * with SCRIPT LOAD and the call repeated.
  */
 export class Script {
   private readonly text: string;
   private readonly sha: string;
+  private loading: Promise<void> | undefined;
 
   constructor(readonly source: LuaSource) {
     this.text = `-- stashd ${source.name}:${SCRIPT_VERSION}\n${LUA_INCLUDES}\n${source.body}`;
@@ -34,9 +35,25 @@ export class Script {
     const tail = [String(keys.length), ...keys, ...args];
     let reply = await pool.exec(["EVALSHA", this.sha, ...tail]);
     if (reply.kind === "error" && reply.value.startsWith("NOSCRIPT")) {
-      reply = await pool.exec(["EVAL", this.text, ...tail]);
+      await this.load(pool);
+      reply = await pool.exec(["EVALSHA", this.sha, ...tail]);
     }
     return checked(reply, this.source.name);
+  }
+
+  /** One SCRIPT LOAD however many callers hit NOSCRIPT at once (a fresh or restarted Redis). */
+  private load(pool: RedisPool): Promise<void> {
+    this.loading ??= pool.exec(["SCRIPT", "LOAD", this.text]).then(
+      (reply) => {
+        this.loading = undefined;
+        checked(reply, `${this.source.name} load`);
+      },
+      (err: unknown) => {
+        this.loading = undefined;
+        throw err;
+      },
+    );
+    return this.loading;
   }
 }
 
