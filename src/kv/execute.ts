@@ -94,6 +94,7 @@ export async function runTransaction(p: Principal, commands: Arg[][]): Promise<R
     throw err;
   }
   pool.release(conn);
+  json.rename(replies, 1);
   const exec = replies[replies.length - 1] as Reply;
   if (exec.kind === "array") {
     await json.settle(exec.value, commands, pool);

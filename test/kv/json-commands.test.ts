@@ -286,6 +286,25 @@ describe("JSON commands in pipelines, transactions and with the read-only token"
     expect(await run("JSON.GET", "j:ro")).toEqual(ok('{"a":[1,2]}'));
   });
 
+  it("names the JSON command when an ACL user may not run scripts, also in a transaction", async () => {
+    const user = ["ACL", "SETUSER", "j:noscripts", "on", ">pw", "~j:*", "+@all", "-@scripting"];
+    expect(await run(...user)).toEqual(ok("OK"));
+    const minted = await run("ACL", "RESTTOKEN", "j:noscripts", "pw");
+    const token = (minted as { result: string }).result;
+    const single = await command(stashd(), ["JSON.GET", "j:ro"], { token });
+    expect(single.body).toEqual(
+      err(expect.stringMatching(/^NOPERM .*'json.get'/) as unknown as string),
+    );
+    const multi = await stashd().kvFetch("/multi-exec", {
+      token,
+      body: JSON.stringify([["JSON.DEL", "j:ro"]]),
+    });
+    expect(multi.status).toBe(400);
+    expect(((await multi.json()) as { error: string }).error).toMatch(/NOPERM .*'json\.del'/);
+    expect(await run("JSON.GET", "j:ro")).toEqual(ok('{"a":[1,2]}'));
+    await run("ACL", "DELUSER", "j:noscripts");
+  });
+
   it("loses no update under 50 parallel increments", async () => {
     await run("JSON.SET", "j:count", "$", '{"n":0,"log":[]}');
     await Promise.all(

@@ -63,6 +63,14 @@ export class JsonBatch {
     }
   }
 
+  /** Renames ACL refusals in replies laid out with `offset` (1 for MULTI's queueing replies). */
+  rename(replies: Reply[], offset: number): void {
+    for (const [i, route] of this.routes) {
+      const reply = replies[i + offset];
+      if (reply) replies[i + offset] = renamed(reply, route.name);
+    }
+  }
+
   private remember(script: JsonScript): void {
     this.known.add(script.sha);
   }

@@ -81,7 +81,7 @@ C['json.get'] = function(keys, a)
   while i <= #a do
     local up = #a[i] <= 8 and a[i]:upper() or ''
     if FMT_OPTS[up] then
-      if i == #a then jerr('ERR wrong number of arguments') end
+      if i == #a then arity('json.get') end
       fmt = fmt or {}; fmt[FMT_OPTS[up]] = a[i + 1]; i = i + 2
     elseif up == 'NOESCAPE' then i = i + 1
     else paths[#paths + 1] = compile(a[i]); i = i + 1 end
