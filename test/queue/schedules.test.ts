@@ -269,6 +269,39 @@ describe("cron schedules", () => {
     await client.schedules.delete(control.scheduleId);
   });
 
+  it("applies the publish configuration to each produced message", async () => {
+    const rx = await receiver();
+    const cb = await receiver();
+    const later = await client.schedules.create({
+      destination: `${rx.url}/later`,
+      cron: "* * * * *",
+      delay: 3600,
+      retries: 1,
+      timeout: 30,
+    });
+    const called = await client.schedules.create({
+      destination: `${rx.url}/now`,
+      cron: "* * * * *",
+      callback: `${cb.url}/cb`,
+    });
+    expect(await client.schedules.get(later.scheduleId)).toMatchObject({ delay: 3600, retries: 1 });
+    expect((await client.schedules.get(called.scheduleId)).callback).toBe(`${cb.url}/cb`);
+    nextMinute();
+    await eventually(() => expect(cb.requests).toHaveLength(1));
+    const payload = JSON.parse(cb.requests[0]?.body ?? "{}") as Record<string, unknown>;
+    expect(payload["sourceMessageId"]).toBe(rx.requests[0]?.headers["upstash-message-id"]);
+    expect(rx.requests.map((r) => r.url)).toEqual([`${rx.url}/now`]);
+
+    const logs = await client.logs({ filter: { scheduleId: later.scheduleId } });
+    const id = logs.logs[0]?.messageId ?? "";
+    const message = await client.messages.get(id);
+    expect(message).toMatchObject({ scheduleId: later.scheduleId, maxRetries: 1 });
+    expect((message.notBefore ?? 0) - message.createdAt).toBe(3_600_000);
+    await client.messages.delete(id);
+    await client.schedules.delete(later.scheduleId);
+    await client.schedules.delete(called.scheduleId);
+  });
+
   it("fans a tick out to every endpoint of a URL group", async () => {
     const one = await receiver();
     const two = await receiver();

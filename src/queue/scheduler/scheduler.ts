@@ -40,7 +40,7 @@ export class Scheduler {
   private running: Promise<void> | undefined;
   private again = false;
   private stopped = false;
-  /** Set when a fire failed in this round: the next round waits a full poll, not spinning. */
+  /** Set when a fire failed in this round: a full batch of failures is not retried at once. */
   private failed = false;
 
   constructor(private readonly deps: SchedulerDeps) {}
@@ -53,7 +53,7 @@ export class Scheduler {
     this.wake();
   }
 
-  /** Runs a round now (or right after the current one). */
+  /** Runs a round now, or right after the current one (a wake is never lost). */
   wake(): void {
     if (this.stopped) return;
     if (this.running) {
@@ -61,8 +61,10 @@ export class Scheduler {
       return;
     }
     clearTimeout(this.timer);
+    this.again = false;
     this.running = this.round().finally(() => {
       this.running = undefined;
+      if (this.again) this.wake();
     });
   }
 
@@ -74,16 +76,19 @@ export class Scheduler {
 
   private async round(): Promise<void> {
     let sleep = this.deps.cfg.queueSchedulePollMs;
+    const start = this.now();
     try {
       this.failed = false;
-      do {
-        this.again = false;
-        if ((await this.fireDue()) === BATCH && !this.failed) this.again = true;
-      } while (this.again && !this.stopped);
-      const earliest = await this.deps.schedules.earliest();
-      if (earliest !== undefined && !this.failed) {
-        sleep = Math.min(sleep, Math.max(0, earliest - this.now()));
+      let full = true;
+      while (full && !this.stopped) {
+        // a full batch: more schedules may be due right now
+        full = (await this.fireDue()) === BATCH && !this.failed;
       }
+      // Ticks due since before this round and still there (a failing fire, or one another
+      // process is completing) are retried next round; they do not set the sleep, so they
+      // cannot make the loop spin.
+      const earliest = await this.deps.schedules.earliest(start);
+      if (earliest !== undefined) sleep = Math.min(sleep, Math.max(0, earliest - this.now()));
     } catch (err) {
       this.deps.log.warn("scheduler round failed", { err: messageOf(err) });
     }
@@ -101,7 +106,7 @@ export class Scheduler {
       due.map(async ({ id }) => {
         try {
           const s = await schedules.get(id);
-          if (!s || s.paused || s.next > now) return;
+          if (!s || s.paused || s.next > now) return; // changed meanwhile
           const result = await fireSchedule(fireDeps, s, now);
           if (result.dueAt !== undefined) dispatcher.wake(result.dueAt);
         } catch (err) {

@@ -155,9 +155,10 @@ export class ScheduleStore {
     return out;
   }
 
-  /** The earliest next tick of any unpaused schedule. */
-  async earliest(): Promise<number | undefined> {
-    const reply = await this.pool.exec(["ZRANGE", K.scheduleDue, "0", "0", "WITHSCORES"]);
+  /** The earliest next tick after `after` (exclusive) of any unpaused schedule. */
+  async earliest(after: number): Promise<number | undefined> {
+    const cmd = ["ZRANGE", K.scheduleDue, `(${after}`, "+inf", "BYSCORE", "LIMIT", "0", "1"];
+    const reply = await this.pool.exec([...cmd, "WITHSCORES"]);
     const score = asArray(checked(reply, "scheduleDue"))[1];
     return score === undefined ? undefined : Number(asText(score));
   }
