@@ -226,6 +226,12 @@ describe("JSON write commands", () => {
       ok(["[1]", '["x"]', null]),
     );
     expect(await run("JSON.MGET", "j:m1", "j:m2", ".a")).toEqual(ok(["1", '"x"']));
+    await run("SET", "j:m4", "not json");
+    await run("HSET", "j:m5", "f", "v");
+    expect(await run("JSON.MGET", "j:m1", "j:m4", "j:m5", "$")).toEqual(
+      ok(['[{"a":1}]', null, null]),
+    );
+    expect(await run("JSON.MGET", "j:m2", "j:m3", ".")).toEqual(ok(['{"a":"x"}', null]));
     expect(await run("JSON.MSET", "j:m1")).toEqual(
       err("ERR wrong number of arguments for 'json.mset' command"),
     );

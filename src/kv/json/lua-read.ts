@@ -115,23 +115,26 @@ C['json.get'] = function(keys, a)
   return encode(obj, fmt)
 end
 
+-- One MGET entry: nil for a missing key, another type or a non-JSON string, as RedisJSON.
+local function mget_one(cp, key)
+  local ok, raw = pcall(redis.call, 'GET', key)
+  if not ok or not raw then return false end
+  if #cp.segs == 0 and looks_json(raw) then return cp.legacy and raw or '[' .. raw .. ']' end
+  local parsed, doc = pcall(decode, raw, true)
+  if not parsed then return false end
+  if cp.legacy then
+    local m = eval_path(cp, doc)[1]
+    return m and encode(m.n) or false
+  end
+  local arr = {t = 'a', v = {}}
+  for _, m in ipairs(eval_path(cp, doc)) do arr.v[#arr.v + 1] = m.n end
+  return encode(arr)
+end
+
 C['json.mget'] = function(keys, a)
   if #keys < 1 or #a ~= 1 then arity('json.mget') end
   local cp, out = compile(a[1]), {}
-  for i, key in ipairs(keys) do
-    local ok, doc = pcall(load_doc, key)
-    out[i] = false
-    if ok and doc then
-      if cp.legacy then
-        local m = eval_path(cp, doc)[1]
-        if m then out[i] = encode(m.n) end
-      else
-        local arr = {t = 'a', v = {}}
-        for _, m in ipairs(eval_path(cp, doc)) do arr.v[#arr.v + 1] = m.n end
-        out[i] = encode(arr)
-      end
-    end
-  end
+  for i, key in ipairs(keys) do out[i] = mget_one(cp, key) end
   return out
 end
 
