@@ -50,6 +50,25 @@ describe("JSON.SET / JSON.GET", () => {
     expect(pretty).toEqual(ok('[\n  [\n    1,\n    2.5,\n    "xé"\n  ]\n]'));
   });
 
+  it("evaluates filters, slices, unions and recursive descent", async () => {
+    const items =
+      '[{"id":1,"price":10,"active":true,"tag":"a"},{"id":2,"price":15,"active":true,"tag":"b"},{"id":3,"price":5,"active":false}]';
+    await run("JSON.SET", "j:f", "$", `{"items":${items},"max":12}`);
+    const get = (path: string): Promise<unknown> => run("JSON.GET", "j:f", path);
+    expect(await get("$.items[?(@.price < 12 && @.active == true)].id")).toEqual(ok("[1]"));
+    expect(await get("$..[?(@.tag)].id")).toEqual(ok("[1,2]"));
+    expect(await get("$.items[?(@.price < $.max)].id")).toEqual(ok("[1,3]"));
+    expect(await get("$.items[?(@.tag == 'b' || !(@.price > 6))].id")).toEqual(ok("[2,3]"));
+    expect(await get("$.items[0:2].id")).toEqual(ok("[1,2]"));
+    expect(await get("$.items[::2].id")).toEqual(ok("[1,3]"));
+    expect(await get("$.items[0,2].id")).toEqual(ok("[1,3]"));
+    expect(await get("$.items[*]['id','tag']")).toEqual(ok('[1,"a",2,"b",3]'));
+    expect(await get("$..price")).toEqual(ok("[10,15,5]"));
+    expect(await run("JSON.NUMINCRBY", "j:f", "$.items[?(@.active == false)].price", 1)).toEqual(
+      ok("[6]"),
+    );
+  });
+
   it("honours NX and XX, creates members only at the last step, and roots new keys", async () => {
     expect(await run("JSON.SET", "j:nx", "$.a", "1")).toEqual(
       err("ERR new objects must be created at the root"),
