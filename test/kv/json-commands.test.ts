@@ -107,7 +107,7 @@ describe("JSON.SET / JSON.GET", () => {
     );
     await run("JSON.SET", "j:bad", "$", "{}");
     expect(((await run("JSON.GET", "j:bad", "$[")) as { error: string }).error).toMatch(
-      /^ERR JSON Path error/,
+      /^Error occurred on position 2, /,
     );
   });
 });

@@ -9,7 +9,7 @@
  */
 export const LUA_PATH = String.raw`
 local function path_err(s, i)
-  jerr('ERR JSON Path error: path error at position ' .. i .. " in '" .. s .. "'")
+  jerr('Error occurred on position ' .. (i - 1) .. ", invalid JSONPath '" .. s .. "'")
 end
 
 local function to_fixed(path)
