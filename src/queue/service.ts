@@ -61,6 +61,12 @@ export async function startQueueService(
   }
 }
 
+/** DLQ retention runs every minute, or more often when the retention itself is short (tests). */
+function dlqExpiryEvery(config: Config): number {
+  const tenth = Math.floor(config.queueDlqRetentionMs / 10);
+  return Math.min(60_000, Math.max(config.queueReapMs, tenth));
+}
+
 function managedRedis(config: Config, log: Logger): ManagedRedis {
   return new ManagedRedis({
     dir: path.join(config.dataDir, "queue-redis"),
@@ -105,7 +111,7 @@ async function assemble(
     log,
     messages,
     dlq,
-    logs: new LogStore(pool),
+    logs: new LogStore(pool, config.queueLogRetentionMs),
     topics,
     keys,
     dispatcher,
@@ -126,7 +132,7 @@ async function assemble(
     dlq.expire(Date.now() - config.queueDlqRetentionMs).catch((err: unknown) => {
       log.warn("dlq retention failed", { err: messageOf(err) });
     });
-  }, 60_000);
+  }, dlqExpiryEvery(config));
   log.info("queue listening", { url: server.url });
   return {
     url: server.url,

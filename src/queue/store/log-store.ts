@@ -21,7 +21,11 @@ export interface LogEvent {
  * Cursors are stream ids, read exclusively, so they stay valid while new events arrive.
  */
 export class LogStore {
-  constructor(private readonly pool: RedisPool) {}
+  constructor(
+    private readonly pool: RedisPool,
+    /** Trimming by MINID is approximate (whole stream nodes), so reads hide older events too. */
+    private readonly retentionMs: number,
+  ) {}
 
   list(
     latestFirst: boolean,
@@ -29,6 +33,7 @@ export class LogStore {
     cursor: string | undefined,
     keep: (e: LogEvent) => boolean,
   ): Promise<Page<LogEvent>> {
+    const cutoff = Date.now() - this.retentionMs;
     return collectPage(
       async (after, size) => {
         const cmd = latestFirst
@@ -37,7 +42,8 @@ export class LogStore {
         const reply = checked(await this.pool.exec([...cmd, "COUNT", String(size)]), "logs");
         return asArray(reply).map((entry) => {
           const event = parseEvent(entry);
-          return { key: event.id, item: keep(event) ? event : undefined };
+          const live = event.time >= cutoff;
+          return { key: event.id, item: live && keep(event) ? event : undefined };
         });
       },
       count,
