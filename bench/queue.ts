@@ -1,5 +1,5 @@
 /**
- * Queue benchmark: `npx tsx bench/queue.ts [--seconds N]` (after `npm run build`).
+ * Queue benchmark: `npm run bench:queue [-- --seconds N]`.
  *
  * One run on this machine, stashd (`bin/stashd start`, managed queue Redis with appendfsync
  * always, so every counted publish is on disk) and a local receiver as child processes:
