@@ -6,7 +6,7 @@ import type { Logger } from "../shared/log.js";
 import { parseRedisUrl, type RedisEndpoint } from "../shared/redis/connection.js";
 import { ManagedRedis } from "../shared/redis/managed.js";
 import { RedisPool } from "../shared/redis/pool.js";
-import { loadQueueCredentials } from "./credentials.js";
+import { loadQueueCredentials, saveSigningKeys } from "./credentials.js";
 import { Dispatcher } from "./delivery/dispatcher.js";
 import { HttpClient } from "./delivery/http-client.js";
 import { createQueueHandler } from "./routes/router.js";
@@ -91,6 +91,10 @@ async function assemble(
     { current: creds.currentSigningKey, next: creds.nextSigningKey },
     forced,
   );
+  // Another process sharing this Redis may have seeded (or rotated) the keys: show those.
+  if (pair.current !== creds.currentSigningKey || pair.next !== creds.nextSigningKey) {
+    saveSigningKeys(config.dataDir, pair.current, pair.next);
+  }
   const messages = new MessageStore(pool, config.queueLogRetentionMs);
   const client = new HttpClient(config.queueMaxMessageBytes);
   const dispatcher = new Dispatcher(messages, client, keys, config, log.child("delivery"));

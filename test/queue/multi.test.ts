@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eventually } from "../harness/eventually.js";
+import { readQueueCredentials } from "../../src/queue/credentials.js";
 import { parseRedisUrl } from "../../src/shared/redis/connection.js";
 import { RedisPool } from "../../src/shared/redis/pool.js";
 import { startRedis, type TestRedis } from "../harness/redis.js";
@@ -82,6 +83,17 @@ describe("several processes on one Redis", () => {
     );
     expect(results.map((r) => r.status)).toEqual(results.map(() => 201));
     await eventually(() => expect(rx.requests.length).toBe(before + 20));
+  });
+
+  it("a process without configured keys takes the shared keys from Redis", async () => {
+    const c = await startStashd({ queueRedisUrl: redis.url, ...FAST_QUEUE });
+    try {
+      expect(c.queue.currentSigningKey).toBe("sig_current");
+      const file = readQueueCredentials({ ...c.config });
+      expect(file).toMatchObject({ currentSigningKey: "sig_current", nextSigningKey: "sig_next" });
+    } finally {
+      await c.stop();
+    }
   });
 
   it("serves the configured credentials from both processes", async () => {
