@@ -58,6 +58,10 @@ describe("DLQ API forms", () => {
   it("treats a trailing slash as the collection route and answers unknown routes with 404", async () => {
     const list = await env.api("/v2/dlq/");
     expect(list.status).toBe(200);
+    for (const path of ["/v2/logs?cursor=abc", "/v2/dlq?cursor=1-x", "/v2/events?count=0"]) {
+      const bad = await env.api(path);
+      expect(bad.status, path).toBe(400);
+    }
     const unknown = await env.api("/v2/nothing-here");
     expect(unknown.status).toBe(404);
     expect(await unknown.json()).toHaveProperty("error");

@@ -6,7 +6,16 @@ import { renderDlq } from "../domain/render.js";
 import type { DlqEntry } from "../store/dlq-store.js";
 import type { Handler, QueueContext, QueueRequest } from "./context.js";
 import { configValues } from "./publish.js";
-import { countParam, decode, multi, notFound, readJsonObject, reply, stringList } from "./util.js";
+import {
+  countParam,
+  cursorParam,
+  decode,
+  multi,
+  notFound,
+  readJsonObject,
+  reply,
+  stringList,
+} from "./util.js";
 
 const keepBy = (f: Filter) => (e: DlqEntry) =>
   matches(f, e.meta, { time: e.meta.failedAt, responseStatus: e.meta.responseStatus });
@@ -20,8 +29,8 @@ async function select(ctx: QueueContext, r: QueueRequest, json?: Record<string, 
   }
   const filter = json ? filterFromJson(json) : filterFromQuery(r.query);
   const latestFirst = r.query.get("order") === "latestFirst";
-  const cursor = r.query.get("cursor") || undefined;
-  return ctx.dlq.list(latestFirst, countParam(r.query, 100, 100), cursor, keepBy(filter));
+  const count = countParam(r.query, 100, 100);
+  return ctx.dlq.list(latestFirst, count, cursorParam(r.query), keepBy(filter));
 }
 
 /** GET /v2/dlq → `{messages, cursor?}`. */

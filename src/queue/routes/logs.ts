@@ -2,7 +2,7 @@ import { filterFromQuery, matches } from "../domain/filters.js";
 import { redactHeaders } from "../domain/render.js";
 import type { LogEvent } from "../store/log-store.js";
 import type { Handler } from "./context.js";
-import { countParam, multi, reply } from "./util.js";
+import { countParam, cursorParam, multi, reply } from "./util.js";
 
 /**
  * GET /v2/events → `{events, cursor?}` and GET /v2/logs → `{logs, cursor?}` (spec 2.9): newest
@@ -17,7 +17,7 @@ export const listLogs: Handler = async (ctx, r) => {
   const page = await ctx.logs.list(
     latestFirst,
     countParam(r.query, 100, 1000),
-    r.query.get("cursor") || undefined,
+    cursorParam(r.query),
     (e) => matches(filter, e.meta, { time: e.time, state: e.state }),
   );
   const key = (r.segments[0] ?? "").toLowerCase() === "logs" ? "logs" : "events";

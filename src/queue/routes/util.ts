@@ -62,6 +62,14 @@ export function countParam(q: URLSearchParams, dflt: number, max: number): numbe
   return Math.min(n, max);
 }
 
+/** The `cursor` query parameter (a stream-style id `<ms>-<n>`), or undefined for the first page. */
+export function cursorParam(q: URLSearchParams): string | undefined {
+  const raw = q.get("cursor");
+  if (raw === null || raw === "") return undefined;
+  if (!/^\d+-\d+$/.test(raw)) throw new AppError("bad_request", `invalid cursor: ${raw}`);
+  return raw;
+}
+
 export function notFound(what: string): AppError {
   return new AppError("not_found", `${what} not found`);
 }
