@@ -1,5 +1,5 @@
 /**
- * Lua (5.1, as embedded in Redis) JSON codec for the JSON command group on a Redis without the
+ * Lua (5.1, as embedded in Redis) JSON parser for the JSON command group on a Redis without the
  * module. cjson is not used: it loses object key order, number lexemes and big-integer precision.
  *
  * Value model (every node is a distinct table, so identity marks a node):
@@ -140,14 +140,21 @@ local function parse_container(s, i, obj, trusted)
   while true do
     local val
     if obj then
-      if s:byte(i) ~= B_QUOTE then
-        if i > #s then perr(s, i, 'EOF while parsing an object') end
-        perr(s, i, 'key must be a string')
+      -- Fast path: a plain key directly followed by ':' in one match.
+      local _, e, key = s:find('^"([^"\\%z\1-\31]*)":', i)
+      if e then
+        i = e + 1
+      else
+        if s:byte(i) ~= B_QUOTE then
+          if i > #s then perr(s, i, 'EOF while parsing an object') end
+          perr(s, i, 'key must be a string')
+        end
+        key, i = parse_string(s, i)
+        i = skip_ws(s, i)
+        if s:byte(i) ~= B_COLON then perr(s, i, "expected ':'") end
+        i = i + 1
       end
-      local key; key, i = parse_string(s, i)
-      i = skip_ws(s, i)
-      if s:byte(i) ~= B_COLON then perr(s, i, "expected ':'") end
-      val, i = parse_value(s, skip_ws(s, i + 1), trusted)
+      val, i = parse_value(s, skip_ws(s, i), trusted)
       if vals[key] == nil then n = n + 1; keys[n] = key else G.dirty = true end
       vals[key] = val
     else
@@ -171,10 +178,19 @@ parse_value = function(s, i, trusted)
   local c = s:byte(i)
   if c == B_LBRACE then return parse_container(s, i, true, trusted) end
   if c == B_LBRACK then return parse_container(s, i, false, trusted) end
-  if c == B_QUOTE then local v, j = parse_string(s, i); return {t = 's', v = v}, j end
+  if c == B_QUOTE then
+    local _, e, str = s:find('^"([^"\\%z\1-\31]*)"', i)
+    if e then return {t = 's', v = str}, e + 1 end
+    local v, j = parse_string(s, i)
+    return {t = 's', v = v}, j
+  end
   if c == 116 and s:sub(i, i + 3) == 'true' then return {t = 'b', v = true}, i + 4 end
   if c == 102 and s:sub(i, i + 4) == 'false' then return {t = 'b', v = false}, i + 5 end
   if c == 110 and s:sub(i, i + 3) == 'null' then return {t = 'z'}, i + 4 end
+  if trusted then
+    local _, e = s:find('^-?[%d%.eE+-]+', i)
+    if e then return {t = 'n', v = s:sub(i, e)}, e + 1 end
+  end
   local _, e = s:find('^-?%d+', i)
   if e then
     local _, f = s:find('^%.%d+', e + 1); e = f or e
@@ -199,74 +215,4 @@ local function decode(s, trusted)
   return v
 end
 
-local function esc_char(c)
-  if c == '"' then return '\\"' elseif c == '\\' then return '\\\\'
-  elseif c == '\n' then return '\\n' elseif c == '\r' then return '\\r'
-  elseif c == '\t' then return '\\t' elseif c == '\b' then return '\\b'
-  elseif c == '\f' then return '\\f' end
-  return string.format('\\u%04x', c:byte())
-end
-
-local function quote(s)
-  if not s:find('[%z\1-\31"\\]') then return '"' .. s .. '"' end
-  return '"' .. s:gsub('[%z\1-\31"\\]', esc_char) .. '"'
-end
-
--- fmt: nil for compact, or {indent=, newline=, space=} as JSON.GET's options.
-local function encode_into(node, out, fmt, depth)
-  local t = node.t
-  if t == 's' then out[#out + 1] = quote(node.v)
-  elseif t == 'n' then out[#out + 1] = node.v
-  elseif t == 'b' then out[#out + 1] = node.v and 'true' or 'false'
-  elseif t == 'z' then out[#out + 1] = 'null'
-  else
-    local open, close, n = '[', ']', #node.v
-    if t == 'o' then open, close, n = '{', '}', #node.k end
-    out[#out + 1] = open
-    if n == 0 then out[#out + 1] = close; return end
-    local nl, ind = fmt and fmt.newline or '', fmt and fmt.indent or ''
-    for idx = 1, n do
-      if idx > 1 then out[#out + 1] = ',' end
-      out[#out + 1] = nl .. string.rep(ind, depth + 1)
-      if t == 'o' then
-        local key = node.k[idx]
-        out[#out + 1] = quote(key) .. ':' .. (fmt and fmt.space or '')
-        encode_into(node.v[key], out, fmt, depth + 1)
-      else
-        encode_into(node.v[idx], out, fmt, depth + 1)
-      end
-    end
-    out[#out + 1] = nl .. string.rep(ind, depth) .. close
-  end
-end
-
-local function encode(node, fmt)
-  local out = {}
-  encode_into(node, out, fmt, 0)
-  return table.concat(out)
-end
-
-local function deep_copy(node)
-  if node.t == 'o' then
-    local c = {t = 'o', k = {}, v = {}}
-    for i, key in ipairs(node.k) do c.k[i] = key; c.v[key] = deep_copy(node.v[key]) end
-    return c
-  elseif node.t == 'a' then
-    local c = {t = 'a', v = {}}
-    for i, v in ipairs(node.v) do c.v[i] = deep_copy(v) end
-    return c
-  end
-  local c = {}
-  for key, v in pairs(node) do c[key] = v end
-  return c
-end
-
-local function type_name(node)
-  local t = node.t
-  if t == 'o' then return 'object' elseif t == 'a' then return 'array'
-  elseif t == 's' then return 'string' elseif t == 'b' then return 'boolean'
-  elseif t == 'z' then return 'null' end
-  if is_int_lex(node.v) then return 'integer' end
-  return 'number'
-end
 `;

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { LUA_BIGINT } from "./lua-bigint.js";
 import { LUA_CODEC } from "./lua-codec.js";
+import { LUA_ENCODE } from "./lua-encode.js";
 import { LUA_FILTER } from "./lua-filter.js";
 import { LUA_PATH } from "./lua-path.js";
 import { LUA_READ } from "./lua-read.js";
@@ -18,9 +19,16 @@ export interface JsonScript {
   readonly sha: string;
 }
 
-const BODY = [LUA_CODEC, LUA_BIGINT, LUA_PATH, LUA_FILTER, LUA_READ, LUA_WRITE, LUA_WRITE2].join(
-  "\n",
-);
+const BODY = [
+  LUA_CODEC,
+  LUA_ENCODE,
+  LUA_BIGINT,
+  LUA_PATH,
+  LUA_FILTER,
+  LUA_READ,
+  LUA_WRITE,
+  LUA_WRITE2,
+].join("\n");
 
 function script(variant: "read" | "write", shebang: string): JsonScript {
   const text = `${shebang}\nlocal READ_ONLY = ${variant === "read"}\n${BODY}`;
