@@ -10,8 +10,9 @@ import { JsonBatch } from "./json/batch.js";
 /**
  * The guard chain every command goes through, in this order: daily limit → command table →
  * policy (refusals) → gateway-handled commands (gateway-commands.ts) → JSON.* as Lua scripts when
- * the backend has no JSON module (json/) → rewrites → execution on the principal's pool. Single commands and pipelines turn refusals into error replies; a
- * transaction with any refused command is refused whole before anything runs.
+ * the backend has no JSON module (json/) → rewrites → execution on the principal's pool. Single
+ * commands and pipelines turn refusals into error replies; a transaction with any refused
+ * command is refused whole before anything runs.
  */
 
 const errorReply = (value: string): Reply => ({ kind: "error", value });
@@ -72,7 +73,7 @@ export async function runTransaction(p: Principal, commands: Arg[][]): Promise<R
       );
     }
   }
-  // JSON.* calls carry the script text here: a NOSCRIPT inside EXEC could not be retried.
+  // The first JSON.* call of each script carries its text: a NOSCRIPT inside EXEC can't be retried.
   const json = new JsonBatch(p.db, table, true);
   const rewritten = commands.map((argv, i) => {
     const script = json.rewrite(argv, i);

@@ -53,7 +53,8 @@ export class JsonBatch {
   async settle(replies: Reply[], commands: readonly Arg[][], pool: RedisPool): Promise<void> {
     for (const [i, route] of this.routes) {
       let reply = replies[i] as Reply;
-      if (reply.kind === "error" && reply.value.startsWith("NOSCRIPT")) {
+      // Not inside a transaction: running the command again after EXEC would break atomicity.
+      if (!this.transaction && reply.kind === "error" && reply.value.startsWith("NOSCRIPT")) {
         this.known.delete(route.script.sha);
         const again = routeJson(route.name, commands[i] as Arg[], "eval");
         reply = "argv" in again ? await pool.exec(again.argv) : again;

@@ -59,7 +59,7 @@ const arityError = (name: string): Reply => ({
   value: `ERR wrong number of arguments for '${name}' command`,
 });
 
-/** Splits argv into KEYS and ARGV for the script: MGET's keys precede the path, MSET's are triples. */
+/** KEYS and ARGV for the script: MGET's keys precede its path, MSET's come in triples. */
 function keysAndArgs(name: string, argv: readonly Arg[]): [Arg[], Arg[]] | undefined {
   const rest = argv.slice(1);
   if (name === "json.mget") {
