@@ -3,7 +3,7 @@ import { loadConfig, type ConfigOverrides } from "./config/load.js";
 import type { Config } from "./config/schema.js";
 import type { DatabaseCredentials } from "./kv/databases.js";
 import { startKvService } from "./kv/service.js";
-import { startQueueService } from "./queue/service.js";
+import { startQueueService, type QueueService } from "./queue/service.js";
 import { createLogger } from "./shared/log.js";
 import { runtimeFile, writeRuntime } from "./runtime.js";
 
@@ -52,7 +52,7 @@ export async function start(options: StartOptions = {}): Promise<Stashd> {
   const config = loadConfig(overrides, env);
   const logger = createLogger(config.logLevel);
   const kv = await startKvService(config, logger.child("kv"));
-  let queue;
+  let queue: QueueService;
   try {
     queue = await startQueueService(config, logger.child("queue"));
   } catch (err) {
