@@ -49,3 +49,16 @@ function invalid(raw: string, err: unknown): AppError {
   const reason = err instanceof Error ? err.message : String(err);
   return new AppError("bad_request", `invalid Upstash-Cron ${JSON.stringify(raw)}: ${reason}`);
 }
+
+const cache = new Map<string, CronSchedule>();
+
+/** parseCron for stored (already valid) expressions, memoized: every tick of a schedule needs it. */
+export function cachedCron(text: string): CronSchedule {
+  let c = cache.get(text);
+  if (!c) {
+    if (cache.size >= 10_000) cache.clear();
+    c = parseCron(text);
+    cache.set(text, c);
+  }
+  return c;
+}

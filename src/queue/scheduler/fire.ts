@@ -2,7 +2,7 @@ import { buildMeta, type Target } from "../domain/build.js";
 import type { MessageStore, NewMessage } from "../store/message-store.js";
 import type { ScheduleStore, StoredSchedule } from "../store/schedule-store.js";
 import type { TopicStore } from "../store/topic-store.js";
-import { parseCron } from "./cron.js";
+import { cachedCron } from "./cron.js";
 
 export interface FireDeps {
   schedules: ScheduleStore;
@@ -40,7 +40,7 @@ export async function fireSchedule(
   now: number,
 ): Promise<FireResult> {
   const { def } = s;
-  const cron = parseCron(def.cron);
+  const cron = cachedCron(def.cron);
   const tick = s.next;
   const { messages, error } = await produce(deps, s);
   const created = Date.now();

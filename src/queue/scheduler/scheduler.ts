@@ -14,8 +14,13 @@ export interface Clock {
 
 export const systemClock: Clock = { now: () => Date.now() };
 
-/** Due schedules fired per round; a full batch starts the next round at once. */
-const BATCH = 100;
+/** Due schedules claimed per batch; a full batch is followed by another at once. */
+const BATCH = 200;
+/**
+ * How long a claimed tick belongs to the claiming process: if it dies before advancing the
+ * schedule, another process fires the tick after this (the fire's dedup key prevents a double).
+ */
+const FIRE_LEASE_MS = 30_000;
 /** How long a fire's dedup claim is kept (it only has to outlive one fire). */
 const CLAIM_MS = 60 * 60 * 1000;
 
@@ -84,9 +89,8 @@ export class Scheduler {
         // a full batch: more schedules may be due right now
         full = (await this.fireDue()) === BATCH && !this.failed;
       }
-      // Ticks due since before this round and still there (a failing fire, or one another
-      // process is completing) are retried next round; they do not set the sleep, so they
-      // cannot make the loop spin.
+      // A claimed tick whose fire failed is due again after its lease; anything at or before
+      // `start` still in the set must not set the sleep (the loop would spin on it).
       const earliest = await this.deps.schedules.earliest(start);
       if (earliest !== undefined) sleep = Math.min(sleep, Math.max(0, earliest - this.now()));
     } catch (err) {
@@ -96,25 +100,25 @@ export class Scheduler {
     this.timer = setTimeout(() => this.wake(), sleep);
   }
 
-  /** Fires every due schedule of one batch concurrently; returns how many were due. */
+  /** Claims a batch of due schedules and fires them concurrently; returns how many were due. */
   private async fireDue(): Promise<number> {
     const { schedules, messages, topics, dispatcher, log } = this.deps;
     const now = this.now();
-    const due = await schedules.due(now, BATCH);
+    const ids = await schedules.claim(now, BATCH, FIRE_LEASE_MS);
     const fireDeps = { schedules, messages, topics, claimMs: CLAIM_MS };
+    const claimed = await schedules.getMany(ids);
     await Promise.all(
-      due.map(async ({ id }) => {
+      claimed.map(async (s) => {
+        if (s.paused || s.next > now) return; // changed meanwhile
         try {
-          const s = await schedules.get(id);
-          if (!s || s.paused || s.next > now) return; // changed meanwhile
           const result = await fireSchedule(fireDeps, s, now);
           if (result.dueAt !== undefined) dispatcher.wake(result.dueAt);
         } catch (err) {
           this.failed = true;
-          log.warn("schedule fire failed", { id, err: messageOf(err) });
+          log.warn("schedule fire failed", { id: s.def.scheduleId, err: messageOf(err) });
         }
       }),
     );
-    return due.length;
+    return ids.length;
   }
 }

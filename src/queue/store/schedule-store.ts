@@ -3,6 +3,7 @@ import type { PublishOptions } from "../domain/publish-options.js";
 import { queueKeys as K } from "./keys.js";
 import {
   SCHEDULE_ADVANCE,
+  SCHEDULE_CLAIM,
   SCHEDULE_DELETE,
   SCHEDULE_PAUSE,
   SCHEDULE_SAVE,
@@ -45,6 +46,7 @@ export interface StoredSchedule {
 
 const scripts = {
   save: new Script(SCHEDULE_SAVE),
+  claim: new Script(SCHEDULE_CLAIM),
   advance: new Script(SCHEDULE_ADVANCE),
   pause: new Script(SCHEDULE_PAUSE),
   remove: new Script(SCHEDULE_DELETE),
@@ -116,26 +118,24 @@ export class ScheduleStore {
   /** Every schedule, oldest first. */
   async list(): Promise<StoredSchedule[]> {
     const ids = asArray(checked(await this.pool.exec(["SMEMBERS", K.schedules]), "schedules"));
-    if (ids.length === 0) return [];
-    const replies = await this.pool.execMany(
-      ids.map((id) => ["HMGET", K.schedule(asText(id) ?? ""), ...FIELDS]),
-    );
-    return replies
-      .map((r) => parse(asArray(checked(r, "schedules"))))
-      .filter((s): s is StoredSchedule => s !== undefined)
-      .sort((a, b) => a.def.createdAt - b.def.createdAt);
+    const list = await this.getMany(ids.map((id) => asText(id) ?? ""));
+    return list.sort((a, b) => a.def.createdAt - b.def.createdAt);
   }
 
-  /** Up to `limit` unpaused schedules whose next tick is at or before `now`, with that tick. */
-  async due(now: number, limit: number): Promise<{ id: string; next: number }[]> {
-    const cmd = ["ZRANGE", K.scheduleDue, "-inf", String(now), "BYSCORE", "LIMIT", "0"];
-    const reply = await this.pool.exec([...cmd, String(limit), "WITHSCORES"]);
-    const flat = asArray(checked(reply, "scheduleDue"));
-    const out: { id: string; next: number }[] = [];
-    for (let i = 0; i + 1 < flat.length; i += 2) {
-      out.push({ id: asText(flat[i]) ?? "", next: Number(asText(flat[i + 1])) });
-    }
-    return out;
+  /** Leases up to `limit` due schedules to this process (see scheduleClaim); their ids. */
+  async claim(now: number, limit: number, leaseMs: number): Promise<string[]> {
+    const args = [String(now), String(limit), String(leaseMs)];
+    const reply = await scripts.claim.run(this.pool, [K.scheduleDue], args);
+    return asArray(reply).map((r) => asText(r) ?? "");
+  }
+
+  /** The stored schedules among `ids` (missing ones are skipped). */
+  async getMany(ids: readonly string[]): Promise<StoredSchedule[]> {
+    if (ids.length === 0) return [];
+    const replies = await this.pool.execMany(ids.map((id) => ["HMGET", K.schedule(id), ...FIELDS]));
+    return replies
+      .map((r) => parse(asArray(checked(r, "schedules"))))
+      .filter((s): s is StoredSchedule => s !== undefined);
   }
 
   /**

@@ -27,6 +27,26 @@ return 1
 } as const;
 
 /**
+ * scheduleClaim-1: leases up to ARGV[2] due schedules to the calling process, so that processes
+ * share the firing instead of all racing for every tick: each claimed entry's score in the due
+ * set becomes now + lease (its hash, and `next`, are unchanged). The fire's advance (or a save,
+ * pause or delete) replaces that score; a claimer that dies leaves the tick due again once the
+ * lease ends, and the fire's dedup key keeps it from being stored twice.
+ * KEYS[1] sched-due zset  ARGV[1] now ms  ARGV[2] limit  ARGV[3] lease ms
+ * Returns the claimed ids.
+ */
+export const SCHEDULE_CLAIM = {
+  name: "scheduleClaim",
+  numKeys: 1,
+  body: `
+local ids = redis.call('ZRANGE', KEYS[1], '-inf', ARGV[1], 'BYSCORE', 'LIMIT', 0, ARGV[2])
+local leased = tonumber(ARGV[1]) + tonumber(ARGV[3])
+for _, id in ipairs(ids) do redis.call('ZADD', KEYS[1], leased, id) end
+return ids
+`,
+} as const;
+
+/**
  * scheduleAdvance-2: records a fire of the tick `ARGV[2]` and moves the schedule to its next tick,
  * only if `next` still equals ARGV[2] (another process did not advance it, it was not replaced).
  * A paused or deleted schedule is not put back into the due set.

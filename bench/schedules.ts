@@ -1,0 +1,100 @@
+/**
+ * Cron lateness benchmark: `npx tsx bench/schedules.ts [--schedules N] [--ticks T]`.
+ *
+ * Two queue services (two "processes", in one Node process) on one redis-server share N
+ * schedules `* * * * *` (created half through each), delivering to a local receiver. For T real
+ * minute ticks it records, per delivery, lateness = arrival time - the minute tick, and checks
+ * that every schedule was delivered exactly once per tick. Runs about T + 1 minutes.
+ */
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { loadConfig } from "../src/config/load.js";
+import { startQueueService, type QueueService } from "../src/queue/service.js";
+import { createLogger } from "../src/shared/log.js";
+import { startRedis } from "../test/harness/redis.js";
+
+const arg = (name: string, dflt: number): number => {
+  const i = process.argv.indexOf(name);
+  return i === -1 ? dflt : Number(process.argv[i + 1]) || dflt;
+};
+const N = arg("--schedules", 500);
+const TICKS = arg("--ticks", 2);
+const TOKEN = "YmVuY2g=";
+const MIN = 60_000;
+
+const arrivals: { id: string; at: number }[] = [];
+const receiver = http.createServer((req, res) => {
+  req.resume();
+  req.on("end", () => {
+    arrivals.push({ id: String(req.headers["upstash-schedule-id"]), at: Date.now() });
+    res.end("ok");
+  });
+});
+await new Promise<void>((r) => receiver.listen(0, "127.0.0.1", r));
+const rxUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/tick`;
+
+const redis = await startRedis();
+const dirs: string[] = [];
+async function service(): Promise<QueueService> {
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), "stashd-bench-"));
+  dirs.push(dataDir);
+  const config = loadConfig(
+    {
+      dataDir,
+      queuePort: 0,
+      queueRedisUrl: redis.url,
+      queueToken: TOKEN,
+      queueCurrentSigningKey: "sig_bench_current",
+      queueNextSigningKey: "sig_bench_next",
+    },
+    {},
+  );
+  return startQueueService(config, createLogger("warn"));
+}
+const services = [await service(), await service()];
+
+for (let i = 0; i < N; i++) {
+  const via = services[i % 2];
+  const res = await fetch(`${via?.url}/v2/schedules/${rxUrl}`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${TOKEN}`, "upstash-cron": "* * * * *" },
+    body: String(i),
+  });
+  if (res.status !== 200) throw new Error(`create failed: ${res.status} ${await res.text()}`);
+}
+const first = Math.floor(Date.now() / MIN) * MIN + MIN;
+console.log(`${N} schedules on 2 services; waiting for ${TICKS} tick(s) from ${new Date(first)}`);
+const end = first + (TICKS - 1) * MIN + 15_000;
+await new Promise((r) => setTimeout(r, end - Date.now()));
+
+const sinceTick = (t: number): number => t - Math.floor(t / MIN) * MIN;
+const lateness = arrivals.map((a) => sinceTick(a.at)).sort((a, b) => a - b);
+const pct = (sorted: number[], p: number): number =>
+  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
+// Fire lateness: when each produced message was stored (its CREATED log event) after its tick.
+const logs = await fetch(`${services[0]?.url}/v2/logs?state=CREATED&count=1000`, {
+  headers: { authorization: `Bearer ${TOKEN}` },
+});
+const created = ((await logs.json()) as { logs: { time: number }[] }).logs;
+const fired = created.map((l) => sinceTick(l.time)).sort((a, b) => a - b);
+const perTick = new Map<string, number>();
+for (const a of arrivals) {
+  const key = `${a.id}@${Math.floor(a.at / MIN)}`;
+  perTick.set(key, (perTick.get(key) ?? 0) + 1);
+}
+const duplicates = [...perTick.values()].filter((n) => n > 1).length;
+console.log(
+  `deliveries ${arrivals.length} (expected ${N * TICKS}), duplicates ${duplicates}\n` +
+    `tick -> message stored (newest ${fired.length}): p50 ${pct(fired, 50)} ms, ` +
+    `p99 ${pct(fired, 99)} ms\n` +
+    `tick -> delivered: p50 ${pct(lateness, 50)} ms, p99 ${pct(lateness, 99)} ms, ` +
+    `max ${lateness.at(-1)} ms`,
+);
+
+for (const s of services) await s.close();
+receiver.close();
+await redis.stop();
+for (const d of dirs) rmSync(d, { recursive: true, force: true });
