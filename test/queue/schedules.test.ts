@@ -260,6 +260,17 @@ describe("cron schedules", () => {
     const upper = await api(`/v2/Schedules/${scheduleId}`);
     expect(upper.status).toBe(200);
     expect(((await upper.json()) as Schedule).scheduleId).toBe(scheduleId);
+    const goCreate = await api(`/v2/Schedules/${gone.url}/go`, {
+      method: "POST",
+      headers: { "upstash-cron": "0 0 1 1 *" },
+    });
+    expect(goCreate.status).toBe(200);
+    const goId = ((await goCreate.json()) as { scheduleId: string }).scheduleId;
+    const listed = (await (await api("/v2/schedules/")).json()) as Schedule[];
+    expect(listed.map((x) => x.scheduleId).sort()).toEqual(
+      [scheduleId, control.scheduleId, goId].sort(),
+    );
+    await client.schedules.delete(goId);
     await client.schedules.delete(scheduleId);
     await expect(client.schedules.get(scheduleId)).rejects.toMatchObject({ status: 404 });
     expect((await api(`/v2/schedules/${scheduleId}`, { method: "DELETE" })).status).toBe(404);

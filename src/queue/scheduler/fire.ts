@@ -31,6 +31,9 @@ export interface FireResult {
  * again, as the latest missed tick; the next tick is the first one after `now` (missed ticks are
  * not replayed one by one).
  *
+ * A schedule replaced or deleted while its due tick is being fired may still produce that tick
+ * with the configuration it had when the tick came due (the advance then fails harmlessly).
+ *
  * `now` is the scheduler's clock (ticks); messages are stamped with wall-clock time, which is the
  * same outside tests.
  */
