@@ -22,13 +22,16 @@ export async function listen(
   handler: http.RequestListener,
   opts: HttpServerOptions,
 ): Promise<RunningHttpServer> {
+  const headersTimeout = Math.min(opts.requestTimeoutMs, 60_000);
   const server = http.createServer(
     {
       requestTimeout: opts.requestTimeoutMs,
-      headersTimeout: Math.min(opts.requestTimeoutMs, 60_000),
+      headersTimeout,
       // How often Node checks those deadlines (its default, 30 s, would let short ones slip).
       connectionsCheckingInterval: Math.max(50, Math.min(opts.requestTimeoutMs / 4, 30_000)),
-      keepAliveTimeout: 65_000,
+      // Must stay below headersTimeout: Node closes idle keep-alive sockets once that passes,
+      // and a client trusting a longer advertised keep-alive would reuse a closed socket.
+      keepAliveTimeout: Math.min(5_000, headersTimeout / 2),
     },
     handler,
   );
