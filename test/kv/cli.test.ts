@@ -4,6 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eventually } from "../harness/eventually.js";
+import { stopChild } from "../harness/redis.js";
 
 /** The real `bin/stashd` (built by `npm test`'s setup step) as a user runs it. */
 const BIN = path.resolve("bin/stashd");
@@ -138,6 +139,26 @@ describe("stashd CLI", () => {
       expect(left.stdout.trim()).toBe("");
     } finally {
       rmSync(other, { recursive: true, force: true });
+    }
+  });
+
+  it("starts with the default relative data dir, as `npm start` does", async () => {
+    const cwd = mkdtempSync(path.join(os.tmpdir(), "stashd-cli-cwd-"));
+    const child = spawn(process.execPath, [BIN, "start", "--kv-port", "0", "--queue-port", "0"], {
+      cwd,
+      env: {},
+      stdio: ["ignore", "ignore", "pipe"],
+    });
+    let err = "";
+    child.stderr?.on("data", (d: Buffer) => (err += d.toString()));
+    try {
+      await eventually(() => expect(err).toContain("stashd is running"), { timeoutMs: 20_000 });
+      expect(existsSync(path.join(cwd, ".stashd", "kv", "redis", "default", "redis.log"))).toBe(
+        true,
+      );
+    } finally {
+      await stopChild(child);
+      rmSync(cwd, { recursive: true, force: true });
     }
   });
 

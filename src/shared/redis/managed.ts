@@ -33,7 +33,13 @@ export class ManagedRedis {
   private backoffMs = 100;
   private restartTimer: NodeJS.Timeout | undefined;
 
-  constructor(private readonly opts: ManagedRedisOptions) {
+  private readonly opts: ManagedRedisOptions;
+
+  constructor(options: ManagedRedisOptions) {
+    // Absolute: redis-server chdirs into `dir` before opening the log file, so a relative data
+    // dir (the default `./.stashd`) would point the log file at a path that does not exist.
+    const opts = { ...options, dir: path.resolve(options.dir) };
+    this.opts = opts;
     mkdirSync(opts.dir, { recursive: true, mode: 0o700 });
     this.endpoint = { path: socketPath(opts.dir), password: readOrCreatePassword(opts.dir) };
   }
