@@ -1,0 +1,187 @@
+import http from "node:http";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { pick, seeded } from "../harness/random.js";
+import { queueEnv, type QueueTestEnv } from "./setup.js";
+
+/**
+ * Reliability scenario 4 for the queue API (docs/reliability.md): seeded random paths under /v2/,
+ * methods, headers (odd sizes, encodings, duplicates), bodies (invalid JSON, deep nesting, huge
+ * arrays, invalid UTF-8, oversize) and tokens. Bad input must never get a 5xx and the server must
+ * keep serving. Deliveries go to closed loopback ports only.
+ */
+const SEED = 20261122;
+const REQUESTS = 3000;
+const MAX_BODY = 256 * 1024;
+let env: QueueTestEnv;
+let lastRequest = "";
+
+beforeAll(async () => {
+  env = await queueEnv({ queueMaxMessageBytes: MAX_BODY, queueMaxRetries: 2 });
+});
+afterAll(async () => {
+  await env?.close();
+});
+
+const bytes = (rand: () => number, n: number): Buffer =>
+  Buffer.from(Array.from({ length: n }, () => Math.floor(rand() * 256)));
+
+function bodyFor(rand: () => number): Buffer {
+  switch (Math.floor(rand() * 10)) {
+    case 0:
+      return bytes(rand, Math.floor(rand() * 300));
+    case 1:
+      return Buffer.from('{"a":'.repeat(3000) + "1" + "}".repeat(3000));
+    case 2:
+      return Buffer.from(JSON.stringify({ endpoints: Array.from({ length: 20000 }, (_, i) => i) }));
+    case 3:
+      return Buffer.concat([Buffer.from('{"destination":"'), bytes(rand, 40), Buffer.from('"}')]);
+    case 4:
+      return Buffer.from(
+        JSON.stringify({
+          destination: pick(rand, DESTINATIONS),
+          cron: pick(rand, ["* * * * *", "", "61 * * * *", "CRON_TZ=Nowhere/X * * * * *", "@x"]),
+          endpoints: [{ url: pick(rand, DESTINATIONS) }, { name: 5 }, null],
+          messageIds: [1, null, "x".repeat(300)],
+          dlqIds: "nope",
+        }),
+      );
+    case 5:
+      return Buffer.alloc(MAX_BODY + 1 + Math.floor(rand() * 1024), 0x62);
+    case 6:
+      return Buffer.from("[" + "[".repeat(5000) + "]".repeat(5000) + "]");
+    case 7:
+      return Buffer.from([0xc3, 0x28, 0xff, 0xfe, 0xed, 0xa0, 0x80]);
+    case 8:
+      return Buffer.from('{"a":1,"a":2,"__proto__":{"polluted":true}}');
+    default:
+      return Buffer.alloc(0);
+  }
+}
+
+const DESTINATIONS = [
+  "http://127.0.0.1:1/x",
+  "https://127.0.0.1:1/y?a=1&a=2",
+  "http%3A%2F%2F127.0.0.1%3A1%2Fenc",
+  "ftp://127.0.0.1/x",
+  "http://[::1",
+  "http://%zz/",
+  "javascript:alert(1)",
+  "g-" + "a".repeat(300),
+  "group.one",
+  "http://127.0.0.1:1/" + "p".repeat(5000),
+  "",
+];
+
+function pathFor(rand: () => number): string {
+  const dest = pick(rand, DESTINATIONS);
+  return pick(rand, [
+    `/v2/publish/${dest}`,
+    `/v2/publish/${dest}?upstash-retries=1&upstash-delay=${pick(rand, ["1s", "x", "-1s", "9".repeat(30)])}`,
+    `/v2/publish/${dest}?qstash_token=&qstash_token=x`,
+    "/v2/publish/",
+    "/v2/messages/msg_%FF%FE",
+    "/v2/messages/" + "m".repeat(2000),
+    "/v2/messages?messageIds=a,b",
+    "/v2/dlq?cursor=x&count=-1",
+    "/v2/dlq?count=99999999999999999999",
+    "/v2/dlq/retry",
+    "/v2/dlq/%",
+    `/v2/topics/${pick(rand, ["g1", "%00", "a%20b", "x".repeat(500)])}/endpoints`,
+    "/v2/topics",
+    `/v2/schedules/${dest}`,
+    "/v2/schedules/scd_nope/pause",
+    "/v2/logs?state=NOPE&fromDate=x&toDate=-1&cursor=1-1",
+    "/v2/events?count=0",
+    "/v2/keys/rotate",
+    "/v2/queues/q1",
+    "/v2/batch",
+    "/v2//////",
+    "/v3/publish/x",
+    "/%%%/x",
+    "/?" + "a=b&".repeat(300),
+  ]);
+}
+
+function headersFor(rand: () => number, token: string): http.OutgoingHttpHeaders {
+  const num = (): string =>
+    pick(rand, ["0", "1", "-1", "1.5", "abc", "9".repeat(40), "", " 2 ", "1e3"]);
+  return {
+    authorization: pick(rand, [
+      `Bearer ${token}`,
+      `Bearer ${token}`,
+      `Bearer ${token}`,
+      `Bearer ${token}`,
+      `Bearer ${token}`,
+      `Bearer ${token}`,
+      "Bearer",
+      `bearer  ${token}x`,
+      "Basic Zm9v",
+      "Bearer \u00ff\u00fe",
+      `Bearer ${"t".repeat(8000)}`,
+    ]),
+    "content-type": pick(rand, ["application/json", "text/plain", "", "a".repeat(3000)]),
+    "upstash-retries": num(),
+    "upstash-delay": pick(rand, ["10s", "1h", "-1s", "1x", num()]),
+    "upstash-not-before": num(),
+    "upstash-timeout": pick(rand, ["1s", "0", "x", num()]),
+    "upstash-method": pick(rand, ["POST", "GET", "TRACE", "", "P O S T"]),
+    "upstash-callback": pick(rand, DESTINATIONS),
+    "upstash-deduplication-id": pick(rand, ["d1", "", "\u00e9".repeat(100)]),
+    "upstash-content-based-deduplication": pick(rand, ["true", "false", "yes"]),
+    "upstash-forward-x-a": pick(rand, [["a", "b"], "v".repeat(4000), ""]),
+    "upstash-cron": pick(rand, ["* * * * *", "x", "* * * * * * *"]),
+    "upstash-encoding": pick(rand, ["base64", "", "gzip"]),
+  };
+}
+
+function send(port: number, rand: () => number): Promise<{ status: number; body: string }> {
+  const body = bodyFor(rand);
+  const headers = headersFor(rand, env.stashd.queue.token);
+  const method = pick(rand, ["POST", "POST", "GET", "PUT", "HEAD", "DELETE", "PATCH", "OPTIONS"]);
+  const path = pathFor(rand);
+  lastRequest = `${method} ${path.slice(0, 60)} ${body.length} ${body.subarray(0, 40).toString("latin1")}`;
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: "127.0.0.1", port, path, method, headers }, (res) => {
+      let text = "";
+      res.setEncoding("latin1");
+      res.on("data", (d: string) => (text += d));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body: text }));
+    });
+    // An oversize body may be refused before it is all sent; the answer still arrives.
+    req.on("error", (err: NodeJS.ErrnoException) =>
+      err.code === "EPIPE" || err.code === "ECONNRESET" ? undefined : reject(err),
+    );
+    req.end(method === "GET" || method === "HEAD" ? undefined : body);
+  });
+}
+
+describe("hostile input against the queue API", () => {
+  it(`answers ${REQUESTS} seeded random requests without a 5xx and keeps serving`, async () => {
+    const rand = seeded(SEED);
+    const port = env.stashd.queue.port;
+    const statuses = new Map<number, number>();
+    let peakRss = process.memoryUsage().rss;
+    const sampler = setInterval(() => {
+      peakRss = Math.max(peakRss, process.memoryUsage().rss);
+    }, 20);
+    try {
+      for (let i = 0; i < REQUESTS; i++) {
+        const res = await send(port, rand).catch((err: unknown) => {
+          throw new Error(`request ${i} (${lastRequest}): ${String(err)}`);
+        });
+        statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+        if (res.status >= 500)
+          throw new Error(`request ${i} (${lastRequest}) got ${res.status}: ${res.body}`);
+      }
+    } finally {
+      clearInterval(sampler);
+    }
+    console.log(
+      `[reliability] scenario 4 queue: sent ${REQUESTS}, 5xx 0, peak rss ` +
+        `${Math.round(peakRss / 2 ** 20)} MiB, statuses ${JSON.stringify([...statuses].sort((a, b) => a[0] - b[0]))}`,
+    );
+    expect([...statuses.keys()].every((s) => s < 500)).toBe(true);
+    const alive = await env.api("/v2/keys");
+    expect(alive.status).toBe(200);
+  });
+});
