@@ -28,8 +28,10 @@ export function loadConfig(
   return Object.freeze(out) as Config;
 }
 
-function validate(spec: SettingSpec, raw: string, where: string): string | number {
+function validate(spec: SettingSpec, raw: string, where: string): string | number | boolean {
   switch (spec.kind) {
+    case "bool":
+      return toBool(raw, where);
     case "string":
     case "optional-string":
       return raw;
@@ -42,6 +44,14 @@ function validate(spec: SettingSpec, raw: string, where: string): string | numbe
     case "int":
       return toInt(raw, where, 0, Number.MAX_SAFE_INTEGER);
   }
+}
+
+/** true/false, 1/0, yes/no, on/off (any case). */
+function toBool(raw: string, where: string): boolean {
+  const v = raw.trim().toLowerCase();
+  if (["true", "1", "yes", "on"].includes(v)) return true;
+  if (["false", "0", "no", "off"].includes(v)) return false;
+  throw invalid(where, raw, "true or false");
 }
 
 function toInt(raw: string, where: string, min: number, max: number): number {

@@ -7,13 +7,13 @@
  * with millisecond schedules.
  */
 
-export type SettingKind = "string" | "int" | "port" | "optional-string" | "log-level";
+export type SettingKind = "string" | "int" | "port" | "optional-string" | "log-level" | "bool";
 
 export interface SettingSpec {
   /** Environment variable that sets it. */
   env: string;
   kind: SettingKind;
-  default: string | number | undefined;
+  default: string | number | boolean | undefined;
   doc: string;
 }
 
@@ -236,6 +236,24 @@ export const SETTINGS = {
     default: 3,
     doc: "Callbacks of callbacks stop at this depth, so a failing callback cannot loop.",
   },
+  queueDestinationAllow: {
+    env: "STASHD_QUEUE_DESTINATION_ALLOW",
+    kind: "optional-string",
+    default: undefined,
+    doc: "Comma-separated host names (`*.example.com`), IPs or CIDRs deliveries may go to (unset: any).",
+  },
+  queueDestinationDeny: {
+    env: "STASHD_QUEUE_DESTINATION_DENY",
+    kind: "optional-string",
+    default: undefined,
+    doc: "Comma-separated host names, IPs or CIDRs deliveries may never go to (checked after DNS too).",
+  },
+  queueDenyPrivateNetworks: {
+    env: "STASHD_QUEUE_DENY_PRIVATE_NETWORKS",
+    kind: "bool",
+    default: false,
+    doc: "true: refuse loopback, private, link-local and reserved addresses as destinations (shared deployments).",
+  },
 } as const satisfies Record<string, SettingSpec>;
 
 export type SettingName = keyof typeof SETTINGS;
@@ -248,7 +266,9 @@ type ValueOf<K extends SettingKind> = K extends "string"
     ? string | undefined
     : K extends "log-level"
       ? LogLevel
-      : number;
+      : K extends "bool"
+        ? boolean
+        : number;
 
 /** The validated, frozen configuration handed to every part of stashd. */
 export type Config = {

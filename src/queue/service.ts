@@ -8,6 +8,7 @@ import { ManagedRedis } from "../shared/redis/managed.js";
 import { RedisPool } from "../shared/redis/pool.js";
 import { loadQueueCredentials, saveSigningKeys } from "./credentials.js";
 import { Dispatcher } from "./delivery/dispatcher.js";
+import { destinationPolicy } from "./delivery/destination-policy.js";
 import { HttpClient } from "./delivery/http-client.js";
 import { createQueueHandler } from "./routes/router.js";
 import { Scheduler, systemClock, type Clock } from "./scheduler/scheduler.js";
@@ -96,7 +97,7 @@ async function assemble(
     saveSigningKeys(config.dataDir, pair.current, pair.next);
   }
   const messages = new MessageStore(pool, config.queueLogRetentionMs);
-  const client = new HttpClient(config.queueMaxMessageBytes);
+  const client = new HttpClient(config.queueMaxMessageBytes, destinationPolicy(config));
   const dispatcher = new Dispatcher(messages, client, keys, config, log.child("delivery"));
   const dlq = new DlqStore(pool);
   const topics = new TopicStore(pool);

@@ -2,6 +2,8 @@ import { Agent, request } from "undici";
 import { messageOf } from "../../shared/errors.js";
 import { canonicalHeader } from "../domain/headers.js";
 import type { AttemptResult, Headers } from "../domain/message.js";
+import type { DestinationPolicy } from "./destination-policy.js";
+import { guardedLookup } from "./guarded-lookup.js";
 
 export interface OutboundRequest {
   url: string;
@@ -16,17 +18,27 @@ export interface OutboundRequest {
  * timeout covering headers and body, and the response body read up to `maxBodyBytes` (the rest is
  * discarded). Never throws: network errors and timeouts become status 0 with an `error`.
  * Redirects are not followed (a 3xx is a failed attempt, like any non-2xx).
+ * With an active destination policy, a refused URL or resolved address fails the attempt (status
+ * 0) without sending anything.
  */
 export class HttpClient {
-  private readonly agent = new Agent({
-    keepAliveTimeout: 30_000,
-    connections: 256,
-    pipelining: 1,
-  });
+  private readonly agent: Agent;
 
-  constructor(private readonly maxBodyBytes: number) {}
+  constructor(
+    private readonly maxBodyBytes: number,
+    private readonly policy?: DestinationPolicy,
+  ) {
+    this.agent = new Agent({
+      keepAliveTimeout: 30_000,
+      connections: 256,
+      pipelining: 1,
+      ...(policy?.active ? { connect: { lookup: guardedLookup(policy) } } : {}),
+    });
+  }
 
   async send(req: OutboundRequest): Promise<AttemptResult> {
+    const refused = this.refused(req.url);
+    if (refused) return { status: 0, header: {}, body: Buffer.alloc(0), error: refused };
     const signal = AbortSignal.timeout(req.timeoutMs);
     try {
       const res = await request(req.url, {
@@ -48,6 +60,16 @@ export class HttpClient {
 
   close(): Promise<void> {
     return this.agent.close();
+  }
+
+  /** The policy's verdict on the URL itself (names, IP literals); addresses are checked later. */
+  private refused(url: string): string | undefined {
+    try {
+      this.policy?.checkUrl(url, "destination");
+      return undefined;
+    } catch (err) {
+      return messageOf(err);
+    }
   }
 
   private async readLimited(stream: AsyncIterable<Buffer>): Promise<Buffer> {

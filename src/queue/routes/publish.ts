@@ -1,4 +1,5 @@
 import { AppError } from "../../shared/errors.js";
+import { checkDestinations } from "../delivery/destination-policy.js";
 import { buildMeta, dedupKey, type Target } from "../domain/build.js";
 import { parsePublishOptions, checkUrl, type ConfigValues } from "../domain/publish-options.js";
 import { newLeaseToken, type MessageStore, type NewMessage } from "../store/message-store.js";
@@ -23,6 +24,11 @@ export const publish: Handler = async (ctx, r) => {
   const targets: Target[] = group
     ? group.endpoints.map((e) => ({ url: e.url, topicName: group.name, endpointName: e.name }))
     : [{ url: destination }];
+  checkDestinations(ctx.config, [
+    ...targets.map((t) => t.url),
+    opts.callback,
+    opts.failureCallback,
+  ]);
   const callerIP = r.req.socket.remoteAddress;
   const messages: NewMessage[] = targets.map((t) => ({
     meta: buildMeta(opts, t, now, callerIP),

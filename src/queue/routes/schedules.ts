@@ -1,6 +1,7 @@
 import { AppError } from "../../shared/errors.js";
 import { newScheduleId } from "../scheduler/ids.js";
 import { parseCron } from "../scheduler/cron.js";
+import { checkDestinations } from "../delivery/destination-policy.js";
 import { parsePublishOptions, type PublishOptions } from "../domain/publish-options.js";
 import type { ScheduleDef, ScheduleOptions } from "../store/schedule-store.js";
 import type { Handler, QueueRequest } from "./context.js";
@@ -46,6 +47,8 @@ export const createSchedule: Handler = async (ctx, r) => {
   const cron = parseCron(cronRaw);
   const now = ctx.scheduler.now();
   const opts = parsePublishOptions(cfg, r.req.headers, now, ctx.config);
+  const urls = group ? group.endpoints.map((e) => e.url) : [destination];
+  checkDestinations(ctx.config, [...urls, opts.callback, opts.failureCallback]);
   const def: ScheduleDef = {
     scheduleId,
     cron: cron.text,

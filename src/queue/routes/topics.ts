@@ -1,4 +1,5 @@
 import { AppError } from "../../shared/errors.js";
+import { checkDestinations } from "../delivery/destination-policy.js";
 import { checkUrl } from "../domain/publish-options.js";
 import type { Endpoint, UrlGroup } from "../store/topic-store.js";
 import type { Handler } from "./context.js";
@@ -38,6 +39,10 @@ function parseEndpoints(body: Record<string, unknown> | undefined, needUrl: bool
 export const addEndpoints: Handler = async (ctx, r) => {
   const name = groupName(r.segments[1]);
   const endpoints = parseEndpoints(await readJsonObject(ctx, r), true);
+  checkDestinations(
+    ctx.config,
+    endpoints.map((e) => e.url),
+  );
   await ctx.topics.update("add", name, endpoints);
   reply(r.res, 200);
 };
