@@ -15,6 +15,7 @@ import { Scheduler, systemClock, type Clock } from "./scheduler/scheduler.js";
 import { DlqStore } from "./store/dlq-store.js";
 import { LogStore } from "./store/log-store.js";
 import { MessageStore } from "./store/message-store.js";
+import { QueueStore } from "./store/queue-store.js";
 import { ScheduleStore } from "./store/schedule-store.js";
 import { SigningKeys } from "./store/signing-keys.js";
 import { TopicStore } from "./store/topic-store.js";
@@ -102,9 +103,11 @@ async function assemble(
   const dlq = new DlqStore(pool);
   const topics = new TopicStore(pool);
   const schedules = new ScheduleStore(pool);
+  const queues = new QueueStore(pool, config.queueLogRetentionMs);
   const scheduler = new Scheduler({
     schedules,
     messages,
+    queues,
     topics,
     dispatcher,
     clock,
@@ -122,6 +125,7 @@ async function assemble(
     dispatcher,
     schedules,
     scheduler,
+    queues,
   };
   const server = await listen(
     createQueueHandler(ctx, () => creds.token),

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseCron } from "../../src/queue/scheduler/cron.js";
 import { fireSchedule, type FireDeps } from "../../src/queue/scheduler/fire.js";
 import { MessageStore } from "../../src/queue/store/message-store.js";
+import { QueueStore } from "../../src/queue/store/queue-store.js";
 import { ScheduleStore, type ScheduleDef } from "../../src/queue/store/schedule-store.js";
 import { TopicStore } from "../../src/queue/store/topic-store.js";
 import { parseRedisUrl } from "../../src/shared/redis/connection.js";
@@ -30,6 +31,7 @@ beforeAll(async () => {
   deps = {
     schedules: new ScheduleStore(pool),
     messages: new MessageStore(pool, MIN),
+    queues: new QueueStore(pool, MIN),
     topics: new TopicStore(pool),
     claimMs: MIN,
   };

@@ -53,6 +53,7 @@ function child(
     timeoutMs: opts?.timeoutMs ?? meta.timeoutMs,
     retryDelayExpression: opts?.retryDelayExpression,
     callerIP: meta.callerIP,
+    queueName: meta.queueName,
     depth: meta.depth + 1,
   };
   return { meta: childMeta, body: Buffer.from(JSON.stringify(payload(ctx, dlqId))), dueAt };

@@ -220,6 +220,8 @@ export class Dispatcher {
       children,
     });
     if (done === -1) this.log.debug("lease lost before finish", { id: meta.messageId });
+    // A queue message's finish may admit the queue's next message (due now): claim it.
+    if (meta.queueName !== undefined) this.wake();
     const wakeAt = Math.min(nextDue ?? Infinity, ...children.map((m) => m.dueAt));
     if (Number.isFinite(wakeAt)) this.wake(wakeAt);
   }

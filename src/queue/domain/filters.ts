@@ -107,12 +107,14 @@ function field(key: string, meta: MessageMeta, facts: Facts): string[] {
       return meta.callerIP ? [meta.callerIP] : [];
     case "scheduleId":
       return meta.scheduleId ? [meta.scheduleId] : [];
+    case "queueName":
+      return meta.queueName ? [meta.queueName] : [];
     case "state":
       return facts.state ? [facts.state] : [];
     case "responseStatus":
       return facts.responseStatus === undefined ? [] : [String(facts.responseStatus)];
     default:
-      return []; // queueName, flowControlKey: not produced by this service yet
+      return []; // flowControlKey: not produced by this service yet
   }
 }
 

@@ -62,6 +62,8 @@ export interface MessageMeta {
   callerIP?: string | undefined;
   /** Set on messages produced by a schedule (delivered as `Upstash-Schedule-Id`). */
   scheduleId?: string | undefined;
+  /** FIFO queue of an enqueued message (and of its callbacks, which hold the queue's slot). */
+  queueName?: string | undefined;
   labels?: string[] | undefined;
   redact?: Redaction | undefined;
   /** 0 for a published message, parent depth + 1 for callbacks (bounded by config). */

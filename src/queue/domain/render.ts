@@ -65,6 +65,7 @@ function optional(meta: MessageMeta): Record<string, unknown> {
   }
   if (meta.retryDelayExpression) out["retryDelayExpression"] = meta.retryDelayExpression;
   if (meta.scheduleId) out["scheduleId"] = meta.scheduleId;
+  if (meta.queueName) out["queueName"] = meta.queueName;
   if (meta.labels) {
     out["label"] = meta.labels[0];
     out["labels"] = meta.labels;

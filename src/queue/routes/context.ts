@@ -5,6 +5,7 @@ import type { Dispatcher } from "../delivery/dispatcher.js";
 import type { DlqStore } from "../store/dlq-store.js";
 import type { LogStore } from "../store/log-store.js";
 import type { MessageStore } from "../store/message-store.js";
+import type { QueueStore } from "../store/queue-store.js";
 import type { Scheduler } from "../scheduler/scheduler.js";
 import type { ScheduleStore } from "../store/schedule-store.js";
 import type { SigningKeys } from "../store/signing-keys.js";
@@ -21,6 +22,8 @@ export interface QueueContext {
   keys: SigningKeys;
   dispatcher: Dispatcher;
   schedules: ScheduleStore;
+  /** FIFO queues (spec 2.2, 2.5). */
+  queues: QueueStore;
   /** The cron loop; routes take its clock (`now()`) and wake it after changes. */
   scheduler: Scheduler;
 }

@@ -48,6 +48,7 @@ function renderEvent(e: LogEvent): Record<string, unknown> {
     ...(m.labels ? { label: m.labels[0], labels: m.labels } : {}),
     ...(m.callerIP ? { callerIP: m.callerIP } : {}),
     ...(m.scheduleId ? { scheduleId: m.scheduleId } : {}),
+    ...(m.queueName ? { queueName: m.queueName } : {}),
     ...x,
     ...(x["responseHeader"] ? { responseHeaders: x["responseHeader"] } : {}),
   };

@@ -8,6 +8,8 @@ import { getKeys, rotateKeys } from "./keys.js";
 import { listLogs } from "./logs.js";
 import { cancelMany, cancelMessage, getMessage } from "./messages.js";
 import { publish } from "./publish.js";
+import * as queues from "./queues.js";
+import { batch } from "./batch.js";
 import * as schedules from "./schedules.js";
 import * as topics from "./topics.js";
 
@@ -18,6 +20,14 @@ import * as topics from "./topics.js";
  */
 const ROUTES: [string, Handler][] = [
   ["POST publish **", publish],
+  ["POST enqueue * **", queues.enqueue],
+  ["POST batch", batch],
+  ["POST queues", queues.upsertQueue],
+  ["GET queues", queues.listQueues],
+  ["GET queues *", queues.getQueue],
+  ["DELETE queues *", queues.deleteQueue],
+  ["POST queues * pause", queues.pauseQueue],
+  ["POST queues * resume", queues.resumeQueue],
   ["GET messages *", getMessage],
   ["DELETE messages *", cancelMessage],
   ["DELETE messages", cancelMany],

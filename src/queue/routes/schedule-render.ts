@@ -59,6 +59,7 @@ function render(s: StoredSchedule, states: Record<string, string>): Record<strin
     ...(o.retryDelayExpression ? { retryDelayExpression: o.retryDelayExpression } : {}),
     ...(o.labels ? { label: o.labels[0], labels: o.labels } : {}),
     ...(def.callerIP ? { callerIP: def.callerIP, callerIp: def.callerIP } : {}),
+    ...(def.queueName ? { queueName: def.queueName } : {}),
     createdAt: def.createdAt,
     lastScheduleTime: s.last,
     nextScheduleTime: s.paused ? 0 : s.next,

@@ -7,6 +7,7 @@ import type { ScheduleDef, ScheduleOptions } from "../store/schedule-store.js";
 import type { Handler, QueueRequest } from "./context.js";
 import { configValues, parseDestination } from "./publish.js";
 import { renderSchedules } from "./schedule-render.js";
+import { checkQueueName } from "./submit.js";
 import { decode, notFound, readRaw, reply } from "./util.js";
 
 const ID = /^[A-Za-z0-9_.-]+$/;
@@ -19,6 +20,7 @@ const ID = /^[A-Za-z0-9_.-]+$/;
 const NOT_PER_MESSAGE = [
   "upstash-cron",
   "upstash-schedule-id",
+  "upstash-queue-name",
   "upstash-not-before",
   "upstash-deduplication-id",
   "upstash-content-based-deduplication",
@@ -39,9 +41,7 @@ export const createSchedule: Handler = async (ctx, r) => {
   if (cronRaw === undefined || cronRaw.trim() === "") {
     throw new AppError("bad_request", "the Upstash-Cron header is required");
   }
-  if (cfg.has("upstash-queue-name")) {
-    throw new AppError("bad_request", "Upstash-Queue-Name: queues are not supported yet");
-  }
+  const queueName = queueNameOf(cfg.get("upstash-queue-name"));
   const scheduleId = scheduleIdOf(cfg.get("upstash-schedule-id"));
   for (const name of NOT_PER_MESSAGE) cfg.delete(name);
   const cron = parseCron(cronRaw);
@@ -56,6 +56,7 @@ export const createSchedule: Handler = async (ctx, r) => {
     group: groupName,
     options: perMessage(opts),
     delayMs: opts.dueAt - now,
+    queueName,
     callerIP: r.req.socket.remoteAddress,
     createdAt: now,
   };
@@ -100,6 +101,12 @@ export const resumeSchedule: Handler = async (ctx, r) => {
 
 function idParam(r: QueueRequest): string {
   return decode(r.segments[1] ?? "");
+}
+
+/** `Upstash-Queue-Name` (spec 2.6); empty means none. The queue is created at the first fire. */
+function queueNameOf(raw: string | undefined): string | undefined {
+  const name = raw?.trim() ?? "";
+  return name === "" ? undefined : checkQueueName(name);
 }
 
 function scheduleIdOf(raw: string | undefined): string {

@@ -1,5 +1,6 @@
 import { buildMeta, type Target } from "../domain/build.js";
 import type { MessageStore, NewMessage } from "../store/message-store.js";
+import type { QueueStore } from "../store/queue-store.js";
 import type { ScheduleStore, StoredSchedule } from "../store/schedule-store.js";
 import type { TopicStore } from "../store/topic-store.js";
 import { cachedCron } from "./cron.js";
@@ -7,6 +8,8 @@ import { cachedCron } from "./cron.js";
 export interface FireDeps {
   schedules: ScheduleStore;
   messages: MessageStore;
+  /** For schedules with `Upstash-Queue-Name`: their messages are enqueued into that queue. */
+  queues: QueueStore;
   topics: TopicStore;
   /** How long a fire's claim (its dedup key) is kept; far longer than a fire takes. */
   claimMs: number;
@@ -53,7 +56,10 @@ export async function fireSchedule(
   if (messages.length > 0) {
     const key = `schedule:${def.scheduleId}:${tick}`;
     const dedup = { key, windowMs: deps.claimMs, response: JSON.stringify(ids) };
-    const result = await deps.messages.enqueue(created, messages, dedup);
+    const result =
+      def.queueName === undefined
+        ? await deps.messages.enqueue(created, messages, dedup)
+        : await deps.queues.enqueue(created, def.queueName, messages, dedup);
     stored = result.stored;
     if (!result.stored) fired = JSON.parse(result.response) as string[];
   }
@@ -92,7 +98,11 @@ async function produce(
     contentBasedDedup: false,
   };
   const messages = targets.map((t) => ({
-    meta: { ...buildMeta(opts, t, created, def.callerIP), scheduleId: def.scheduleId },
+    meta: {
+      ...buildMeta(opts, t, created, def.callerIP),
+      scheduleId: def.scheduleId,
+      queueName: def.queueName,
+    },
     body: s.body,
     dueAt,
   }));

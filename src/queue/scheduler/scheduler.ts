@@ -3,6 +3,7 @@ import { messageOf } from "../../shared/errors.js";
 import type { Logger } from "../../shared/log.js";
 import type { Dispatcher } from "../delivery/dispatcher.js";
 import type { MessageStore } from "../store/message-store.js";
+import type { QueueStore } from "../store/queue-store.js";
 import type { ScheduleStore } from "../store/schedule-store.js";
 import type { TopicStore } from "../store/topic-store.js";
 import { fireSchedule } from "./fire.js";
@@ -27,6 +28,7 @@ const CLAIM_MS = 60 * 60 * 1000;
 export interface SchedulerDeps {
   schedules: ScheduleStore;
   messages: MessageStore;
+  queues: QueueStore;
   topics: TopicStore;
   dispatcher: Dispatcher;
   clock: Clock;
@@ -102,10 +104,10 @@ export class Scheduler {
 
   /** Claims a batch of due schedules and fires them concurrently; returns how many were due. */
   private async fireDue(): Promise<number> {
-    const { schedules, messages, topics, dispatcher, log } = this.deps;
+    const { schedules, messages, queues, topics, dispatcher, log } = this.deps;
     const now = this.now();
     const ids = await schedules.claim(now, BATCH, FIRE_LEASE_MS);
-    const fireDeps = { schedules, messages, topics, claimMs: CLAIM_MS };
+    const fireDeps = { schedules, messages, queues, topics, claimMs: CLAIM_MS };
     const claimed = await schedules.getMany(ids);
     await Promise.all(
       claimed.map(async (s) => {

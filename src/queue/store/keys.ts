@@ -19,6 +19,13 @@
  *                        states (JSON {messageId: state} of the last fire), error (last fire)
  *   <p>schedules   set   every schedule id
  *   <p>sched-due   zset  schedule id -> next fire time (ms), unpaused schedules only
+ *   <p>queue:<n>   hash  FIFO queue config: parallelism, paused (0|1), createdAt, updatedAt
+ *   <p>queues      set   every queue name
+ *   <p>qwait:<n>   list  ids of the queue's messages waiting for a slot, oldest first (not in due)
+ *   <p>qslots:<n>  hash  slot id (the admitted message's id) -> holders (the message, then its
+ *                        callbacks); HLEN = slots in use, never more than parallelism when admitted
+ *   A queue message's hash also has `queue` (name) and `qdue` (its due time), and once admitted
+ *   (moved from qwait into due) `slot`. The slot logic is in lua/queue-includes.ts.
  */
 export const QUEUE_PREFIX = "stashd:{stashd:q}:v1:";
 
@@ -38,4 +45,8 @@ export const queueKeys = {
   schedules: `${QUEUE_PREFIX}schedules`,
   scheduleDue: `${QUEUE_PREFIX}sched-due`,
   schedule: (id: string): string => `${QUEUE_PREFIX}sched:${id}`,
+  queues: `${QUEUE_PREFIX}queues`,
+  queue: (name: string): string => `${QUEUE_PREFIX}queue:${name}`,
+  queueWait: (name: string): string => `${QUEUE_PREFIX}qwait:${name}`,
+  queueSlots: (name: string): string => `${QUEUE_PREFIX}qslots:${name}`,
 } as const;

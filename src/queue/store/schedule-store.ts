@@ -27,6 +27,8 @@ export interface ScheduleDef {
   options: ScheduleOptions;
   /** `Upstash-Delay` of each produced message. */
   delayMs: number;
+  /** `Upstash-Queue-Name`: produced messages are enqueued into this FIFO queue. */
+  queueName?: string | undefined;
   callerIP?: string | undefined;
   createdAt: number;
 }

@@ -9,6 +9,8 @@
  * Returns 1 done, 2 finished as CANCELED (cancel requested while in flight), -1 lease lost
  * (the reaper returned it; another attempt owns the message now).
  * Events: DELIVERED | ERROR,RETRY | ERROR,FAILED | CANCELED; CREATED per callback message.
+ * A queue message's slot passes to its callback messages; a final outcome ends its own hold
+ * (queueRelease, which admits the queue's next messages when the slot is free).
  */
 export const FINISH = {
   name: "finish",
@@ -26,6 +28,7 @@ if outcome == 'RETRY' then
   redis.call('HSET', h, 'state', 'RETRY')
   redis.call('HDEL', h, 'lease')
   redis.call('ZADD', KEYS[1], ARGV[8], id)
+  queueRelease(prefix, h, KEYS[1], 11, false)
   addLog(KEYS[4], cutoff, now, id, 'ERROR', f[3], ARGV[7])
   addLog(KEYS[4], cutoff, now, id, 'RETRY', f[3], '{}')
 else
@@ -36,6 +39,7 @@ else
     addLog(KEYS[4], cutoff, now, id, 'ERROR', f[3], ARGV[7])
   end
   addLog(KEYS[4], cutoff, now, id, outcome, f[3], ARGV[7])
+  queueRelease(prefix, h, KEYS[1], outcome == 'CANCELED' and (#ARGV + 1) or 11, true)
   redis.call('DEL', h)
   redis.call('ZREM', KEYS[3], id)
 end

@@ -3,6 +3,8 @@
  * no asset copying). `addLog` appends one state change to the log stream, trimming entries older
  * than the retention cutoff; `insertMessage` stores a new message as CREATED and due at `dueAt`.
  */
+import { QUEUE_INCLUDES } from "./queue-includes.js";
+
 export const LUA_INCLUDES = `
 local function addLog(logKey, cutoff, now, id, state, meta, extra)
   redis.call('XADD', logKey, 'MINID', '~', cutoff, '*',
@@ -26,4 +28,5 @@ local function insertFrom(first, prefix, dueKey, pendingKey, logKey, cutoff, now
     i = i + 5
   end
 end
+${QUEUE_INCLUDES}
 `;

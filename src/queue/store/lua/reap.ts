@@ -17,6 +17,7 @@ for _, id in ipairs(ids) do
   local h = prefix .. 'msg:' .. id
   local f = redis.call('HMGET', h, 'state', 'meta')
   if f[1] == 'CANCEL_REQUESTED' then
+    queueRelease(prefix, h, KEYS[2], #ARGV + 1, true)
     redis.call('DEL', h)
     redis.call('ZREM', KEYS[3], id)
     addLog(KEYS[4], cutoff, now, id, 'CANCELED', f[2], '{}')

@@ -1,0 +1,104 @@
+import { AppError, isAppError } from "../../shared/errors.js";
+import type { ConfigValues } from "../domain/publish-options.js";
+import type { Handler, QueueRequest } from "./context.js";
+import { parseDestination } from "./publish.js";
+import { checkQueueName, submit, type Submission } from "./submit.js";
+import { readRaw, reply } from "./util.js";
+
+type Item = Record<string, unknown>;
+type ItemHeaders = Record<string, string>;
+
+/**
+ * POST /v2/batch (spec 2.3): a JSON array of `{destination, headers, body, queue}`, each a publish
+ * (or an enqueue with `queue`). Accepts the JS shape (lower-case header keys, `body`/`queue`
+ * omitted), Python's (`null`) and Go's (`""`, an empty queue meaning none). Answers 201 with an
+ * array in request order: per item what publish answers (an object, or an array for a URL group)
+ * or `{"error": ...}` for an item that was refused while the others were stored. The whole batch
+ * is limited to the maximum message size. A body that is not a JSON array is a 400.
+ */
+export const batch: Handler = async (ctx, r) => {
+  const items = parseItems(await readRaw(ctx, r));
+  const out: unknown[] = [];
+  for (const item of items) {
+    try {
+      out.push((await submit(ctx, submission(r, item))).value);
+    } catch (err) {
+      if (!isAppError(err) || err.status >= 500) throw err;
+      out.push({ error: err.message });
+    }
+  }
+  reply(r.res, 201, out);
+};
+
+function parseItems(raw: Buffer): unknown[] {
+  let value: unknown;
+  try {
+    value = JSON.parse(raw.toString("utf8"));
+  } catch {
+    throw new AppError("bad_request", "request body is not valid JSON");
+  }
+  if (!Array.isArray(value)) throw new AppError("bad_request", "batch body must be a JSON array");
+  return value;
+}
+
+function submission(r: QueueRequest, raw: unknown): Submission {
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
+    throw new AppError("bad_request", "batch item must be a JSON object");
+  }
+  const item = raw as Item;
+  const target = item["destination"];
+  if (typeof target !== "string" || target === "") {
+    throw new AppError("bad_request", "batch item needs a destination");
+  }
+  const headers = itemHeaders(item["headers"]);
+  const q = target.indexOf("?");
+  // parseDestination reads the path after its first segment and the raw query string.
+  const { destination, group } = parseDestination({
+    ...r,
+    rawPath: `batch/${q === -1 ? target : target.slice(0, q)}`,
+    rawQuery: q === -1 ? "" : target.slice(q + 1),
+  });
+  const queue = optionalString(item["queue"], "queue");
+  return {
+    destination,
+    group,
+    config: (defaults) => itemConfig(headers, defaults),
+    requestHeaders: headers,
+    body: Buffer.from(optionalString(item["body"], "body") ?? "", "utf8"),
+    queue: queue === undefined ? undefined : checkQueueName(queue),
+    callerIP: r.req.socket.remoteAddress,
+  };
+}
+
+/** Header map with lower-case keys; array values (any client) are joined with commas. */
+function itemHeaders(value: unknown): ItemHeaders {
+  if (value === undefined || value === null) return {};
+  if (typeof value !== "object" || Array.isArray(value)) {
+    throw new AppError("bad_request", "batch item headers must be an object");
+  }
+  const out: ItemHeaders = {};
+  for (const [name, v] of Object.entries(value as Record<string, unknown>)) {
+    out[name.toLowerCase()] = Array.isArray(v) ? v.map(String).join(",") : String(v);
+  }
+  return out;
+}
+
+/** `null`, `""` or absent mean none. */
+function optionalString(value: unknown, what: string): string | undefined {
+  if (value === undefined || value === null || value === "") return undefined;
+  if (typeof value !== "string")
+    throw new AppError("bad_request", `batch item ${what} not a string`);
+  return value;
+}
+
+/** The URL group's default headers overridden by the item's `Upstash-*` and Content-Type. */
+function itemConfig(headers: ItemHeaders, defaults?: Record<string, string[]>): ConfigValues {
+  const cfg: ConfigValues = new Map();
+  for (const [name, values] of Object.entries(defaults ?? {})) {
+    cfg.set(name.toLowerCase(), (Array.isArray(values) ? values : [values]).join(","));
+  }
+  for (const [name, value] of Object.entries(headers)) {
+    if (name.startsWith("upstash-") || name === "content-type") cfg.set(name, value);
+  }
+  return cfg;
+}

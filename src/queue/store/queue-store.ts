@@ -1,0 +1,140 @@
+import type { RedisPool } from "../../shared/redis/pool.js";
+import type { Arg, Reply } from "../../shared/redis/resp.js";
+import { queueKeys as K } from "./keys.js";
+import { QUEUE_CONFIG, QUEUE_DELETE, QUEUE_ENQUEUE } from "./lua/queue.js";
+import type { NewMessage } from "./message-store.js";
+import { asArray, asInt, asText, checked, Script } from "./scripts.js";
+
+/** The Queue object of spec 2.5; every field always present (the Python SDK reads all six). */
+export interface QueueInfo {
+  name: string;
+  parallelism: number;
+  /** Messages not yet finished: waiting for a slot plus slots in use. */
+  lag: number;
+  paused: boolean;
+  createdAt: number;
+  updatedAt: number;
+}
+
+/** A queue configuration change; undefined fields are kept. */
+export interface QueueChange {
+  parallelism?: number | undefined;
+  paused?: boolean | undefined;
+  /** Create the queue when it does not exist (upsert); otherwise a missing queue is reported. */
+  create: boolean;
+}
+
+const NIL: Reply = { kind: "nil", array: false };
+
+const scripts = {
+  enqueue: new Script(QUEUE_ENQUEUE),
+  config: new Script(QUEUE_CONFIG),
+  delete: new Script(QUEUE_DELETE),
+};
+
+function messageArgs(m: NewMessage): Arg[] {
+  const { meta } = m;
+  return [meta.messageId, JSON.stringify(meta), m.body, String(m.dueAt), String(meta.timeoutMs)];
+}
+
+/**
+ * FIFO queues (one method per Lua transition in lua/queue.ts, plus reads). Admission into slots
+ * happens inside the scripts; callers wake their dispatcher when a script reports admissions.
+ */
+export class QueueStore {
+  constructor(
+    private readonly pool: RedisPool,
+    private readonly logRetentionMs: number,
+  ) {}
+
+  private head(now: number): Arg[] {
+    return [K.prefix, String(now), String(Math.max(0, now - this.logRetentionMs))];
+  }
+
+  /** Appends the messages to queue `name`; with a dedup key already taken, the first response. */
+  async enqueue(
+    now: number,
+    name: string,
+    messages: NewMessage[],
+    dedup?: { key: string; windowMs: number; response: string },
+  ): Promise<{ stored: true; admitted: number } | { stored: false; response: string }> {
+    const reply = await scripts.enqueue.run(
+      this.pool,
+      [K.due, K.pending, K.log, K.dedup(dedup?.key ?? "-"), K.queues],
+      [
+        ...this.head(now),
+        dedup ? String(dedup.windowMs) : "0",
+        dedup?.response ?? "",
+        name,
+        ...messages.flatMap(messageArgs),
+      ],
+    );
+    const [flag, second] = asArray(reply);
+    if (flag && asInt(flag) === 1) return { stored: true, admitted: second ? asInt(second) : 0 };
+    return { stored: false, response: asText(second) ?? "[]" };
+  }
+
+  /** Applies a change; the number of messages it admitted, or -1 when the queue is missing. */
+  async configure(now: number, name: string, change: QueueChange): Promise<number> {
+    const paused = change.paused === undefined ? "" : change.paused ? "1" : "0";
+    const reply = await scripts.config.run(
+      this.pool,
+      [K.queue(name), K.queues, K.due],
+      [
+        K.prefix,
+        String(now),
+        name,
+        change.parallelism === undefined ? "" : String(change.parallelism),
+        paused,
+        change.create ? "create" : "",
+      ],
+    );
+    return asInt(reply);
+  }
+
+  /** Deletes the queue and cancels its waiting messages; false when it did not exist. */
+  async delete(now: number, name: string): Promise<boolean> {
+    const keys = [K.queue(name), K.queues, K.queueWait(name), K.pending, K.log];
+    const reply = await scripts.delete.run(this.pool, keys, [...this.head(now), name]);
+    return asInt(reply) === 1;
+  }
+
+  async get(name: string): Promise<QueueInfo | undefined> {
+    return (await this.getMany([name]))[0];
+  }
+
+  /** Every queue, by name. */
+  async list(): Promise<QueueInfo[]> {
+    const names = asArray(checked(await this.pool.exec(["SMEMBERS", K.queues]), "queues"));
+    const sorted = names.map((n) => asText(n) ?? "").sort();
+    return this.getMany(sorted);
+  }
+
+  private async getMany(names: readonly string[]): Promise<QueueInfo[]> {
+    if (names.length === 0) return [];
+    const replies = await this.pool.execMany(
+      names.flatMap((n) => [
+        ["HMGET", K.queue(n), "parallelism", "paused", "createdAt", "updatedAt"],
+        ["LLEN", K.queueWait(n)],
+        ["HLEN", K.queueSlots(n)],
+      ]),
+    );
+    const out: QueueInfo[] = [];
+    for (const [i, name] of names.entries()) {
+      const fields = asArray(checked(replies[i * 3] ?? NIL, "queue"));
+      const [parallelism, paused, createdAt, updatedAt] = fields.map(asText);
+      if (createdAt === undefined) continue;
+      const waiting = asInt(checked(replies[i * 3 + 1] ?? NIL, "queue"));
+      const running = asInt(checked(replies[i * 3 + 2] ?? NIL, "queue"));
+      out.push({
+        name,
+        parallelism: Number(parallelism ?? 1),
+        lag: waiting + running,
+        paused: paused === "1",
+        createdAt: Number(createdAt),
+        updatedAt: Number(updatedAt ?? createdAt),
+      });
+    }
+    return out;
+  }
+}
