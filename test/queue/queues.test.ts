@@ -169,6 +169,22 @@ describe("FIFO delivery", () => {
     ).toEqual(["h0", "h1", "h2"]);
   });
 
+  it("frees the slot of a cancelled message and drops a cancelled waiting one", async () => {
+    const rx = await tracker();
+    const q = env.client.queue({ queueName: "cancel-q" });
+    // A delayed head message holds the only slot while it waits; the next ones queue behind it.
+    const head = await q.enqueue({ url: `${rx.url}/c`, body: "head", delay: 3600 });
+    const dropped = await q.enqueue({ url: `${rx.url}/c`, body: "dropped" });
+    await q.enqueue({ url: `${rx.url}/c`, body: "next" });
+    expect(await q.get()).toMatchObject({ lag: 3 });
+    await env.client.messages.cancel(dropped.messageId);
+    expect(await q.get()).toMatchObject({ lag: 2 });
+    expect(rx.answered).toHaveLength(0);
+    await env.client.messages.cancel(head.messageId);
+    await eventually(() => expect(rx.answered.map((a) => a.body)).toEqual(["next"]));
+    await eventually(async () => expect(await q.get()).toMatchObject({ lag: 0 }));
+  });
+
   it("cancels the waiting messages of a deleted queue", async () => {
     const rx = await tracker();
     const q = env.client.queue({ queueName: "del-q" });
