@@ -91,6 +91,26 @@ describe("deny list with private networks refused", () => {
     expect(await schedule.json()).toEqual({ error: expect.stringMatching(/192\.168\.0\.1/) });
   });
 
+  it("refuses enqueues and batch items the same way", async () => {
+    const enqueue = await env.api("/v2/enqueue/q1/http://10.0.0.5/x", {
+      method: "POST",
+      body: "e",
+    });
+    expect(enqueue.status).toBe(400);
+    expect(await enqueue.json()).toEqual({ error: expect.stringMatching(/10\.0\.0\.5/) });
+    const batch = await env.api("/v2/batch", {
+      method: "POST",
+      body: JSON.stringify([
+        { destination: "http://127.0.0.1:1/b" },
+        { destination: "http://public.example/b", headers: { "upstash-retries": "0" } },
+      ]),
+    });
+    expect(batch.status).toBe(201);
+    const items = (await batch.json()) as Record<string, unknown>[];
+    expect(items[0]).toEqual({ error: expect.stringMatching(/^destination not allowed/) });
+    expect(items[1]).toHaveProperty("messageId");
+  });
+
   it("accepts a public destination", async () => {
     const ok = await publishStatus(env, "http://public.example/x", { "Upstash-Retries": "0" });
     expect(ok.status).toBe(201);
