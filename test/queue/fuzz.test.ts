@@ -26,7 +26,7 @@ const bytes = (rand: () => number, n: number): Buffer =>
   Buffer.from(Array.from({ length: n }, () => Math.floor(rand() * 256)));
 
 function bodyFor(rand: () => number): Buffer {
-  switch (Math.floor(rand() * 10)) {
+  switch (Math.floor(rand() * 11)) {
     case 0:
       return bytes(rand, Math.floor(rand() * 300));
     case 1:
@@ -43,6 +43,8 @@ function bodyFor(rand: () => number): Buffer {
           endpoints: [{ url: pick(rand, DESTINATIONS) }, { name: 5 }, null],
           messageIds: [1, null, "x".repeat(300)],
           dlqIds: "nope",
+          queueName: pick(rand, ["q1", "", "x".repeat(300), 7]),
+          parallelism: pick(rand, [1, 0, -1, 1e9, 1.5, "2", null]),
         }),
       );
     case 5:
@@ -53,9 +55,27 @@ function bodyFor(rand: () => number): Buffer {
       return Buffer.from([0xc3, 0x28, 0xff, 0xfe, 0xed, 0xa0, 0x80]);
     case 8:
       return Buffer.from('{"a":1,"a":2,"__proto__":{"polluted":true}}');
+    case 9:
+      return Buffer.from(JSON.stringify(batchItems(rand)));
     default:
       return Buffer.alloc(0);
   }
+}
+
+/** A /v2/batch body: items of every shape the three SDKs send, and some no SDK sends. */
+function batchItems(rand: () => number): unknown[] {
+  return Array.from({ length: 1 + Math.floor(rand() * 5) }, () =>
+    pick(rand, [
+      { destination: pick(rand, DESTINATIONS), body: "b", queue: pick(rand, ["q1", "", null]) },
+      { destination: pick(rand, DESTINATIONS), headers: { "upstash-retries": "x" } },
+      { destination: 5, headers: [1, 2] },
+      { destination: pick(rand, DESTINATIONS), headers: { "upstash-delay": ["1s", "2s"] } },
+      null,
+      "item",
+      [],
+      { queue: "a/b", destination: "http://127.0.0.1:1/" },
+    ]),
+  );
 }
 
 const DESTINATIONS = [
@@ -94,6 +114,11 @@ function pathFor(rand: () => number): string {
     "/v2/events?count=0",
     "/v2/keys/rotate",
     "/v2/queues/q1",
+    "/v2/queues",
+    `/v2/queues/${pick(rand, ["q1", "%FF", "q".repeat(300)])}/${pick(rand, ["pause", "resume"])}`,
+    `/v2/enqueue/${pick(rand, ["q1", "q2", "a%2Fb", "", "q".repeat(300)])}/${dest}`,
+    `/v2/enqueue/q1/${dest}?upstash-retries=0`,
+    "/v2/batch",
     "/v2/batch",
     "/v2//////",
     "/v3/publish/x",
