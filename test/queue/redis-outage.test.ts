@@ -10,6 +10,7 @@ import { FAST_QUEUE } from "./setup.js";
  * Reliability scenario 2 (docs/reliability.md): the managed queue redis-server (appendfsync
  * always) is SIGKILLed during a publish load. While it is down publishes get a JSON 503, never a
  * hang or a 500; every publish that got a 2xx is delivered once it is back (stashd restarts it).
+ * Half the load is enqueued to FIFO queues, whose delivery order must survive the outage.
  */
 const WORKERS = 8;
 const MIN_BEFORE_KILL = 300;
@@ -42,9 +43,14 @@ function queueRedisPid(): number {
   return Number(readFileSync(path.join(s.dataDir, "queue-redis", "redis.pid"), "utf8"));
 }
 
-async function publishOne(id: string, t: Tally): Promise<number> {
+/**
+ * Even workers publish; odd ones enqueue to their own FIFO queue `q-<n>` (parallelism 1), so
+ * each queue's delivery order can be checked against the order its worker sent in.
+ */
+async function publishOne(n: number, id: string, t: Tally): Promise<number> {
   t.sent++;
-  const res = await fetch(`${s.queue.url}/v2/publish/${rx.url}/outage`, {
+  const route = n % 2 === 0 ? "publish" : `enqueue/q-${n}`;
+  const res = await fetch(`${s.queue.url}/v2/${route}/${rx.url}/outage`, {
     method: "POST",
     headers: { authorization: `Bearer ${s.queue.token}`, "upstash-retries": "3" },
     body: id,
@@ -59,7 +65,23 @@ async function publishOne(id: string, t: Tally): Promise<number> {
 
 /** Publishes until `done()` says stop; each worker numbers its own messages. */
 async function worker(n: number, t: Tally, done: () => boolean): Promise<void> {
-  for (let i = 0; !done(); i++) await publishOne(`m-${n}-${i}`, t);
+  for (let i = 0; !done(); i++) await publishOne(n, `m-${n}-${i}`, t);
+}
+
+/** First deliveries of each FIFO queue out of its worker's sending order. */
+function fifoViolations(bodies: readonly string[]): number {
+  const seen = new Set<string>();
+  const last = new Map<string, number>();
+  let violations = 0;
+  for (const body of bodies) {
+    if (seen.has(body)) continue;
+    seen.add(body);
+    const [, worker = "", i = ""] = body.split("-");
+    if (Number(worker) % 2 === 0) continue;
+    if (Number(i) < (last.get(worker) ?? -1)) violations++;
+    last.set(worker, Number(i));
+  }
+  return violations;
 }
 
 describe("queue Redis killed during a publish load", () => {
@@ -99,10 +121,15 @@ describe("queue Redis killed during a publish load", () => {
       intervalMs: 100,
     });
     const lost = [...t.acked].filter((id) => !delivered().has(id)).length;
+    const bodies = rx.requests.map((r) => r.body);
+    const duplicates = bodies.length - new Set(bodies).size;
+    const fifo = fifoViolations(bodies);
     console.log(
       `[reliability] scenario 2: sent ${t.sent}, acknowledged ${t.acked.size}, ` +
-        `503 while down ${t.unavailable}, other ${t.other.length}, lost ${lost}`,
+        `503 while down ${t.unavailable}, other ${t.other.length}, lost ${lost}, ` +
+        `duplicates ${duplicates}, FIFO violations ${fifo}`,
     );
     expect(lost).toBe(0);
+    expect(fifo).toBe(0);
   });
 });
