@@ -236,6 +236,18 @@ export const SETTINGS = {
     default: 3,
     doc: "Callbacks of callbacks stop at this depth, so a failing callback cannot loop.",
   },
+  queueMaxQueues: {
+    env: "STASHD_QUEUE_MAX_QUEUES",
+    kind: "int",
+    default: 1000,
+    doc: "Most FIFO queues; creating one more (upsert, enqueue, schedule fire) is refused with 412.",
+  },
+  queueMaxParallelism: {
+    env: "STASHD_QUEUE_MAX_PARALLELISM",
+    kind: "int",
+    default: 1000,
+    doc: "Largest parallelism a FIFO queue may be given (412 above).",
+  },
   queueDestinationAllow: {
     env: "STASHD_QUEUE_DESTINATION_ALLOW",
     kind: "optional-string",

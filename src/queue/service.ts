@@ -103,7 +103,7 @@ async function assemble(
   const dlq = new DlqStore(pool);
   const topics = new TopicStore(pool);
   const schedules = new ScheduleStore(pool);
-  const queues = new QueueStore(pool, config.queueLogRetentionMs);
+  const queues = new QueueStore(pool, config.queueLogRetentionMs, config.queueMaxQueues);
   const scheduler = new Scheduler({
     schedules,
     messages,

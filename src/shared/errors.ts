@@ -15,6 +15,7 @@ export const ERROR_CATALOG = {
   not_found: 404,
   method_not_allowed: 405,
   conflict: 409,
+  precondition_failed: 412,
   payload_too_large: 413,
   unprocessable: 422,
   too_many_requests: 429,

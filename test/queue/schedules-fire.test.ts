@@ -31,7 +31,7 @@ beforeAll(async () => {
   deps = {
     schedules: new ScheduleStore(pool),
     messages: new MessageStore(pool, MIN),
-    queues: new QueueStore(pool, MIN),
+    queues: new QueueStore(pool, MIN, 1000),
     topics: new TopicStore(pool),
     claimMs: MIN,
   };

@@ -29,15 +29,20 @@ export const enqueue: Handler = async (ctx, r) => {
 /**
  * POST /v2/queues `{"queueName", "parallelism", "paused"}` (spec 2.5): upsert. A missing field
  * keeps the current value (defaults 1 and false for a new queue); parallelism 0 (Go's unset) is
- * taken as 1. Answers 200 with an empty body.
+ * taken as 1. Answers 200 with an empty body; 412 above the max parallelism or max queues.
  */
 export const upsertQueue: Handler = async (ctx, r) => {
   const body = (await readJsonObject(ctx, r)) ?? {};
   const name = body["queueName"];
   if (typeof name !== "string") throw new AppError("bad_request", "queueName is required");
   const now = Date.now();
+  const parallelism = parallelismOf(body["parallelism"]);
+  if (parallelism !== undefined && parallelism > ctx.config.queueMaxParallelism) {
+    const max = ctx.config.queueMaxParallelism;
+    throw new AppError("precondition_failed", `parallelism exceeds the maximum of ${max}`);
+  }
   const change = {
-    parallelism: parallelismOf(body["parallelism"]),
+    parallelism,
     paused: pausedOf(body["paused"]),
     create: true,
   };

@@ -1,3 +1,4 @@
+import { isAppError } from "../../shared/errors.js";
 import { buildMeta, type Target } from "../domain/build.js";
 import type { MessageStore, NewMessage } from "../store/message-store.js";
 import type { QueueStore } from "../store/queue-store.js";
@@ -48,7 +49,9 @@ export async function fireSchedule(
   const { def } = s;
   const cron = cachedCron(def.cron);
   const tick = s.next;
-  const { messages, error } = await produce(deps, s);
+  const produced = await produce(deps, s);
+  const { messages } = produced;
+  let error = produced.error;
   const created = Date.now();
   const ids = messages.map((m) => m.meta.messageId);
   let stored = false;
@@ -56,12 +59,10 @@ export async function fireSchedule(
   if (messages.length > 0) {
     const key = `schedule:${def.scheduleId}:${tick}`;
     const dedup = { key, windowMs: deps.claimMs, response: JSON.stringify(ids) };
-    const result =
-      def.queueName === undefined
-        ? await deps.messages.enqueue(created, messages, dedup)
-        : await deps.queues.enqueue(created, def.queueName, messages, dedup);
+    const result = await store(deps, def.queueName, created, messages, dedup);
     stored = result.stored;
-    if (!result.stored) fired = JSON.parse(result.response) as string[];
+    if (result.error !== undefined) [fired, error] = [[], result.error];
+    else if (!result.stored) fired = JSON.parse(result.response ?? "[]") as string[];
   }
   const states = Object.fromEntries(fired.map((id) => [id, "IN_PROGRESS"]));
   const advanced = await deps.schedules.advance(def.scheduleId, tick, {
@@ -71,6 +72,28 @@ export async function fireSchedule(
     error,
   });
   return { advanced, dueAt: stored ? messages[0]?.dueAt : undefined };
+}
+
+/**
+ * Stores a tick's messages, into the schedule's queue if it has one. A queue that may not be
+ * created (max queues, 412) is the fire's `error`: the tick is spent, not retried every round.
+ */
+async function store(
+  deps: FireDeps,
+  queueName: string | undefined,
+  created: number,
+  messages: NewMessage[],
+  dedup: { key: string; windowMs: number; response: string },
+): Promise<{ stored: boolean; response?: string; error?: string }> {
+  if (queueName === undefined) return deps.messages.enqueue(created, messages, dedup);
+  try {
+    return await deps.queues.enqueue(created, queueName, messages, dedup);
+  } catch (err) {
+    if (isAppError(err) && err.code === "precondition_failed") {
+      return { stored: false, error: err.message };
+    }
+    throw err;
+  }
 }
 
 /** The tick's messages: one per target (a URL, or each endpoint of the URL group as it is now). */

@@ -1,3 +1,4 @@
+import { AppError } from "../../shared/errors.js";
 import type { RedisPool } from "../../shared/redis/pool.js";
 import type { Arg, Reply } from "../../shared/redis/resp.js";
 import { queueKeys as K } from "./keys.js";
@@ -45,13 +46,18 @@ export class QueueStore {
   constructor(
     private readonly pool: RedisPool,
     private readonly logRetentionMs: number,
+    /** A queue is not created when this many exist (412). */
+    private readonly maxQueues: number,
   ) {}
 
   private head(now: number): Arg[] {
     return [K.prefix, String(now), String(Math.max(0, now - this.logRetentionMs))];
   }
 
-  /** Appends the messages to queue `name`; with a dedup key already taken, the first response. */
+  /**
+   * Appends the messages to queue `name`; with a dedup key already taken, the first response.
+   * Throws 412 when the queue does not exist and may not be created (max queues).
+   */
   async enqueue(
     now: number,
     name: string,
@@ -66,15 +72,20 @@ export class QueueStore {
         dedup ? String(dedup.windowMs) : "0",
         dedup?.response ?? "",
         name,
+        String(this.maxQueues),
         ...messages.flatMap(messageArgs),
       ],
     );
     const [flag, second] = asArray(reply);
+    if (flag && asInt(flag) === -1) throw this.tooMany();
     if (flag && asInt(flag) === 1) return { stored: true, admitted: second ? asInt(second) : 0 };
     return { stored: false, response: asText(second) ?? "[]" };
   }
 
-  /** Applies a change; the number of messages it admitted, or -1 when the queue is missing. */
+  /**
+   * Applies a change; the number of messages it admitted, or -1 when the queue is missing (and
+   * not to be created). Throws 412 when creating it would exceed the max queues.
+   */
   async configure(now: number, name: string, change: QueueChange): Promise<number> {
     const paused = change.paused === undefined ? "" : change.paused ? "1" : "0";
     const reply = await scripts.config.run(
@@ -87,9 +98,16 @@ export class QueueStore {
         change.parallelism === undefined ? "" : String(change.parallelism),
         paused,
         change.create ? "create" : "",
+        String(this.maxQueues),
       ],
     );
-    return asInt(reply);
+    const n = asInt(reply);
+    if (n === -2) throw this.tooMany();
+    return n;
+  }
+
+  private tooMany(): AppError {
+    return new AppError("precondition_failed", `max number of queues (${this.maxQueues}) reached`);
   }
 
   /** Deletes the queue and cancels its waiting messages; false when it did not exist. */

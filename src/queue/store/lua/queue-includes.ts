@@ -60,12 +60,14 @@ local function queueForget(prefix, h, id, dueKey)
   return 0
 end
 
--- Creates queue \`name\` with the defaults (parallelism 1, unpaused) unless it exists.
-local function queueEnsure(prefix, setKey, name, now)
+-- Creates queue \`name\` with the defaults (parallelism 1, unpaused) unless it exists. Returns
+-- false (creating nothing) when it does not exist and \`maxQueues\` queues exist already.
+local function queueEnsure(prefix, setKey, name, now, maxQueues)
   local q = prefix .. 'queue:' .. name
-  if redis.call('HSETNX', q, 'createdAt', now) == 1 then
-    redis.call('HSET', q, 'parallelism', 1, 'paused', 0, 'updatedAt', now)
-    redis.call('SADD', setKey, name)
-  end
+  if redis.call('EXISTS', q) == 1 then return true end
+  if redis.call('SCARD', setKey) >= tonumber(maxQueues) then return false end
+  redis.call('HSET', q, 'createdAt', now, 'parallelism', 1, 'paused', 0, 'updatedAt', now)
+  redis.call('SADD', setKey, name)
+  return true
 end
 `;

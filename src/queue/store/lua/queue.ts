@@ -6,30 +6,32 @@
 
 /**
  * queueEnqueue-5: stores one enqueue (1..n messages, n > 1 for URL-group fan-out) at the tail of
- * queue ARGV[6], creating the queue (parallelism 1, unpaused) on first use, atomically with its
- * deduplication key; then admits as many waiting messages as the queue has free slots.
+ * queue ARGV[6], creating the queue (parallelism 1, unpaused) on first use unless ARGV[7] queues
+ * exist already, atomically with its deduplication key; then admits as many waiting messages as
+ * the queue has free slots.
  *
  * KEYS[1] due  KEYS[2] pending  KEYS[3] log  KEYS[4] dedup key (used only when ARGV[4] ~= '0')
  * KEYS[5] queues set
  * ARGV[1] key prefix  ARGV[2] now (ms)  ARGV[3] log cutoff  ARGV[4] dedup window ms
- * ARGV[5] publish response JSON kept under the dedup key  ARGV[6] queue name
- * ARGV[7..] groups of 5: id, meta JSON, body, dueAt ms, timeout ms
- * Returns {1, admitted count} when stored; {0, <stored response>} when the dedup key was taken.
+ * ARGV[5] publish response JSON kept under the dedup key  ARGV[6] queue name  ARGV[7] max queues
+ * ARGV[8..] groups of 5: id, meta JSON, body, dueAt ms, timeout ms
+ * Returns {1, admitted count} when stored; {0, <stored response>} when the dedup key was taken;
+ * {-1} (nothing stored) when the queue would be one too many.
  * Events: CREATED per message (admission is not an event; claim logs ACTIVE).
  */
 export const QUEUE_ENQUEUE = {
   name: "queueEnqueue",
   numKeys: 5,
   body: `
+local prefix, now, cutoff, name = ARGV[1], ARGV[2], ARGV[3], ARGV[6]
 if ARGV[4] ~= '0' then
   local existing = redis.call('GET', KEYS[4])
   if existing then return {0, existing} end
-  redis.call('SET', KEYS[4], ARGV[5], 'PX', ARGV[4])
 end
-local prefix, now, cutoff, name = ARGV[1], ARGV[2], ARGV[3], ARGV[6]
-queueEnsure(prefix, KEYS[5], name, now)
+if not queueEnsure(prefix, KEYS[5], name, now, ARGV[7]) then return {-1} end
+if ARGV[4] ~= '0' then redis.call('SET', KEYS[4], ARGV[5], 'PX', ARGV[4]) end
 local wait = prefix .. 'qwait:' .. name
-for i = 7, #ARGV - 4, 5 do
+for i = 8, #ARGV - 4, 5 do
   local id = ARGV[i]
   insertMessage(prefix, KEYS[1], KEYS[2], KEYS[3], cutoff, now,
     id, ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4])
@@ -48,7 +50,9 @@ return {1, queueAdmit(prefix, name, KEYS[1])}
  * KEYS[1] queue hash  KEYS[2] queues set  KEYS[3] due
  * ARGV[1] key prefix  ARGV[2] now  ARGV[3] queue name  ARGV[4] parallelism ('' = keep)
  * ARGV[5] paused '1' | '0' ('' = keep)  ARGV[6] 'create' to create a missing queue
- * Returns the number of messages admitted, or -1 when the queue is missing and not created.
+ * ARGV[7] max queues (a missing queue is not created when that many exist)
+ * Returns the number of messages admitted, -1 when the queue is missing and not to be created,
+ * -2 when it is missing and would be one too many.
  */
 export const QUEUE_CONFIG = {
   name: "queueConfig",
@@ -56,7 +60,7 @@ export const QUEUE_CONFIG = {
   body: `
 local prefix, now, name = ARGV[1], ARGV[2], ARGV[3]
 if redis.call('EXISTS', KEYS[1]) == 0 and ARGV[6] ~= 'create' then return -1 end
-queueEnsure(prefix, KEYS[2], name, now)
+if not queueEnsure(prefix, KEYS[2], name, now, ARGV[7]) then return -2 end
 redis.call('HSET', KEYS[1], 'updatedAt', now)
 if ARGV[4] ~= '' then redis.call('HSET', KEYS[1], 'parallelism', ARGV[4]) end
 if ARGV[5] ~= '' then redis.call('HSET', KEYS[1], 'paused', ARGV[5]) end
