@@ -1,0 +1,210 @@
+/**
+ * Reliability scenario 1 (docs/reliability.md), the part that exists before flow control:
+ * `npx tsx bench/reliability-processes.ts [--messages N] [--kills K] [--seed S]`.
+ *
+ * Three `bin/stashd` processes (build first: `npm run build`) share one queue Redis on loopback.
+ * The bench publishes N messages through random processes (70 % plain publishes, 30 % enqueued in
+ * order to three FIFO queues of parallelism 1) to a receiver that fails at random (500s,
+ * timeouts, resets), while one process at a time is SIGKILLed and restarted K times. Then it
+ * waits (at most 90 s) for every accepted message and reports accepted, delivered, lost (must be
+ * 0), duplicates, FIFO violations (must be 0) and parallelism exceeded (must be 0). Fixed seed.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { freePort, startRedis, stopChild } from "../test/harness/redis.js";
+import { pick, seeded } from "../test/harness/random.js";
+
+const arg = (name: string, dflt: number): number => {
+  const i = process.argv.indexOf(name);
+  return i === -1 ? dflt : Number(process.argv[i + 1]) || dflt;
+};
+const MESSAGES = arg("--messages", 2000);
+const KILLS = arg("--kills", 3);
+const rand = seeded(arg("--seed", 20261122));
+const TOKEN = Buffer.from(JSON.stringify({ UserID: "bench", Password: "reliability" })).toString(
+  "base64",
+);
+const FIFO_QUEUES = ["fifo-0", "fifo-1", "fifo-2"];
+
+/** Receiver state: successes per id, first-success order and in-flight count per FIFO queue. */
+const successes = new Map<string, number>();
+const firstOrder = new Map<string, number[]>();
+const inFlight = new Map<string, number>();
+let parallelismExceeded = 0;
+
+const receiver = http.createServer((req, res) => {
+  const chunks: Buffer[] = [];
+  const queue = String(req.headers["upstash-queue-name"] ?? "");
+  if (queue !== "") {
+    const n = (inFlight.get(queue) ?? 0) + 1;
+    inFlight.set(queue, n);
+    if (n > 1) parallelismExceeded++;
+    res.on("close", () => inFlight.set(queue, (inFlight.get(queue) ?? 1) - 1));
+  }
+  req.on("data", (c: Buffer) => chunks.push(c));
+  req.on("end", () => {
+    const id = Buffer.concat(chunks).toString();
+    const r = rand();
+    if (r < 0.15) return void res.writeHead(500).end("fail");
+    if (r < 0.2) return void req.socket.destroy();
+    if (r < 0.25) return void setTimeout(() => res.end("late"), 1500);
+    const seen = successes.get(id) ?? 0;
+    successes.set(id, seen + 1);
+    const [, q, i] = /^(fifo-\d)-(\d+)$/.exec(id) ?? [];
+    if (seen === 0 && q && i) firstOrder.set(q, [...(firstOrder.get(q) ?? []), Number(i)]);
+    res.end("ok");
+  });
+});
+await new Promise<void>((r) => receiver.listen(0, "127.0.0.1", r));
+const rxUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/rx`;
+
+const redis = await startRedis();
+interface Proc {
+  dir: string;
+  port: number;
+  child?: ChildProcess;
+}
+const procs: Proc[] = [];
+for (let i = 0; i < 3; i++) {
+  procs.push({ dir: mkdtempSync(path.join(os.tmpdir(), "stashd-rel-")), port: await freePort() });
+}
+
+function startProc(p: Proc): void {
+  p.child = spawn(
+    process.execPath,
+    ["bin/stashd", "start", "--data-dir", p.dir, "--kv-port", "0", "--queue-port", String(p.port)],
+    {
+      stdio: "ignore",
+      env: {
+        STASHD_QUEUE_REDIS_URL: redis.url,
+        STASHD_KV_REDIS_URL: `${redis.url}/1`,
+        QSTASH_TOKEN: TOKEN,
+        QSTASH_CURRENT_SIGNING_KEY: "sig_reliability_current",
+        QSTASH_NEXT_SIGNING_KEY: "sig_reliability_next",
+        STASHD_QUEUE_LEASE_MS: "1000",
+        STASHD_QUEUE_REAP_MS: "100",
+        STASHD_QUEUE_IDLE_POLL_MS: "50",
+        STASHD_QUEUE_BACKOFF_SCALE_MS: "1",
+        STASHD_LOG_LEVEL: "error",
+      },
+    },
+  );
+}
+
+/** Sends one message through random live processes until one answers 201/202. */
+async function send(id: string, queue: string | undefined): Promise<void> {
+  for (;;) {
+    const p = pick(rand, procs);
+    const route = queue ? `enqueue/${queue}` : "publish";
+    try {
+      const res = await fetch(`http://127.0.0.1:${p.port}/v2/${route}/${rxUrl}`, {
+        method: "POST",
+        body: id,
+        headers: {
+          authorization: `Bearer ${TOKEN}`,
+          "upstash-retries": "12",
+          "upstash-timeout": "1s",
+          // Short back-off: the default one waits up to 86 s after a 5th failure (a FIFO queue
+          // waits with its head), longer than this bench's wait for deliveries.
+          "upstash-retry-delay": "min(200, 10 * pow(2, retried))",
+          // A retry after an unknown outcome must not store the message twice.
+          "upstash-deduplication-id": id,
+        },
+        signal: AbortSignal.timeout(5_000),
+      });
+      await res.text();
+      if (res.status === 201 || res.status === 202) return;
+    } catch {
+      // the process is down or was killed mid-request: try another one
+    }
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+async function waitHealthy(p: Proc): Promise<void> {
+  for (let i = 0; i < 400; i++) {
+    try {
+      const res = await fetch(`http://127.0.0.1:${p.port}/v2/keys`, {
+        headers: { authorization: `Bearer ${TOKEN}` },
+      });
+      if (res.ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`process on port ${p.port} did not start`);
+}
+
+for (const p of procs) startProc(p);
+await Promise.all(procs.map(waitHealthy));
+const started = Date.now();
+
+const accepted: string[] = [];
+let killsDone = 0;
+const killer = (async () => {
+  while (killsDone < KILLS) {
+    await new Promise((r) => setTimeout(r, 1500 + rand() * 1500));
+    const p = pick(rand, procs);
+    p.child?.kill("SIGKILL");
+    killsDone++;
+    await new Promise((r) => setTimeout(r, 300));
+    startProc(p);
+    await waitHealthy(p);
+  }
+})();
+
+const fifoSenders = FIFO_QUEUES.map(async (q) => {
+  for (let i = 0; i < Math.round((MESSAGES * 0.3) / FIFO_QUEUES.length); i++) {
+    await send(`${q}-${i}`, q);
+    accepted.push(`${q}-${i}`);
+  }
+});
+const plainSenders = Array.from({ length: 8 }, async (_, w) => {
+  for (let i = w; i < Math.round(MESSAGES * 0.7); i += 8) {
+    await send(`plain-${i}`, undefined);
+    accepted.push(`plain-${i}`);
+  }
+});
+await Promise.all([...fifoSenders, ...plainSenders, killer]);
+
+const deadline = Date.now() + 90_000;
+const missing = (): string[] => accepted.filter((id) => !successes.has(id));
+while (missing().length > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+
+let fifoViolations = 0;
+for (const order of firstOrder.values()) {
+  for (let i = 1; i < order.length; i++)
+    if ((order[i] ?? 0) < (order[i - 1] ?? 0)) fifoViolations++;
+}
+const delivered = accepted.length - missing().length;
+const duplicates = [...successes.values()].reduce((sum, n) => sum + n - 1, 0);
+console.log(
+  JSON.stringify(
+    {
+      seed: 20261122,
+      processes: 3,
+      kills: killsDone,
+      accepted: accepted.length,
+      delivered,
+      lost: missing().length,
+      duplicates,
+      fifoViolations,
+      parallelismExceeded,
+      seconds: Math.round((Date.now() - started) / 1000),
+      missingSample: missing().slice(0, 10),
+    },
+    null,
+    2,
+  ),
+);
+
+for (const p of procs) if (p.child) await stopChild(p.child);
+await redis.stop();
+for (const p of procs) rmSync(p.dir, { recursive: true, force: true });
+await new Promise<void>((r) => receiver.close(() => r()));
+process.exit(missing().length === 0 && fifoViolations === 0 && parallelismExceeded === 0 ? 0 : 1);
