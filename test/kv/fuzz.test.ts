@@ -1,5 +1,6 @@
 import http from "node:http";
 import { describe, expect, it } from "vitest";
+import { runFuzz } from "../harness/fuzz.js";
 import { pick, seeded } from "../harness/random.js";
 import { command, useGateway } from "./helpers.js";
 
@@ -100,28 +101,13 @@ describe("hostile input", () => {
   it(`answers ${REQUESTS} seeded random requests without a 5xx and keeps serving`, async () => {
     const rand = seeded(SEED);
     const port = Number(new URL(stashd().kv.url).port);
-    const statuses = new Map<number, number>();
-    let peakRss = process.memoryUsage().rss;
-    const sampler = setInterval(() => {
-      peakRss = Math.max(peakRss, process.memoryUsage().rss);
-    }, 20);
-    try {
-      for (let i = 0; i < REQUESTS; i++) {
-        const res = await send(port, rand, stashd().kv.token).catch((err: unknown) => {
-          throw new Error(`request ${i} (${lastRequest}): ${String(err)}`);
-        });
-        statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
-        if (res.status >= 500)
-          throw new Error(`request ${i} got ${res.status}: ${res.body.slice(0, 200)}`);
-      }
-    } finally {
-      clearInterval(sampler);
-    }
-    console.log(
-      `[reliability] scenario 4 kv: sent ${REQUESTS}, 5xx 0, peak rss ` +
-        `${Math.round(peakRss / 2 ** 20)} MiB, statuses ${JSON.stringify([...statuses].sort((a, b) => a[0] - b[0]))}`,
+    const run = await runFuzz(
+      "kv",
+      REQUESTS,
+      () => send(port, rand, stashd().kv.token),
+      () => lastRequest,
     );
-    expect([...statuses.keys()].every((s) => s < 500)).toBe(true);
+    expect([...run.statuses.keys()].every((s) => s < 500)).toBe(true);
     expect((await command(stashd(), ["PING"])).body).toEqual({ result: "PONG" });
   });
 });

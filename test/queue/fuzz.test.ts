@@ -1,5 +1,6 @@
 import http from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runFuzz } from "../harness/fuzz.js";
 import { pick, seeded } from "../harness/random.js";
 import { queueEnv, type QueueTestEnv } from "./setup.js";
 
@@ -184,28 +185,13 @@ describe("hostile input against the queue API", () => {
   it(`answers ${REQUESTS} seeded random requests without a 5xx and keeps serving`, async () => {
     const rand = seeded(SEED);
     const port = env.stashd.queue.port;
-    const statuses = new Map<number, number>();
-    let peakRss = process.memoryUsage().rss;
-    const sampler = setInterval(() => {
-      peakRss = Math.max(peakRss, process.memoryUsage().rss);
-    }, 20);
-    try {
-      for (let i = 0; i < REQUESTS; i++) {
-        const res = await send(port, rand).catch((err: unknown) => {
-          throw new Error(`request ${i} (${lastRequest}): ${String(err)}`);
-        });
-        statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
-        if (res.status >= 500)
-          throw new Error(`request ${i} (${lastRequest}) got ${res.status}: ${res.body}`);
-      }
-    } finally {
-      clearInterval(sampler);
-    }
-    console.log(
-      `[reliability] scenario 4 queue: sent ${REQUESTS}, 5xx 0, peak rss ` +
-        `${Math.round(peakRss / 2 ** 20)} MiB, statuses ${JSON.stringify([...statuses].sort((a, b) => a[0] - b[0]))}`,
+    const run = await runFuzz(
+      "queue",
+      REQUESTS,
+      () => send(port, rand),
+      () => lastRequest,
     );
-    expect([...statuses.keys()].every((s) => s < 500)).toBe(true);
+    expect([...run.statuses.keys()].every((s) => s < 500)).toBe(true);
     const alive = await env.api("/v2/keys");
     expect(alive.status).toBe(200);
   });

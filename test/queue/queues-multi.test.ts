@@ -1,15 +1,10 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import os from "node:os";
-import path from "node:path";
+import { rmSync } from "node:fs";
 import { Client } from "@upstash/qstash";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadConfig } from "../../src/config/load.js";
-import type { Clock } from "../../src/queue/scheduler/scheduler.js";
-import { startQueueService, type QueueService } from "../../src/queue/service.js";
-import { createLogger } from "../../src/shared/log.js";
+import type { QueueService } from "../../src/queue/service.js";
 import { eventually } from "../harness/eventually.js";
 import { startRedis, type TestRedis } from "../harness/redis.js";
-import { FAST_QUEUE } from "./setup.js";
+import { startClockedQueue, TEST_KEYS as KEYS, TEST_TOKEN as TOKEN, TestClock } from "./setup.js";
 import { startTracker, type Tracker } from "./tracker.js";
 
 /**
@@ -18,19 +13,10 @@ import { startTracker, type Tracker } from "./tracker.js";
  * `Upstash-Queue-Name` puts its messages into that queue (a shared test clock makes the cron
  * minute pass at once).
  */
-const TOKEN = "dG9rZW4=";
-const KEYS = { current: "sig_current", next: "sig_next" };
 const MIN = 60_000;
 
-class TestClock implements Clock {
-  t = Date.UTC(2026, 0, 1, 0, 0, 30);
-  now(): number {
-    return this.t;
-  }
-}
-
 let redis: TestRedis;
-const clock = new TestClock();
+const clock = new TestClock(Date.UTC(2026, 0, 1, 0, 0, 30));
 const dirs: string[] = [];
 const trackers: Tracker[] = [];
 let a: QueueService;
@@ -38,25 +24,8 @@ let b: QueueService;
 let ca: Client;
 let cb: Client;
 
-async function startQueue(): Promise<QueueService> {
-  const dataDir = mkdtempSync(path.join(os.tmpdir(), "stashd-queues-"));
-  dirs.push(dataDir);
-  const config = loadConfig(
-    {
-      dataDir,
-      host: "127.0.0.1",
-      queuePort: 0,
-      queueRedisUrl: redis.url,
-      queueToken: TOKEN,
-      queueCurrentSigningKey: KEYS.current,
-      queueNextSigningKey: KEYS.next,
-      shutdownGraceMs: 1000,
-      queueSchedulePollMs: 10,
-      ...FAST_QUEUE,
-    },
-    {},
-  );
-  return startQueueService(config, createLogger("warn"), { clock });
+function startQueue(): Promise<QueueService> {
+  return startClockedQueue(redis.url, clock, dirs);
 }
 
 async function tracker(): Promise<Tracker> {

@@ -1,62 +1,31 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import os from "node:os";
-import path from "node:path";
+import { rmSync } from "node:fs";
 import { Client, type Schedule } from "@upstash/qstash";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadConfig } from "../../src/config/load.js";
-import type { Clock } from "../../src/queue/scheduler/scheduler.js";
-import { startQueueService, type QueueService } from "../../src/queue/service.js";
-import { createLogger } from "../../src/shared/log.js";
+import type { QueueService } from "../../src/queue/service.js";
 import { eventually } from "../harness/eventually.js";
 import { startRedis, type TestRedis } from "../harness/redis.js";
 import { startReceiver, type TestReceiver } from "./receiver.js";
-import { FAST_QUEUE } from "./setup.js";
+import { startClockedQueue, TEST_KEYS as KEYS, TEST_TOKEN as TOKEN, TestClock } from "./setup.js";
 
 /**
  * Cron schedules through `@upstash/qstash`, against two queue services (two "processes") on one
  * Redis that share a test clock: advancing it by a minute makes a tick due at once, and the
  * schedulers (polling every 10 ms here) fire it. Deliveries are real and signed.
  */
-const TOKEN = "dG9rZW4=";
-const KEYS = { current: "sig_current", next: "sig_next" };
 const MIN = 60_000;
 /** 2026-01-01T00:00:30Z: half a minute before the first `* * * * *` tick. */
 const T0 = Date.UTC(2026, 0, 1, 0, 0, 30);
 
-class TestClock implements Clock {
-  t = T0;
-  now(): number {
-    return this.t;
-  }
-}
-
 let redis: TestRedis;
-const clock = new TestClock();
+const clock = new TestClock(T0);
 const dirs: string[] = [];
 let a: QueueService;
 let b: QueueService;
 let client: Client;
 const receivers: TestReceiver[] = [];
 
-async function startQueue(): Promise<QueueService> {
-  const dataDir = mkdtempSync(path.join(os.tmpdir(), "stashd-sched-"));
-  dirs.push(dataDir);
-  const config = loadConfig(
-    {
-      dataDir,
-      host: "127.0.0.1",
-      queuePort: 0,
-      queueRedisUrl: redis.url,
-      queueToken: TOKEN,
-      queueCurrentSigningKey: KEYS.current,
-      queueNextSigningKey: KEYS.next,
-      shutdownGraceMs: 1000,
-      queueSchedulePollMs: 10,
-      ...FAST_QUEUE,
-    },
-    {},
-  );
-  return startQueueService(config, createLogger("warn"), { clock });
+function startQueue(): Promise<QueueService> {
+  return startClockedQueue(redis.url, clock, dirs);
 }
 
 async function receiver(): Promise<TestReceiver> {

@@ -1,4 +1,11 @@
+import { mkdtempSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { Client } from "@upstash/qstash";
+import { loadConfig } from "../../src/config/load.js";
+import type { Clock } from "../../src/queue/scheduler/scheduler.js";
+import { startQueueService, type QueueService } from "../../src/queue/service.js";
+import { createLogger } from "../../src/shared/log.js";
 import type { StartOptions } from "../../src/index.js";
 import { startRedis, type TestRedis } from "../harness/redis.js";
 import { startStashd, type TestStashd } from "../harness/stashd.js";
@@ -71,4 +78,45 @@ export function received(rx: TestReceiver, i: number, timeoutMs = 5_000): Promis
     },
     { timeoutMs },
   );
+}
+
+/** Fixed credentials for bare queue services started with `startClockedQueue`. */
+export const TEST_TOKEN = "dG9rZW4=";
+export const TEST_KEYS = { current: "sig_current", next: "sig_next" };
+
+/** A clock the schedulers read; tests move `t` forward to make cron ticks due at once. */
+export class TestClock implements Clock {
+  constructor(public t: number) {}
+  now(): number {
+    return this.t;
+  }
+}
+
+/**
+ * A bare queue service (one "process") on `redisUrl` with the fixed test credentials, fast
+ * timings and a shared test clock. Its data dir is appended to `dirs` for the caller to remove.
+ */
+export async function startClockedQueue(
+  redisUrl: string,
+  clock: Clock,
+  dirs: string[],
+): Promise<QueueService> {
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), "stashd-queue-"));
+  dirs.push(dataDir);
+  const config = loadConfig(
+    {
+      dataDir,
+      host: "127.0.0.1",
+      queuePort: 0,
+      queueRedisUrl: redisUrl,
+      queueToken: TEST_TOKEN,
+      queueCurrentSigningKey: TEST_KEYS.current,
+      queueNextSigningKey: TEST_KEYS.next,
+      shutdownGraceMs: 1000,
+      queueSchedulePollMs: 10,
+      ...FAST_QUEUE,
+    },
+    {},
+  );
+  return startQueueService(config, createLogger("warn"), { clock });
 }
