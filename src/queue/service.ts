@@ -16,6 +16,7 @@ import { DlqStore } from "./store/dlq-store.js";
 import { LogStore } from "./store/log-store.js";
 import { MessageStore } from "./store/message-store.js";
 import { QueueStore } from "./store/queue-store.js";
+import { FlowControlStore } from "./store/flow-control-store.js";
 import { ScheduleStore } from "./store/schedule-store.js";
 import { SigningKeys } from "./store/signing-keys.js";
 import { TopicStore } from "./store/topic-store.js";
@@ -126,6 +127,7 @@ async function assemble(
     schedules,
     scheduler,
     queues,
+    flowControl: new FlowControlStore(pool),
   };
   const server = await listen(
     createQueueHandler(ctx, () => creds.token),

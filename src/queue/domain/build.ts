@@ -37,6 +37,7 @@ export function buildMeta(
     callerIP,
     labels: opts.labels,
     redact: opts.redact,
+    flowControl: opts.flowControl,
     depth: 0,
   };
 }

@@ -113,8 +113,10 @@ function field(key: string, meta: MessageMeta, facts: Facts): string[] {
       return facts.state ? [facts.state] : [];
     case "responseStatus":
       return facts.responseStatus === undefined ? [] : [String(facts.responseStatus)];
+    case "flowControlKey":
+      return meta.flowControl ? [meta.flowControl.key] : [];
     default:
-      return []; // flowControlKey: not produced by this service yet
+      return [];
   }
 }
 

@@ -8,6 +8,8 @@
  *   any waiting state -> CANCEL_REQUESTED, CANCELED (cancel); ACTIVE -> CANCEL_REQUESTED (cancel)
  *   -> CANCELED (finish/reap); an expired lease: ACTIVE -> RETRY (reap)
  */
+import type { FlowControl } from "./flow-control.js";
+
 export type Headers = Record<string, string[]>;
 
 export const STATES = [
@@ -66,6 +68,8 @@ export interface MessageMeta {
   queueName?: string | undefined;
   labels?: string[] | undefined;
   redact?: Redaction | undefined;
+  /** Flow-control key and config (spec 3.3); callbacks do not inherit it. */
+  flowControl?: FlowControl | undefined;
   /** 0 for a published message, parent depth + 1 for callbacks (bounded by config). */
   depth: number;
 }

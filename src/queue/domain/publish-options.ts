@@ -1,6 +1,7 @@
 import type { Config } from "../../config/schema.js";
 import { AppError } from "../../shared/errors.js";
 import { parseDuration } from "./duration.js";
+import { parseFlowControl } from "./flow-control.js";
 import { addHeader } from "./headers.js";
 import type { CallbackOptions, Headers, MessageMeta, Redaction } from "./message.js";
 import { compileRetryDelay } from "./retry-delay.js";
@@ -28,6 +29,7 @@ export interface PublishOptions extends Pick<
   | "failureCallbackOptions"
   | "labels"
   | "redact"
+  | "flowControl"
 > {
   /** Absolute due time, ms. */
   dueAt: number;
@@ -80,6 +82,10 @@ export function parsePublishOptions(
     ...failurePart(cfg, limits),
     labels: parseList(cfg.get("upstash-label")),
     redact: parseRedact(cfg.get("upstash-redact-fields")),
+    flowControl: parseFlowControl(
+      cfg.get("upstash-flow-control-key"),
+      cfg.get("upstash-flow-control-value"),
+    ),
   };
 }
 

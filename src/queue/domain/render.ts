@@ -66,6 +66,13 @@ function optional(meta: MessageMeta): Record<string, unknown> {
   if (meta.retryDelayExpression) out["retryDelayExpression"] = meta.retryDelayExpression;
   if (meta.scheduleId) out["scheduleId"] = meta.scheduleId;
   if (meta.queueName) out["queueName"] = meta.queueName;
+  if (meta.flowControl) {
+    const fc = meta.flowControl;
+    out["flowControlKey"] = fc.key;
+    if (fc.parallelism > 0) out["parallelism"] = fc.parallelism;
+    if (fc.rate > 0) out["rate"] = fc.rate;
+    out["period"] = fc.period;
+  }
   if (meta.labels) {
     out["label"] = meta.labels[0];
     out["labels"] = meta.labels;

@@ -3,6 +3,7 @@ import type { Config } from "../../config/schema.js";
 import type { Logger } from "../../shared/log.js";
 import type { Dispatcher } from "../delivery/dispatcher.js";
 import type { DlqStore } from "../store/dlq-store.js";
+import type { FlowControlStore } from "../store/flow-control-store.js";
 import type { LogStore } from "../store/log-store.js";
 import type { MessageStore } from "../store/message-store.js";
 import type { QueueStore } from "../store/queue-store.js";
@@ -24,6 +25,8 @@ export interface QueueContext {
   schedules: ScheduleStore;
   /** FIFO queues (spec 2.2, 2.5). */
   queues: QueueStore;
+  /** Flow-control keys (spec 2.11), read only: limits are enforced in the Lua transitions. */
+  flowControl: FlowControlStore;
   /** The cron loop; routes take its clock (`now()`) and wake it after changes. */
   scheduler: Scheduler;
 }

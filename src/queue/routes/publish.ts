@@ -67,7 +67,9 @@ async function storeAndDispatch(
   dedup: Parameters<MessageStore["enqueue"]>[2],
 ) {
   const dueAt = messages[0]?.dueAt ?? now;
-  const reserved = dueAt <= now ? ctx.dispatcher.reserve(messages.length) : 0;
+  // Flow-control messages wait for their key's admission (lua/flow-includes.ts), never leased here.
+  const direct = dueAt <= now && !messages[0]?.meta.flowControl;
+  const reserved = direct ? ctx.dispatcher.reserve(messages.length) : 0;
   const lease =
     reserved > 0 ? { token: newLeaseToken(), leaseMs: ctx.config.queueLeaseMs } : undefined;
   try {

@@ -5,6 +5,7 @@ import { sendError } from "../../shared/http/respond.js";
 import type { Handler, QueueContext, QueueRequest } from "./context.js";
 import * as dlq from "./dlq.js";
 import { getKeys, rotateKeys } from "./keys.js";
+import { getFlowControl, listFlowControl } from "./flow-control.js";
 import { listLogs } from "./logs.js";
 import { cancelMany, cancelMessage, getMessage } from "./messages.js";
 import { publish } from "./publish.js";
@@ -51,6 +52,8 @@ const ROUTES: [string, Handler][] = [
   ["GET schedules", schedules.listSchedules],
   ["GET schedules *", schedules.getSchedule],
   ["DELETE schedules *", schedules.deleteSchedule],
+  ["GET flowcontrol", listFlowControl],
+  ["GET flowcontrol *", getFlowControl],
   ["GET events", listLogs],
   ["GET logs", listLogs],
   ["GET keys", getKeys],

@@ -137,5 +137,6 @@ function perMessage(o: PublishOptions): ScheduleOptions {
     failureCallbackOptions: o.failureCallbackOptions,
     labels: o.labels,
     redact: o.redact,
+    flowControl: o.flowControl,
   };
 }

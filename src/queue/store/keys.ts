@@ -26,6 +26,13 @@
  *                        callbacks); HLEN = slots in use, never more than parallelism when admitted
  *   A queue message's hash also has `queue` (name) and `qdue` (its due time), and once admitted
  *   (moved from qwait into due) `slot`. The slot logic is in lua/queue-includes.ts.
+ *   <p>fc:<k>      hash  flow-control key: parallelism, rate (0 = none), period (s), count (admitted,
+ *                        unfinished), rstart (ms), rcount (admitted this period), createdAt
+ *   <p>fckeys      set   every flow-control key
+ *   <p>fcwait:<k>  list  ids of the key's messages waiting for admission, oldest first (not in due)
+ *   <p>fcwake      zset  key -> start of its next rate period, while messages wait for the rate
+ *   A flow-control message's hash also has `fc` (key), `fcdue` and once admitted `fcslot`. The
+ *   logic is in lua/flow-includes.ts.
  */
 export const QUEUE_PREFIX = "stashd:{stashd:q}:v1:";
 
@@ -49,4 +56,7 @@ export const queueKeys = {
   queue: (name: string): string => `${QUEUE_PREFIX}queue:${name}`,
   queueWait: (name: string): string => `${QUEUE_PREFIX}qwait:${name}`,
   queueSlots: (name: string): string => `${QUEUE_PREFIX}qslots:${name}`,
+  flowControlKeys: `${QUEUE_PREFIX}fckeys`,
+  flowControl: (key: string): string => `${QUEUE_PREFIX}fc:${key}`,
+  flowControlWait: (key: string): string => `${QUEUE_PREFIX}fcwait:${key}`,
 } as const;

@@ -6,7 +6,7 @@
  * KEYS[1] due  KEYS[2] pending  KEYS[3] log
  * ARGV[1] key prefix  ARGV[2] now  ARGV[3] log cutoff  ARGV[4..] message ids
  * Returns the number of messages cancelled. A cancelled queue message leaves its queue's wait list
- * or frees its slot (queueForget).
+ * or frees its slot (queueForget), and likewise for its flow-control key (fcRelease).
  */
 export const CANCEL = {
   name: "cancel",
@@ -26,6 +26,7 @@ for i = 4, #ARGV do
     redis.call('ZREM', KEYS[1], id)
     redis.call('ZREM', KEYS[2], id)
     queueForget(prefix, h, id, KEYS[1])
+    fcRelease(prefix, h, id, KEYS[1], now)
     redis.call('DEL', h)
     addLog(KEYS[3], cutoff, now, id, 'CANCEL_REQUESTED', f[2], '{}')
     addLog(KEYS[3], cutoff, now, id, 'CANCELED', f[2], '{}')

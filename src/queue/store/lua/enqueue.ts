@@ -10,7 +10,8 @@
  * ARGV[7] lease ms (renewed by the holder while the attempt runs)
  * ARGV[8..] groups of 5: id, meta JSON, body, dueAt ms, timeout ms
  * Returns {1} when stored; {0, <stored response>} when the dedup key was already taken.
- * Events: CREATED per message, then ACTIVE when leased.
+ * Events: CREATED per message, then ACTIVE when leased. A flow-control message is never leased
+ * here: it waits for its key (fcEnter, which may admit it into the due set at once).
  */
 export const ENQUEUE = {
   name: "enqueue",
@@ -26,7 +27,8 @@ local i = 8
 while i + 4 <= #ARGV do
   local id, meta, tmo = ARGV[i], ARGV[i + 1], ARGV[i + 4]
   insertMessage(prefix, KEYS[1], KEYS[2], KEYS[3], cutoff, now, id, meta, ARGV[i + 2], ARGV[i + 3], tmo)
-  if token ~= '' then
+  local waits = fcEnter(prefix, KEYS[1], id, meta, ARGV[i + 3], now)
+  if token ~= '' and not waits then
     redis.call('ZREM', KEYS[1], id)
     redis.call('ZADD', KEYS[5], tonumber(now) + tonumber(ARGV[7]), id)
     redis.call('HSET', prefix .. 'msg:' .. id, 'state', 'ACTIVE', 'lease', token)

@@ -10,7 +10,8 @@
  * (the reaper returned it; another attempt owns the message now).
  * Events: DELIVERED | ERROR,RETRY | ERROR,FAILED | CANCELED; CREATED per callback message.
  * A queue message's slot passes to its callback messages; a final outcome ends its own hold
- * (queueRelease, which admits the queue's next messages when the slot is free).
+ * (queueRelease, which admits the queue's next messages when the slot is free), and frees its
+ * flow-control slot (fcRelease; a retry keeps it).
  */
 export const FINISH = {
   name: "finish",
@@ -40,6 +41,7 @@ else
   end
   addLog(KEYS[4], cutoff, now, id, outcome, f[3], ARGV[7])
   queueRelease(prefix, h, KEYS[1], outcome == 'CANCELED' and (#ARGV + 1) or 11, true)
+  fcRelease(prefix, h, id, KEYS[1], now)
   redis.call('DEL', h)
   redis.call('ZREM', KEYS[3], id)
 end

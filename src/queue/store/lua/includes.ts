@@ -3,6 +3,7 @@
  * no asset copying). `addLog` appends one state change to the log stream, trimming entries older
  * than the retention cutoff; `insertMessage` stores a new message as CREATED and due at `dueAt`.
  */
+import { FLOW_INCLUDES } from "./flow-includes.js";
 import { QUEUE_INCLUDES } from "./queue-includes.js";
 
 export const LUA_INCLUDES = `
@@ -28,5 +29,6 @@ local function insertFrom(first, prefix, dueKey, pendingKey, logKey, cutoff, now
     i = i + 5
   end
 end
+${FLOW_INCLUDES}
 ${QUEUE_INCLUDES}
 `;

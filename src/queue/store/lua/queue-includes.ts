@@ -10,8 +10,9 @@
  * parallelism limit holds across processes without any process-local state.
  */
 export const QUEUE_INCLUDES = `
--- Admits waiting messages of queue \`name\` while it is unpaused and has a free slot.
--- Returns the number admitted.
+-- Admits waiting messages of queue \`name\` while it is unpaused and has a free slot; an admitted
+-- flow-control message then waits for its key (fcEnter). Every script that admits has now in
+-- ARGV[2]. Returns the number admitted.
 local function queueAdmit(prefix, name, dueKey)
   local f = redis.call('HMGET', prefix .. 'queue:' .. name, 'parallelism', 'paused')
   if f[2] == '1' then return 0 end
@@ -28,6 +29,7 @@ local function queueAdmit(prefix, name, dueKey)
       redis.call('HSET', slots, id, 1)
       redis.call('HSET', h, 'slot', id)
       redis.call('ZADD', dueKey, due, id)
+      fcEnter(prefix, dueKey, id, redis.call('HGET', h, 'meta'), due, ARGV[2])
       n = n + 1
     end
   end

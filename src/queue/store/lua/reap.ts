@@ -4,7 +4,9 @@
  *
  * KEYS[1] active  KEYS[2] due  KEYS[3] pending  KEYS[4] log
  * ARGV[1] key prefix  ARGV[2] now  ARGV[3] log cutoff  ARGV[4] limit
- * Returns the number of leases returned. Events: RETRY (or CANCELED if cancel was requested).
+ * Also admits the waiting messages of flow-control keys whose next rate period has begun (fcWake).
+ * Returns the number of leases returned plus messages admitted. Events: RETRY (or CANCELED if
+ * cancel was requested).
  */
 export const REAP = {
   name: "reap",
@@ -18,6 +20,7 @@ for _, id in ipairs(ids) do
   local f = redis.call('HMGET', h, 'state', 'meta')
   if f[1] == 'CANCEL_REQUESTED' then
     queueRelease(prefix, h, KEYS[2], #ARGV + 1, true)
+    fcRelease(prefix, h, id, KEYS[2], now)
     redis.call('DEL', h)
     redis.call('ZREM', KEYS[3], id)
     addLog(KEYS[4], cutoff, now, id, 'CANCELED', f[2], '{}')
@@ -28,6 +31,6 @@ for _, id in ipairs(ids) do
     addLog(KEYS[4], cutoff, now, id, 'RETRY', f[2], '{"error":"delivery lease expired"}')
   end
 end
-return #ids
+return #ids + fcWake(prefix, KEYS[2], now)
 `,
 } as const;

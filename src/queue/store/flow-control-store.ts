@@ -1,0 +1,88 @@
+import type { RedisPool } from "../../shared/redis/pool.js";
+import type { Reply } from "../../shared/redis/resp.js";
+import { queueKeys as K } from "./keys.js";
+import { asArray, asInt, asText, checked } from "./scripts.js";
+
+/** FlowControlInfo of spec 2.11; every field always present (JS reads the numbers unguarded). */
+export interface FlowControlInfo {
+  flowControlKey: string;
+  waitListSize: number;
+  parallelismMax: number;
+  parallelismCount: number;
+  rateMax: number;
+  rateCount: number;
+  /** Seconds. */
+  ratePeriod: number;
+  /** Unix seconds. */
+  ratePeriodStart: number;
+  isPaused: boolean;
+  isPinnedParallelism: boolean;
+  isPinnedRate: boolean;
+}
+
+const NIL: Reply = { kind: "nil", array: false };
+const FIELDS = ["parallelism", "rate", "period", "count", "rstart", "rcount", "createdAt"] as const;
+
+/**
+ * Reads of flow-control keys (the state is written only by the Lua helpers of
+ * lua/flow-includes.ts). A key exists once a message with it was stored.
+ */
+export class FlowControlStore {
+  constructor(private readonly pool: RedisPool) {}
+
+  async get(key: string, now: number): Promise<FlowControlInfo | undefined> {
+    return (await this.getMany([key], now))[0];
+  }
+
+  /** Every key containing `search` (all without), by key. */
+  async list(now: number, search?: string): Promise<FlowControlInfo[]> {
+    const reply = checked(await this.pool.exec(["SMEMBERS", K.flowControlKeys]), "flow control");
+    const keys = asArray(reply).map((k) => asText(k) ?? "");
+    const wanted = keys.filter((k) => !search || k.includes(search)).sort();
+    return this.getMany(wanted, now);
+  }
+
+  private async getMany(keys: readonly string[], now: number): Promise<FlowControlInfo[]> {
+    if (keys.length === 0) return [];
+    const replies = await this.pool.execMany(
+      keys.flatMap((k) => [
+        ["HMGET", K.flowControl(k), ...FIELDS],
+        ["LLEN", K.flowControlWait(k)],
+      ]),
+    );
+    const out: FlowControlInfo[] = [];
+    for (const [i, key] of keys.entries()) {
+      const fields = asArray(checked(replies[i * 2] ?? NIL, "flow control")).map(asText);
+      if (fields[6] === undefined) continue;
+      const waiting = asInt(checked(replies[i * 2 + 1] ?? NIL, "flow control"));
+      out.push(
+        info(
+          key,
+          fields.map((f) => Number(f ?? 0)),
+          waiting,
+          now,
+        ),
+      );
+    }
+    return out;
+  }
+}
+
+/** Builds the API object from the hash fields (FIELDS order); a period that ended counts 0. */
+function info(key: string, f: number[], waiting: number, now: number): FlowControlInfo {
+  const [parallelism = 0, rate = 0, period = 1, count = 0, rstart = 0, rcount = 0] = f;
+  const current = now < rstart + period * 1000;
+  return {
+    flowControlKey: key,
+    waitListSize: waiting,
+    parallelismMax: parallelism,
+    parallelismCount: count,
+    rateMax: rate,
+    rateCount: current ? rcount : 0,
+    ratePeriod: period,
+    ratePeriodStart: Math.floor((current ? rstart : now) / 1000),
+    isPaused: false,
+    isPinnedParallelism: false,
+    isPinnedRate: false,
+  };
+}

@@ -1,0 +1,139 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventually } from "../harness/eventually.js";
+import { queueEnv, type QueueTestEnv } from "./setup.js";
+import { startTracker, type Tracker } from "./tracker.js";
+
+/**
+ * Flow control (spec 2.11, 3.3) through `@upstash/qstash` and raw HTTP: the parallelism and the
+ * rate of a key as seen at a local receiver, and the GET endpoints' shapes.
+ */
+let env: QueueTestEnv;
+const trackers: Tracker[] = [];
+
+beforeAll(async () => {
+  env = await queueEnv();
+});
+afterAll(async () => {
+  await Promise.all(trackers.map((t) => t.close()));
+  await env?.close();
+});
+
+async function tracker(): Promise<Tracker> {
+  const t = await startTracker(env.keys);
+  trackers.push(t);
+  return t;
+}
+
+/** Largest number of `times` (ms, sorted) inside any window of `windowMs`. */
+function mostWithin(times: number[], windowMs: number): number {
+  let most = 0;
+  for (const [i, t] of times.entries()) {
+    most = Math.max(most, times.filter((u, j) => j >= i && u < t + windowMs).length);
+  }
+  return most;
+}
+
+describe("flow control", () => {
+  it("never has more than parallelism deliveries of a key in flight", async () => {
+    const rx = await tracker();
+    rx.delayMs = 100;
+    const flowControl = { key: "fc-par", parallelism: 2 };
+    for (let n = 0; n < 8; n++) {
+      await env.client.publishJSON({ url: `${rx.url}/p`, body: { n }, flowControl });
+    }
+    await eventually(() => expect(rx.answered).toHaveLength(8), { timeoutMs: 10_000 });
+    expect(rx.maxInflight).toBe(2);
+    const info = (await (await env.api("/v2/flowControl/fc-par")).json()) as object;
+    expect(info).toMatchObject({ parallelismMax: 2, parallelismCount: 0, waitListSize: 0 });
+  });
+
+  it("limits enqueued queue messages by their key too", async () => {
+    const rx = await tracker();
+    rx.delayMs = 50;
+    await env.client.queue({ queueName: "fc-q" }).upsert({ parallelism: 4 });
+    for (let n = 0; n < 5; n++) {
+      const res = await env.api(`/v2/enqueue/fc-q/${rx.url}/q`, {
+        method: "POST",
+        headers: {
+          "Upstash-Flow-Control-Key": "fc-queue",
+          "Upstash-Flow-Control-Value": "parallelism=1",
+        },
+        body: String(n),
+      });
+      expect(res.status).toBe(201);
+    }
+    await eventually(() => expect(rx.answered).toHaveLength(5), { timeoutMs: 10_000 });
+    expect(rx.maxInflight).toBe(1);
+    expect(rx.answered.map((a) => a.body)).toEqual(["0", "1", "2", "3", "4"]);
+  });
+
+  it("starts at most rate deliveries per period", async () => {
+    const rx = await tracker();
+    const starts: number[] = [];
+    rx.statusOf = () => {
+      starts.push(Date.now());
+      return 200;
+    };
+    const flowControl = { key: "fc-rate", rate: 2, period: 1 };
+    for (let n = 0; n < 6; n++) {
+      await env.client.publishJSON({ url: `${rx.url}/r`, body: { n }, flowControl });
+    }
+    await eventually(() => expect(starts).toHaveLength(6), { timeoutMs: 10_000 });
+    expect(mostWithin(starts, 900)).toBeLessThanOrEqual(2);
+    expect((starts[5] ?? 0) - (starts[0] ?? 0)).toBeGreaterThanOrEqual(1_800);
+    // Admitted in order, `rate` at a time (each period's pair is delivered concurrently).
+    const order = rx.answered.map((a) => (JSON.parse(a.body) as { n: number }).n);
+    const pairs = [0, 2, 4].map((i) => order.slice(i, i + 2).sort());
+    expect(pairs).toEqual([
+      [0, 1],
+      [2, 3],
+      [4, 5],
+    ]);
+  });
+
+  it("reports keys with every numeric field, by key and by search; 404 for unknown", async () => {
+    const rx = await tracker();
+    const res = await env.api(`/v2/publish/${rx.url}/h`, {
+      method: "POST",
+      headers: {
+        "Upstash-Flow-Control-Key": "fc-http",
+        "Upstash-Flow-Control-Value": "parallelism=3, rate=10,period=1m",
+      },
+      body: "x",
+    });
+    expect(res.status).toBe(201);
+    const { messageId } = (await res.json()) as { messageId: string };
+    await eventually(() => expect(rx.answered).toHaveLength(1));
+    const get = async () => (await (await env.api("/v2/flowControl/fc-http")).json()) as object;
+    await eventually(async () => expect(await get()).toMatchObject({ parallelismCount: 0 }));
+    const info = await get();
+    expect(info).toEqual({
+      flowControlKey: "fc-http",
+      waitListSize: 0,
+      parallelismMax: 3,
+      parallelismCount: 0,
+      rateMax: 10,
+      rateCount: 1,
+      ratePeriod: 60,
+      ratePeriodStart: expect.any(Number) as number,
+      isPaused: false,
+      isPinnedParallelism: false,
+      isPinnedRate: false,
+    });
+    const found = (await (await env.api("/v2/flowControl?search=http")).json()) as object[];
+    expect(found).toEqual([info]);
+    const all = (await (await env.api("/v2/flowControl")).json()) as { flowControlKey: string }[];
+    expect(all.map((x) => x.flowControlKey)).toContain("fc-par");
+    expect((await env.api("/v2/flowControl/nope")).status).toBe(404);
+    const logs = (await (await env.api(`/v2/logs?flowControlKey=fc-http`)).json()) as {
+      logs: { messageId: string }[];
+    };
+    expect(logs.logs.length).toBeGreaterThan(0);
+    expect(logs.logs.every((e) => e.messageId === messageId)).toBe(true);
+    const bad = await env.api(`/v2/publish/${rx.url}/h`, {
+      method: "POST",
+      headers: { "Upstash-Flow-Control-Key": "k", "Upstash-Flow-Control-Value": "period=1s" },
+    });
+    expect(bad.status).toBe(400);
+  });
+});
