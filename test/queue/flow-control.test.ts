@@ -136,4 +136,41 @@ describe("flow control", () => {
     });
     expect(bad.status).toBe(400);
   });
+  it("pauses, resumes, pins, unpins and resets a key through the SDK", async () => {
+    const rx = await tracker();
+    const fc = env.client.flowControl;
+    const flowControl = { key: "fc-admin", parallelism: 5 };
+    await env.client.publishJSON({ url: `${rx.url}/a`, body: { n: 0 }, flowControl });
+    await eventually(() => expect(rx.answered).toHaveLength(1));
+    await fc.pause("fc-admin");
+    await env.client.publishJSON({ url: `${rx.url}/a`, body: { n: 1 }, flowControl });
+    expect(await fc.get("fc-admin")).toMatchObject({ isPaused: true, waitListSize: 1 });
+    expect(rx.answered).toHaveLength(1);
+    await fc.resume("fc-admin");
+    await eventually(() => expect(rx.answered).toHaveLength(2));
+    await fc.pin("fc-admin", { parallelism: 3, rate: 20, period: 120 });
+    await env.client.publishJSON({ url: `${rx.url}/a`, body: { n: 2 }, flowControl });
+    expect(await fc.get("fc-admin")).toMatchObject({
+      parallelismMax: 3,
+      rateMax: 20,
+      ratePeriod: 120,
+      isPinnedParallelism: true,
+      isPinnedRate: true,
+      isPaused: false,
+    });
+    await fc.unpin("fc-admin", { parallelism: true, rate: false });
+    expect(await fc.get("fc-admin")).toMatchObject({
+      isPinnedParallelism: false,
+      isPinnedRate: true,
+    });
+    await fc.resetRate("fc-admin");
+    expect(await fc.get("fc-admin")).toMatchObject({ rateCount: 0 });
+    expect((await env.api("/v2/flowControl/fc-admin/reset", { method: "POST" })).status).toBe(200);
+    expect((await env.api("/v2/flowControl/nope/pause", { method: "POST" })).status).toBe(404);
+    const badPin = await env.api("/v2/flowControl/fc-admin/pin?parallelism=x", { method: "POST" });
+    expect(badPin.status).toBe(400);
+    const global = await fc.getGlobalParallelism();
+    expect(global).toMatchObject({ parallelismMax: 0 });
+    expect(typeof global.parallelismCount).toBe("number");
+  });
 });

@@ -5,7 +5,7 @@ import { sendError } from "../../shared/http/respond.js";
 import type { Handler, QueueContext, QueueRequest } from "./context.js";
 import * as dlq from "./dlq.js";
 import { getKeys, rotateKeys } from "./keys.js";
-import { getFlowControl, listFlowControl } from "./flow-control.js";
+import * as flow from "./flow-control.js";
 import { listLogs } from "./logs.js";
 import { cancelMany, cancelMessage, getMessage } from "./messages.js";
 import { publish } from "./publish.js";
@@ -52,8 +52,15 @@ const ROUTES: [string, Handler][] = [
   ["GET schedules", schedules.listSchedules],
   ["GET schedules *", schedules.getSchedule],
   ["DELETE schedules *", schedules.deleteSchedule],
-  ["GET flowcontrol", listFlowControl],
-  ["GET flowcontrol *", getFlowControl],
+  ["GET flowcontrol", flow.listFlowControl],
+  ["GET flowcontrol *", flow.getFlowControl],
+  ["POST flowcontrol * pause", flow.manageFlowControl],
+  ["POST flowcontrol * resume", flow.manageFlowControl],
+  ["POST flowcontrol * pin", flow.manageFlowControl],
+  ["POST flowcontrol * unpin", flow.manageFlowControl],
+  ["POST flowcontrol * resetrate", flow.manageFlowControl],
+  ["POST flowcontrol * reset", flow.manageFlowControl],
+  ["GET globalparallelism", flow.globalParallelism],
   ["GET events", listLogs],
   ["GET logs", listLogs],
   ["GET keys", getKeys],

@@ -1,7 +1,8 @@
 import type { RedisPool } from "../../shared/redis/pool.js";
 import type { Reply } from "../../shared/redis/resp.js";
 import { queueKeys as K } from "./keys.js";
-import { asArray, asInt, asText, checked } from "./scripts.js";
+import { FLOW_CONTROL_MANAGE } from "./lua/flow-control.js";
+import { asArray, asInt, asText, checked, Script } from "./scripts.js";
 
 /** FlowControlInfo of spec 2.11; every field always present (JS reads the numbers unguarded). */
 export interface FlowControlInfo {
@@ -21,7 +22,31 @@ export interface FlowControlInfo {
 }
 
 const NIL: Reply = { kind: "nil", array: false };
-const FIELDS = ["parallelism", "rate", "period", "count", "rstart", "rcount", "createdAt"] as const;
+const FIELDS = [
+  "parallelism",
+  "rate",
+  "period",
+  "count",
+  "rstart",
+  "rcount",
+  "createdAt",
+  "paused",
+  "pinP",
+  "pinR",
+] as const;
+
+const manage = new Script(FLOW_CONTROL_MANAGE);
+
+/** A management action (spec 2.11) and its arguments (see lua/flow-control.ts). */
+export type FlowControlAction =
+  | { action: "pause" | "resume" | "resetRate" | "reset" }
+  | {
+      action: "pin";
+      parallelism: number | undefined;
+      rate: number | undefined;
+      period: number | undefined;
+    }
+  | { action: "unpin"; parallelism: boolean; rate: boolean };
 
 /**
  * Reads of flow-control keys (the state is written only by the Lua helpers of
@@ -32,6 +57,20 @@ export class FlowControlStore {
 
   async get(key: string, now: number): Promise<FlowControlInfo | undefined> {
     return (await this.getMany([key], now))[0];
+  }
+
+  /** Applies `a` to `key`; the number of messages admitted, or -1 when the key does not exist. */
+  async manage(key: string, now: number, a: FlowControlAction): Promise<number> {
+    const args = [K.prefix, String(now), key, a.action];
+    if (a.action === "pin") args.push(...[a.parallelism, a.rate, a.period].map((v) => str(v)));
+    if (a.action === "unpin") args.push(a.parallelism ? "1" : "0", a.rate ? "1" : "0");
+    const keys = [K.flowControl(key), K.due];
+    return asInt(await manage.run(this.pool, keys, args));
+  }
+
+  /** In-flight deliveries across every process (the active set). */
+  async activeCount(): Promise<number> {
+    return asInt(checked(await this.pool.exec(["ZCARD", K.active]), "flow control"));
   }
 
   /** Every key containing `search` (all without), by key. */
@@ -55,12 +94,14 @@ export class FlowControlStore {
       const fields = asArray(checked(replies[i * 2] ?? NIL, "flow control")).map(asText);
       if (fields[6] === undefined) continue;
       const waiting = asInt(checked(replies[i * 2 + 1] ?? NIL, "flow control"));
+      const state = { paused: fields[7] === "1", pinP: fields[8] === "1", pinR: fields[9] === "1" };
       out.push(
         info(
           key,
           fields.map((f) => Number(f ?? 0)),
           waiting,
           now,
+          state,
         ),
       );
     }
@@ -69,7 +110,13 @@ export class FlowControlStore {
 }
 
 /** Builds the API object from the hash fields (FIELDS order); a period that ended counts 0. */
-function info(key: string, f: number[], waiting: number, now: number): FlowControlInfo {
+function info(
+  key: string,
+  f: number[],
+  waiting: number,
+  now: number,
+  s: { paused: boolean; pinP: boolean; pinR: boolean },
+): FlowControlInfo {
   const [parallelism = 0, rate = 0, period = 1, count = 0, rstart = 0, rcount = 0] = f;
   const current = now < rstart + period * 1000;
   return {
@@ -81,8 +128,10 @@ function info(key: string, f: number[], waiting: number, now: number): FlowContr
     rateCount: current ? rcount : 0,
     ratePeriod: period,
     ratePeriodStart: Math.floor((current ? rstart : now) / 1000),
-    isPaused: false,
-    isPinnedParallelism: false,
-    isPinnedRate: false,
+    isPaused: s.paused,
+    isPinnedParallelism: s.pinP,
+    isPinnedRate: s.pinR,
   };
 }
+
+const str = (v: number | undefined): string => (v === undefined ? "" : String(v));

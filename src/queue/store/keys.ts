@@ -27,7 +27,8 @@
  *   A queue message's hash also has `queue` (name) and `qdue` (its due time), and once admitted
  *   (moved from qwait into due) `slot`. The slot logic is in lua/queue-includes.ts.
  *   <p>fc:<k>      hash  flow-control key: parallelism, rate (0 = none), period (s), count (admitted,
- *                        unfinished), rstart (ms), rcount (admitted this period), createdAt
+ *                        unfinished), rstart (ms), rcount (admitted this period), createdAt,
+ *                        paused, pinP, pinR (0|1: parallelism / rate+period pinned)
  *   <p>fckeys      set   every flow-control key
  *   <p>fcwait:<k>  list  ids of the key's messages waiting for admission, oldest first (not in due)
  *   <p>fcwake      zset  key -> start of its next rate period, while messages wait for the rate
