@@ -8,8 +8,8 @@ import { startClockedQueue, TEST_KEYS as KEYS, TEST_TOKEN as TOKEN, TestClock } 
 import { startTracker, type Tracker } from "./tracker.js";
 
 /**
- * FIFO queues with two queue services ("processes") on one Redis: the parallelism limit holds
- * across them (slots are admitted by Lua scripts, not in process memory), and a schedule with
+ * FIFO queues and flow-control keys with two queue services ("processes") on one Redis: the
+ * parallelism limits hold across them (slots are admitted by Lua scripts, not in process memory), and a schedule with
  * `Upstash-Queue-Name` puts its messages into that queue (a shared test clock makes the cron
  * minute pass at once).
  */
@@ -78,6 +78,24 @@ describe("queues across two processes", () => {
     expect(await ca.queue({ queueName: "pr-q" }).get()).toMatchObject({ paused: true, lag: 1 });
     await ca.queue({ queueName: "pr-q" }).resume();
     await eventually(() => expect(rx.answered.map((x) => x.body)).toEqual(["p"]));
+  });
+});
+
+describe("flow control across two processes", () => {
+  it("keeps a key's parallelism with both processes publishing and delivering", async () => {
+    const rx = await tracker();
+    rx.delayMs = 30;
+    const n = 16;
+    const flowControl = { key: "shared-key", parallelism: 2 };
+    await Promise.all(
+      Array.from({ length: n }, (_, i) =>
+        (i % 2 === 0 ? ca : cb).publish({ url: `${rx.url}/f`, body: String(i), flowControl }),
+      ),
+    );
+    await eventually(() => expect(rx.answered).toHaveLength(n), { timeoutMs: 15_000 });
+    expect(rx.maxInflight).toBe(2);
+    expect(rx.badSignatures).toBe(0);
+    expect(new Set(rx.answered.map((x) => x.body)).size).toBe(n);
   });
 });
 
