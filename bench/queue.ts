@@ -5,7 +5,8 @@
  * always, so every counted publish is on disk) and a local receiver as child processes:
  * - bare: an undici POST loop straight to the receiver, 1 and 50 connections (the ceiling);
  * - durable publishes/s at 1 and 50 connections (autocannon against /v2/publish/<receiver>);
- * - deliveries/s: a backlog released at once by a common Upstash-Not-Before;
+ * - deliveries/s: a backlog released at once by a common Upstash-Not-Before, without and with a
+ *   flow-control key whose limit never binds (the flow-control overhead);
  * - publish->delivery latency p50/p99 with no delay, one publish at a time.
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
@@ -118,10 +119,21 @@ async function drain(rx: string, expected: number, timeoutMs: number): Promise<n
   return seen;
 }
 
-async function deliveries(base: string, token: string, rx: string, n: number, rate: number) {
+async function deliveries(
+  base: string,
+  token: string,
+  rx: string,
+  n: number,
+  rate: number,
+  extra: Record<string, string> = {},
+) {
   const pool = new Pool(base, { connections: 20 });
   const releaseAt = Math.ceil((Date.now() + (n / rate) * 1000 * 1.5 + 1500) / 1000);
-  const headers = { authorization: `Bearer ${token}`, "upstash-not-before": String(releaseAt) };
+  const headers = {
+    authorization: `Bearer ${token}`,
+    "upstash-not-before": String(releaseAt),
+    ...extra,
+  };
   let next = 0;
   await Promise.all(
     Array.from({ length: 20 }, async () => {
@@ -185,6 +197,11 @@ async function main(): Promise<void> {
     await drain(rx, Number.MAX_SAFE_INTEGER, 3000);
     const n = Math.min(20_000, Math.max(2000, Math.round(pub50.rps * 2)));
     const dps = await deliveries(stashd.url, stashd.token, rx, n, pub50.rps);
+    // Flow-control overhead: the same backlog under one key whose limit never binds.
+    const dpsKey = await deliveries(stashd.url, stashd.token, rx, n, pub50.rps, {
+      "upstash-flow-control-key": "bench",
+      "upstash-flow-control-value": "parallelism=100000",
+    });
     const lat = await latency(stashd.url, stashd.token, rx, 500);
     const f = (x: number) => x.toFixed(x < 10 ? 2 : 0);
     console.log(`| measure | value |\n|---|---|`);
@@ -200,6 +217,9 @@ async function main(): Promise<void> {
     );
     console.log(
       `| deliveries (backlog of ${n}) | ${f(dps)} /s (${f((dps / bare50.rps) * 100)} % of bare 50) |`,
+    );
+    console.log(
+      `| deliveries with a flow-control key (limit never reached) | ${f(dpsKey)} /s (${f((dpsKey / dps) * 100)} % of without) |`,
     );
     console.log(
       `| publish -> delivery latency (${lat.n} samples) | p50 ${f(lat.p50)} ms, p99 ${f(lat.p99)} ms |`,
