@@ -133,6 +133,22 @@ describe("cron schedules", () => {
     await client.schedules.delete(scheduleId);
   });
 
+  it("echoes a flow-control key in the schedule object", async () => {
+    const rx = await receiver();
+    const { scheduleId } = await client.schedules.create({
+      destination: rx.url,
+      cron: "0 0 * * *",
+      flowControl: { key: "sched-key", parallelism: 2, rate: 5, period: "10s" },
+    });
+    expect(await client.schedules.get(scheduleId)).toMatchObject({
+      flowControlKey: "sched-key",
+      parallelism: 2,
+      rate: 5,
+      period: 10,
+    });
+    await client.schedules.delete(scheduleId);
+  });
+
   it("refuses a bad cron, a missing cron, a bad id and a bad queue name with 400 errors", async () => {
     const rx = await receiver();
     await expect(

@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import type { FlowControl } from "./flow-control.js";
 import type { DlqMeta, Headers, MessageMeta, Redaction } from "./message.js";
 
 /**
@@ -66,18 +67,23 @@ function optional(meta: MessageMeta): Record<string, unknown> {
   if (meta.retryDelayExpression) out["retryDelayExpression"] = meta.retryDelayExpression;
   if (meta.scheduleId) out["scheduleId"] = meta.scheduleId;
   if (meta.queueName) out["queueName"] = meta.queueName;
-  if (meta.flowControl) {
-    const fc = meta.flowControl;
-    out["flowControlKey"] = fc.key;
-    if (fc.parallelism > 0) out["parallelism"] = fc.parallelism;
-    if (fc.rate > 0) out["rate"] = fc.rate;
-    out["period"] = fc.period;
-  }
+  Object.assign(out, flowControlFields(meta.flowControl));
   if (meta.labels) {
     out["label"] = meta.labels[0];
     out["labels"] = meta.labels;
   }
   return out;
+}
+
+/** `flowControlKey`, `parallelism`, `rate`, `period` (spec 7), as messages and schedules echo them. */
+export function flowControlFields(fc: FlowControl | undefined): Record<string, unknown> {
+  if (!fc) return {};
+  return {
+    flowControlKey: fc.key,
+    ...(fc.parallelism > 0 ? { parallelism: fc.parallelism } : {}),
+    ...(fc.rate > 0 ? { rate: fc.rate } : {}),
+    period: fc.period,
+  };
 }
 
 export function renderDlq(meta: DlqMeta, body: Buffer): Record<string, unknown> {

@@ -1,4 +1,4 @@
-import { bodyFields, redactHeaders } from "../domain/render.js";
+import { bodyFields, flowControlFields, redactHeaders } from "../domain/render.js";
 import type { StoredSchedule } from "../store/schedule-store.js";
 import type { QueueContext } from "./context.js";
 
@@ -60,6 +60,7 @@ function render(s: StoredSchedule, states: Record<string, string>): Record<strin
     ...(o.labels ? { label: o.labels[0], labels: o.labels } : {}),
     ...(def.callerIP ? { callerIP: def.callerIP, callerIp: def.callerIP } : {}),
     ...(def.queueName ? { queueName: def.queueName } : {}),
+    ...flowControlFields(o.flowControl),
     createdAt: def.createdAt,
     lastScheduleTime: s.last,
     nextScheduleTime: s.paused ? 0 : s.next,
