@@ -1,13 +1,15 @@
 /**
- * Reliability scenario 1 (docs/reliability.md), the part that exists before flow control:
+ * Reliability scenario 1 (docs/reliability.md):
  * `npx tsx bench/reliability-processes.ts [--messages N] [--kills K] [--seed S]`.
  *
  * Three `bin/stashd` processes (build first: `npm run build`) share one queue Redis on loopback.
- * The bench publishes N messages through random processes (70 % plain publishes, 30 % enqueued in
- * order to three FIFO queues of parallelism 1) to a receiver that fails at random (500s,
+ * The bench publishes N messages through random processes (70 % plain publishes, a fifth of them
+ * under one flow-control key of parallelism 2; 30 % enqueued in order to three FIFO queues of
+ * parallelism 1) to a receiver that fails at random (500s,
  * timeouts, resets), while one process at a time is SIGKILLed and restarted K times. Then it
  * waits (at most 90 s) for every accepted message and reports accepted, delivered, lost (must be
- * 0), duplicates, FIFO violations (must be 0) and parallelism exceeded (must be 0). Fixed seed.
+ * 0), duplicates, FIFO violations (must be 0) and parallelism exceeded, of FIFO queues or of the
+ * flow-control key (must be 0). Fixed seed.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -35,16 +37,28 @@ const successes = new Map<string, number>();
 const firstOrder = new Map<string, number[]>();
 const inFlight = new Map<string, number>();
 let parallelismExceeded = 0;
+const exceededBy = new Map<string, number>();
+
+/** Flow-control key of the `/fc` messages and its parallelism limit. */
+const FC_KEY = "rel-key";
+const FC_PARALLELISM = 2;
+
+/** Counts a request in flight under `group` until it closes; flags going over `limit`. */
+function track(group: string, limit: number, res: http.ServerResponse): void {
+  const n = (inFlight.get(group) ?? 0) + 1;
+  inFlight.set(group, n);
+  if (n > limit) {
+    parallelismExceeded++;
+    exceededBy.set(group, (exceededBy.get(group) ?? 0) + 1);
+  }
+  res.on("close", () => inFlight.set(group, (inFlight.get(group) ?? 1) - 1));
+}
 
 const receiver = http.createServer((req, res) => {
   const chunks: Buffer[] = [];
   const queue = String(req.headers["upstash-queue-name"] ?? "");
-  if (queue !== "") {
-    const n = (inFlight.get(queue) ?? 0) + 1;
-    inFlight.set(queue, n);
-    if (n > 1) parallelismExceeded++;
-    res.on("close", () => inFlight.set(queue, (inFlight.get(queue) ?? 1) - 1));
-  }
+  if (queue !== "") track(queue, 1, res);
+  if (req.url?.endsWith("/fc")) track(FC_KEY, FC_PARALLELISM, res);
   req.on("data", (c: Buffer) => chunks.push(c));
   req.on("end", () => {
     const id = Buffer.concat(chunks).toString();
@@ -96,12 +110,18 @@ function startProc(p: Proc): void {
 }
 
 /** Sends one message through random live processes until one answers 201/202. */
-async function send(id: string, queue: string | undefined): Promise<void> {
+async function send(id: string, queue: string | undefined, flowControl = false): Promise<void> {
+  const fc = flowControl
+    ? {
+        "upstash-flow-control-key": FC_KEY,
+        "upstash-flow-control-value": `parallelism=${FC_PARALLELISM}`,
+      }
+    : undefined;
   for (;;) {
     const p = pick(rand, procs);
     const route = queue ? `enqueue/${queue}` : "publish";
     try {
-      const res = await fetch(`http://127.0.0.1:${p.port}/v2/${route}/${rxUrl}`, {
+      const res = await fetch(`http://127.0.0.1:${p.port}/v2/${route}/${rxUrl}${fc ? "/fc" : ""}`, {
         method: "POST",
         body: id,
         headers: {
@@ -113,6 +133,7 @@ async function send(id: string, queue: string | undefined): Promise<void> {
           "upstash-retry-delay": "min(200, 10 * pow(2, retried))",
           // A retry after an unknown outcome must not store the message twice.
           "upstash-deduplication-id": id,
+          ...fc,
         },
         signal: AbortSignal.timeout(5_000),
       });
@@ -166,8 +187,10 @@ const fifoSenders = FIFO_QUEUES.map(async (q) => {
 });
 const plainSenders = Array.from({ length: 8 }, async (_, w) => {
   for (let i = w; i < Math.round(MESSAGES * 0.7); i += 8) {
-    await send(`plain-${i}`, undefined);
-    accepted.push(`plain-${i}`);
+    // Every fifth plain message goes under one flow-control key (parallelism 2).
+    const id = i % 5 === 0 ? `fc-${i}` : `plain-${i}`;
+    await send(id, undefined, i % 5 === 0);
+    accepted.push(id);
   }
 });
 await Promise.all([...fifoSenders, ...plainSenders, killer]);
@@ -195,6 +218,7 @@ console.log(
       duplicates,
       fifoViolations,
       parallelismExceeded,
+      exceededBy: Object.fromEntries(exceededBy),
       seconds: Math.round((Date.now() - started) / 1000),
       missingSample: missing().slice(0, 10),
     },
