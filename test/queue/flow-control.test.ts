@@ -43,8 +43,11 @@ describe("flow control", () => {
     }
     await eventually(() => expect(rx.answered).toHaveLength(8), { timeoutMs: 10_000 });
     expect(rx.maxInflight).toBe(2);
-    const info = (await (await env.api("/v2/flowControl/fc-par")).json()) as object;
-    expect(info).toMatchObject({ parallelismMax: 2, parallelismCount: 0, waitListSize: 0 });
+    // The last finish is recorded just after the receiver answered: wait for it.
+    await eventually(async () => {
+      const info = (await (await env.api("/v2/flowControl/fc-par")).json()) as object;
+      expect(info).toMatchObject({ parallelismMax: 2, parallelismCount: 0, waitListSize: 0 });
+    });
   });
 
   it("limits enqueued queue messages by their key too", async () => {

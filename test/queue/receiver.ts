@@ -46,7 +46,7 @@ export async function startReceiver(keys: () => SigningKeysSource): Promise<Test
     req.on("end", () => {
       void (async () => {
         const body = Buffer.concat(chunks).toString("utf8");
-        const url = `${base}${req.url ?? "/"}`;
+        const url = `${listening.url}${req.url ?? "/"}`;
         const signatureError = await verify(keys(), req, body, url);
         state.requests.push({
           method: req.method ?? "",
@@ -60,19 +60,27 @@ export async function startReceiver(keys: () => SigningKeysSource): Promise<Test
       })();
     });
   });
+  const listening = await listenLocal(server);
+  return Object.assign(state, listening);
+}
+
+/** Listens on a free loopback port; `close` also ends open connections. */
+export async function listenLocal(
+  server: http.Server,
+): Promise<{ url: string; close(): Promise<void> }> {
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return Object.assign(state, {
-    url: base,
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
         server.close(() => resolve());
       }),
-  });
+  };
 }
 
-async function verify(
+/** Why the delivery's `Upstash-Signature` does not verify, or undefined when it does. */
+export async function verify(
   keys: SigningKeysSource,
   req: http.IncomingMessage,
   body: string,

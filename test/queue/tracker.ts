@@ -1,7 +1,5 @@
 import http from "node:http";
-import type { AddressInfo } from "node:net";
-import { Receiver } from "@upstash/qstash";
-import type { SigningKeysSource } from "./receiver.js";
+import { listenLocal, verify, type SigningKeysSource } from "./receiver.js";
 
 /**
  * A local receiver on port 0 for queue-order tests: it verifies each request's signature with the
@@ -44,7 +42,8 @@ export async function startTracker(
     state.inflight++;
     state.maxInflight = Math.max(state.maxInflight, state.inflight);
     timeline.push(`start ${name} ${body}`);
-    if (!(await verified(keys, req, body, `${base}${req.url ?? "/"}`))) state.badSignatures++;
+    const url = `${listening.url}${req.url ?? "/"}`;
+    if ((await verify(keys, req, body, url)) !== undefined) state.badSignatures++;
     if (state.delayMs > 0) await new Promise((r) => setTimeout(r, state.delayMs));
     const retried = Number(req.headers["upstash-retried"] ?? 0);
     const status = state.statusOf(body, retried);
@@ -53,29 +52,6 @@ export async function startTracker(
     state.inflight--;
     res.writeHead(status).end("ok");
   }
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return Object.assign(state, {
-    url: base,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  });
-}
-
-async function verified(
-  keys: SigningKeysSource,
-  req: http.IncomingMessage,
-  body: string,
-  url: string,
-): Promise<boolean> {
-  const signature = req.headers["upstash-signature"];
-  if (typeof signature !== "string") return false;
-  const receiver = new Receiver({ currentSigningKey: keys.current, nextSigningKey: keys.next });
-  return receiver.verify({ signature, body, url }).then(
-    () => true,
-    () => false,
-  );
+  const listening = await listenLocal(server);
+  return Object.assign(state, listening);
 }
