@@ -1,6 +1,6 @@
-import http from "node:http";
+import type http from "node:http";
 import { describe, expect, it } from "vitest";
-import { runFuzz } from "../harness/fuzz.js";
+import { rawRequest, runFuzz } from "../harness/fuzz.js";
 import { pick, seeded } from "../harness/random.js";
 import { command, useGateway } from "./helpers.js";
 
@@ -85,16 +85,7 @@ function send(
   const method = pick(rand, ["POST", "POST", "GET", "PUT", "HEAD", "DELETE", "PATCH", "OPTIONS"]);
   const path = pathFor(rand);
   lastRequest = `${method} ${path.slice(0, 40)} ${body.length} ${body.subarray(0, 60).toString("latin1")} ${JSON.stringify(headers)}`;
-  return new Promise((resolve, reject) => {
-    const req = http.request({ host: "127.0.0.1", port, path, method, headers }, (res) => {
-      let text = "";
-      res.setEncoding("latin1");
-      res.on("data", (d: string) => (text += d));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, body: text }));
-    });
-    req.on("error", reject);
-    req.end(method === "GET" || method === "HEAD" ? undefined : body);
-  });
+  return rawRequest(port, method, path, headers, body);
 }
 
 describe("hostile input", () => {

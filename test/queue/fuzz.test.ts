@@ -1,6 +1,6 @@
-import http from "node:http";
+import type http from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runFuzz } from "../harness/fuzz.js";
+import { rawRequest, runFuzz } from "../harness/fuzz.js";
 import { pick, seeded } from "../harness/random.js";
 import { queueEnv, type QueueTestEnv } from "./setup.js";
 
@@ -166,19 +166,7 @@ function send(port: number, rand: () => number): Promise<{ status: number; body:
   const method = pick(rand, ["POST", "POST", "GET", "PUT", "HEAD", "DELETE", "PATCH", "OPTIONS"]);
   const path = pathFor(rand);
   lastRequest = `${method} ${path.slice(0, 60)} ${body.length} ${body.subarray(0, 40).toString("latin1")}`;
-  return new Promise((resolve, reject) => {
-    const req = http.request({ host: "127.0.0.1", port, path, method, headers }, (res) => {
-      let text = "";
-      res.setEncoding("latin1");
-      res.on("data", (d: string) => (text += d));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, body: text }));
-    });
-    // An oversize body may be refused before it is all sent; the answer still arrives.
-    req.on("error", (err: NodeJS.ErrnoException) =>
-      err.code === "EPIPE" || err.code === "ECONNRESET" ? undefined : reject(err),
-    );
-    req.end(method === "GET" || method === "HEAD" ? undefined : body);
-  });
+  return rawRequest(port, method, path, headers, body, true);
 }
 
 describe("hostile input against the queue API", () => {
