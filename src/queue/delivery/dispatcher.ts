@@ -8,6 +8,7 @@ import type { Claimed, MessageStore, NewMessage, Outcome } from "../store/messag
 import type { SigningKeys } from "../store/signing-keys.js";
 import { callbackMessage, failureCallbackMessage } from "./callbacks.js";
 import type { HttpClient } from "./http-client.js";
+import { LeaseKeeper } from "./leases.js";
 import { signDelivery } from "./signer.js";
 
 const CLAIM_BATCH = 64;
@@ -39,9 +40,7 @@ export class Dispatcher {
   private timerAt = Number.POSITIVE_INFINITY;
   private reaper: NodeJS.Timeout | undefined;
   private idleWaiters: (() => void)[] = [];
-  /** Leases this process holds: message id -> lease token, renewed while the attempt runs. */
-  private readonly held = new Map<string, string>();
-  private renewer: NodeJS.Timeout | undefined;
+  private readonly leases: LeaseKeeper;
   /** Set when a fill stopped at the concurrency limit: a freed slot must trigger a new fill. */
   private saturated = false;
 
@@ -51,12 +50,13 @@ export class Dispatcher {
     private readonly keys: SigningKeys,
     private readonly cfg: DispatcherConfig,
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.leases = new LeaseKeeper(store, cfg.queueLeaseMs, log);
+  }
 
   start(): void {
     this.reaper = setInterval(() => void this.reap(), this.cfg.queueReapMs);
-    const every = Math.max(10, Math.floor(this.cfg.queueLeaseMs / 3));
-    this.renewer = setInterval(() => void this.renew(), every);
+    this.leases.start();
     this.wake();
   }
 
@@ -100,7 +100,7 @@ export class Dispatcher {
     this.stopped = true;
     clearTimeout(this.timer);
     clearInterval(this.reaper);
-    clearInterval(this.renewer);
+    this.leases.stop();
     if (this.inflight === 0) return;
     await new Promise<void>((resolve) => {
       const t = setTimeout(resolve, graceMs);
@@ -161,13 +161,12 @@ export class Dispatcher {
 
   private run(c: Claimed): void {
     this.inflight++;
-    this.held.set(c.meta.messageId, c.token);
     this.attempt(c)
       .catch((err: unknown) => {
         this.log.warn("delivery bookkeeping failed", { id: c.meta.messageId, err: messageOf(err) });
       })
       .finally(() => {
-        this.held.delete(c.meta.messageId);
+        this.leases.release(c.meta.messageId, c.token);
         this.inflight--;
         if (this.inflight === 0) for (const w of this.idleWaiters.splice(0)) w();
         if (this.saturated && this.inflight <= this.refillBelow()) {
@@ -177,8 +176,14 @@ export class Dispatcher {
       });
   }
 
+  /**
+   * One attempt under its lease. An attempt abandoned because the lease was lost or expiring is
+   * not recorded: the reaper returns the message (at-least-once), which another process may
+   * already be delivering.
+   */
   private async attempt(c: Claimed): Promise<void> {
     const { meta } = c;
+    const signal = this.leases.hold(meta.messageId, c.token, c.leaseUntil);
     const key = (await this.keys.get()).current;
     const result = await this.client.send({
       url: meta.url,
@@ -186,7 +191,9 @@ export class Dispatcher {
       headers: deliveryHeaders(meta, c.retried, signDelivery(key, meta.url, c.body, Date.now())),
       body: c.body,
       timeoutMs: meta.timeoutMs,
+      signal,
     });
+    if (signal.aborted) return;
     await this.record(c, result);
   }
 
@@ -224,14 +231,6 @@ export class Dispatcher {
     if (meta.queueName !== undefined) this.wake();
     const wakeAt = Math.min(nextDue ?? Infinity, ...children.map((m) => m.dueAt));
     if (Number.isFinite(wakeAt)) this.wake(wakeAt);
-  }
-
-  private async renew(): Promise<void> {
-    try {
-      await this.store.renew(Date.now() + this.cfg.queueLeaseMs, this.held);
-    } catch (err) {
-      this.log.warn("lease renewal failed", { err: messageOf(err) });
-    }
   }
 
   private async reap(): Promise<void> {

@@ -11,6 +11,8 @@ export interface OutboundRequest {
   headers: Record<string, string | string[]>;
   body: Buffer;
   timeoutMs: number;
+  /** Aborts the attempt from outside (its lease is lost); the abort reason becomes the error. */
+  signal?: AbortSignal;
 }
 
 /**
@@ -39,7 +41,8 @@ export class HttpClient {
   async send(req: OutboundRequest): Promise<AttemptResult> {
     const refused = this.refused(req.url);
     if (refused) return { status: 0, header: {}, body: Buffer.alloc(0), error: refused };
-    const signal = AbortSignal.timeout(req.timeoutMs);
+    const timeout = AbortSignal.timeout(req.timeoutMs);
+    const signal = req.signal ? AbortSignal.any([timeout, req.signal]) : timeout;
     try {
       const res = await request(req.url, {
         dispatcher: this.agent,
@@ -53,7 +56,11 @@ export class HttpClient {
       const body = await this.readLimited(res.body);
       return { status: res.statusCode, header: toHeaders(res.headers), body };
     } catch (err) {
-      const error = signal.aborted ? `request timed out after ${req.timeoutMs} ms` : messageOf(err);
+      const error = req.signal?.aborted
+        ? messageOf(req.signal.reason)
+        : timeout.aborted
+          ? `request timed out after ${req.timeoutMs} ms`
+          : messageOf(err);
       return { status: 0, header: {}, body: Buffer.alloc(0), error };
     }
   }

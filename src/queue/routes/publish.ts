@@ -75,7 +75,10 @@ async function storeAndDispatch(
   try {
     const result = await ctx.messages.enqueue(now, messages, dedup, lease);
     if (lease && result.stored) {
-      ctx.dispatcher.adopt(messages.map((m) => ({ ...m, retried: 0, token: lease.token })));
+      const leaseUntil = now + lease.leaseMs;
+      ctx.dispatcher.adopt(
+        messages.map((m) => ({ ...m, retried: 0, token: lease.token, leaseUntil })),
+      );
     } else {
       ctx.dispatcher.release(reserved);
       if (result.stored) ctx.dispatcher.wake(dueAt);

@@ -25,6 +25,8 @@ export interface Claimed {
   body: Buffer;
   retried: number;
   token: string;
+  /** When the lease ends unless renewed (ms, the clock the lease was set with). */
+  leaseUntil: number;
 }
 
 export interface StoredMessage {
@@ -125,6 +127,7 @@ export class MessageStore {
         body: asBuffer(flat[i + 2]) ?? Buffer.alloc(0),
         retried: Number(asText(flat[i + 3]) ?? 0),
         token,
+        leaseUntil: now + leaseMs,
       });
     }
     return out;
@@ -155,13 +158,15 @@ export class MessageStore {
     return asInt(await scripts.reap.run(this.pool, keys, [...this.head(now), String(limit)]));
   }
 
-  /** Extends the leases in `held` (message id -> lease token) to `deadline`. */
-  async renew(deadline: number, held: ReadonlyMap<string, string>): Promise<number> {
-    if (held.size === 0) return 0;
-    const pairs = [...held].flat();
-    return asInt(
-      await scripts.renew.run(this.pool, [K.active], [K.prefix, String(deadline), ...pairs]),
-    );
+  /**
+   * Extends the leases in `held` (pairs of message id, lease token) to `deadline`; returns the
+   * ids whose lease is lost (their attempts must be abandoned).
+   */
+  async renew(deadline: number, held: readonly [string, string][]): Promise<Set<string>> {
+    if (held.length === 0) return new Set();
+    const args = [K.prefix, String(deadline), ...held.flat()];
+    const reply = await scripts.renew.run(this.pool, [K.active], args);
+    return new Set(asArray(reply).map((r) => asText(r) ?? ""));
   }
 
   async cancel(now: number, ids: readonly string[]): Promise<number> {

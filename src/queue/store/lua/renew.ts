@@ -5,20 +5,22 @@
  *
  * KEYS[1] active
  * ARGV[1] key prefix  ARGV[2] new deadline (ms)  ARGV[3..] pairs of message id, lease token
- * Returns the number of leases extended (a lease already reaped and re-claimed is left alone).
+ * Returns the ids whose lease is lost (reaped, maybe claimed by another process, or the message
+ * is gone): their holder must abandon the attempt. The others are extended.
  */
 export const RENEW = {
   name: "renew",
   numKeys: 1,
   body: `
-local n = 0
+local lost = {}
 for i = 3, #ARGV - 1, 2 do
   local id = ARGV[i]
   if redis.call('HGET', ARGV[1] .. 'msg:' .. id, 'lease') == ARGV[i + 1] then
     redis.call('ZADD', KEYS[1], 'XX', ARGV[2], id)
-    n = n + 1
+  else
+    lost[#lost + 1] = id
   end
 end
-return n
+return lost
 `,
 } as const;

@@ -1,0 +1,98 @@
+import { messageOf } from "../../shared/errors.js";
+import type { Logger } from "../../shared/log.js";
+import type { MessageStore } from "../store/message-store.js";
+
+/** One lease this process holds while its attempt runs. */
+interface Lease {
+  id: string;
+  token: string;
+  /** When the lease ends in Redis unless renewed (ms). */
+  until: number;
+  abort: AbortController;
+}
+
+/**
+ * The delivery leases of one process. A lease is what keeps two processes from delivering the
+ * same message at once (a FIFO queue's or a flow-control key's parallelism depends on it), so an
+ * attempt must never outlive its lease. The keeper renews the leases every `leaseMs / 3` and
+ * aborts (through the signal `hold` returns) every attempt whose lease
+ * - is reported lost by a renewal (it was reaped, perhaps claimed by another process), or
+ * - comes within `leaseMs / 5` of its end without a renewal (Redis unreachable, renewals late
+ *   because this process is starved), checked every `leaseMs / 10`.
+ * The guard assumes the processes' clocks agree to well within `leaseMs / 5` and that no process
+ * stalls longer than that: a process frozen past its lease cannot abort in time.
+ */
+export class LeaseKeeper {
+  private readonly held = new Map<string, Lease>();
+  private renewer: NodeJS.Timeout | undefined;
+  private watchdog: NodeJS.Timeout | undefined;
+  private readonly guardMs: number;
+
+  constructor(
+    private readonly store: Pick<MessageStore, "renew">,
+    private readonly leaseMs: number,
+    private readonly log: Logger,
+  ) {
+    this.guardMs = Math.max(20, Math.floor(leaseMs / 5));
+  }
+
+  start(): void {
+    this.renewer = setInterval(() => void this.renew(), Math.max(10, Math.floor(this.leaseMs / 3)));
+    const every = Math.max(10, Math.floor(this.leaseMs / 10));
+    this.watchdog = setInterval(() => this.abandonExpiring(Date.now()), every);
+  }
+
+  stop(): void {
+    clearInterval(this.renewer);
+    clearInterval(this.watchdog);
+  }
+
+  /** Starts keeping a lease; the signal aborts when the attempt must be abandoned. */
+  hold(id: string, token: string, until: number): AbortSignal {
+    const lease: Lease = { id, token, until, abort: new AbortController() };
+    this.held.set(id, lease);
+    if (until - Date.now() <= this.guardMs) this.abandon(lease, "delivery lease expired");
+    return lease.abort.signal;
+  }
+
+  /** Stops keeping the lease (its attempt finished); a newer lease on the same id is kept. */
+  release(id: string, token: string): void {
+    if (this.held.get(id)?.token === token) this.held.delete(id);
+  }
+
+  get size(): number {
+    return this.held.size;
+  }
+
+  private async renew(): Promise<void> {
+    if (this.held.size === 0) return;
+    const batch = [...this.held.values()];
+    const deadline = Date.now() + this.leaseMs;
+    try {
+      const lost = await this.store.renew(
+        deadline,
+        batch.map((l) => [l.id, l.token]),
+      );
+      for (const lease of batch) {
+        if (lost.has(lease.id)) this.abandon(lease, "delivery lease lost");
+        else lease.until = Math.max(lease.until, deadline);
+      }
+    } catch (err) {
+      this.log.warn("lease renewal failed", { err: messageOf(err) });
+    }
+  }
+
+  private abandonExpiring(now: number): void {
+    for (const lease of this.held.values()) {
+      if (lease.until - now <= this.guardMs) this.abandon(lease, "delivery lease expired");
+    }
+  }
+
+  /** Aborts a held lease's attempt; a lease released meanwhile (attempt done) is left alone. */
+  private abandon(lease: Lease, reason: string): void {
+    if (this.held.get(lease.id) !== lease) return;
+    this.held.delete(lease.id);
+    this.log.warn("delivery abandoned", { id: lease.id, reason });
+    lease.abort.abort(new Error(reason));
+  }
+}

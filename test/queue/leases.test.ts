@@ -1,0 +1,102 @@
+import http from "node:http";
+import { afterEach, describe, expect, it } from "vitest";
+import { queueKeys } from "../../src/queue/store/keys.js";
+import { parseRedisUrl } from "../../src/shared/redis/connection.js";
+import { RedisPool } from "../../src/shared/redis/pool.js";
+import { eventually } from "../harness/eventually.js";
+import { listenLocal } from "./receiver.js";
+import { queueEnv, type QueueTestEnv } from "./setup.js";
+
+/**
+ * Regression for reliability scenario 1 (docs/reliability.md): an attempt must not outlive its
+ * delivery lease, or a second process delivers the same message while the first attempt is still
+ * in flight (a FIFO queue or flow-control key would exceed its parallelism).
+ */
+
+interface Hanging {
+  url: string;
+  /** Per request: when it arrived and when its connection closed (ms since epoch). */
+  requests: { retried: string; arrived: number; closed?: number; answered: boolean }[];
+  /** Whether to answer the next requests at once (200) instead of never. */
+  answer: boolean;
+  close(): Promise<void>;
+}
+
+/** A receiver that never answers (until `answer` is set) and records when each request closed. */
+async function hangingReceiver(): Promise<Hanging> {
+  const state: Pick<Hanging, "requests" | "answer"> = { requests: [], answer: false };
+  const server = http.createServer((req, res) => {
+    const entry = {
+      retried: String(req.headers["upstash-retried"]),
+      arrived: Date.now(),
+      answered: state.answer,
+    } as Hanging["requests"][number];
+    state.requests.push(entry);
+    res.on("close", () => (entry.closed = Date.now()));
+    req.resume();
+    if (state.answer) req.on("end", () => res.end("ok"));
+  });
+  return Object.assign(state, await listenLocal(server));
+}
+
+let env: QueueTestEnv | undefined;
+let rx: Hanging | undefined;
+afterEach(async () => {
+  await rx?.close();
+  await env?.close();
+  env = rx = undefined;
+});
+
+async function publishHanging(e: QueueTestEnv, r: Hanging): Promise<string> {
+  const res = await e.api(`/v2/publish/${r.url}/slow`, {
+    method: "POST",
+    headers: { "upstash-timeout": "60s", "upstash-retries": "0" },
+    body: "x",
+  });
+  expect(res.status).toBe(201);
+  return ((await res.json()) as { messageId: string }).messageId;
+}
+
+describe("delivery leases", () => {
+  it("aborts an attempt whose lease was taken over, and the message is delivered again", async () => {
+    env = await queueEnv({ queueLeaseMs: 600 });
+    rx = await hangingReceiver();
+    const id = await publishHanging(env, rx);
+    const first = await eventually(() => rx?.requests[0] ?? Promise.reject(new Error("none")));
+    // What a reap and a claim by another process leave behind: the lease has a new holder.
+    const pool = new RedisPool(parseRedisUrl(env.redis.url), {
+      size: 1,
+      connectTimeoutMs: 1000,
+      retryBackoffMs: 50,
+    });
+    await pool.exec(["HSET", queueKeys.message(id), "lease", "another-process"]);
+    await pool.close();
+    rx.answer = true;
+    // The next renewal (every 200 ms) finds the lease lost and aborts the attempt at once,
+    // long before its 60 s timeout.
+    await eventually(() => expect(first.closed).toBeDefined(), { timeoutMs: 3000 });
+    expect(first.answered).toBe(false);
+    // The lease is no longer renewed: the reaper returns the message, and it is delivered. The
+    // abandoned attempt was not recorded, so it does not count as a retry (retries = 0 here).
+    await eventually(async () => {
+      const res = await env?.api(`/v2/logs?messageId=${id}&state=DELIVERED`);
+      expect(((await res?.json()) as { logs: unknown[] }).logs).toHaveLength(1);
+    });
+    expect(rx.requests.map((r) => r.retried)).toEqual(["0", "0"]);
+    expect(rx.requests[1]?.arrived ?? 0).toBeGreaterThanOrEqual(first.closed ?? Infinity);
+  });
+
+  it("aborts an attempt before its lease ends when renewals fail (Redis gone)", async () => {
+    env = await queueEnv({ queueLeaseMs: 1000 });
+    rx = await hangingReceiver();
+    await publishHanging(env, rx);
+    const first = await eventually(() => rx?.requests[0] ?? Promise.reject(new Error("none")));
+    await env.redis.stop();
+    const stopped = Date.now();
+    // Renewals fail from now on; the last one succeeded at most ~333 ms ago, so the lease ends
+    // within ~1 s; the keeper aborts the attempt a fifth of a lease before that.
+    await eventually(() => expect(first.closed).toBeDefined(), { timeoutMs: 3000 });
+    expect((first.closed ?? 0) - stopped).toBeLessThan(1000);
+    expect(first.answered).toBe(false);
+  });
+});
