@@ -2,7 +2,7 @@ import { parseArgs } from "node:util";
 import { loadConfig, type ConfigOverrides } from "../config/load.js";
 import { start } from "../index.js";
 import { credentialsOf } from "../kv/databases.js";
-import { readQueueCredentials } from "../queue/credentials.js";
+import { readQueueCredentials, resetQueueToken } from "../queue/credentials.js";
 import { createDatabase, deleteDatabase, readRegistry, resetPassword } from "../kv/registry.js";
 import { readRuntime } from "../runtime.js";
 import { AppError, messageOf } from "../shared/errors.js";
@@ -16,6 +16,7 @@ Usage:
   stashd db list [--json]
   stashd db reset-password NAME
   stashd db delete NAME
+  stashd queue reset-token
 
 Every option is also an environment variable (see the README's configuration table).
 `;
@@ -58,6 +59,7 @@ export async function main(argv: string[]): Promise<number> {
     if (command === "start") return await runStart(values);
     if (command === "credentials") return printCredentials(values);
     if (command === "db") return runDb(sub, name, values);
+    if (command === "queue") return runQueue(sub, name, values);
   } catch (err) {
     process.stderr.write(`stashd: ${messageOf(err)}\n`);
     return 1;
@@ -193,6 +195,36 @@ function runDb(sub: string | undefined, name: string | undefined, values: Values
     deleteDatabase(dataDir, name);
     process.stdout.write(`deleted database ${name}\n`);
   }
+  return 0;
+}
+
+/**
+ * `stashd queue reset-token`: a new queue API token in the credentials file (signing keys kept).
+ * Running servers on this data dir refuse the old token within `registryPollMs`. Refused when
+ * QSTASH_TOKEN is set: the servers then use that token, and a new file token would revoke nothing.
+ */
+function runQueue(sub: string | undefined, extra: string | undefined, values: Values): number {
+  if (sub !== "reset-token" || extra !== undefined) {
+    throw new AppError("bad_request", "usage: stashd queue reset-token [--data-dir DIR]");
+  }
+  const config = loadConfig(overridesOf(values));
+  if (config.queueToken !== undefined) {
+    throw new AppError(
+      "conflict",
+      "QSTASH_TOKEN is set, so stashd uses it and not the token in queue-credentials.json: " +
+        "resetting the file's token would revoke nothing. Change QSTASH_TOKEN where stashd runs " +
+        "and restart it, or unset it here and run reset-token again.",
+    );
+  }
+  const token = resetQueueToken(config.dataDir);
+  const running = readRuntime(config.dataDir) !== undefined;
+  process.stdout.write(
+    `# queue token reset: the old token is revoked (${
+      running
+        ? "a running stashd on this data dir refuses it within STASHD_REGISTRY_POLL_MS"
+        : "stashd is not running; the new token applies at its next start"
+    })\nQSTASH_TOKEN=${token}\n`,
+  );
   return 0;
 }
 

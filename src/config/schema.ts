@@ -106,7 +106,7 @@ export const SETTINGS = {
     env: "STASHD_REGISTRY_POLL_MS",
     kind: "int",
     default: 250,
-    doc: "How often a running server checks the database registry for CLI changes.",
+    doc: "How often a running server checks the database registry and queue credentials for CLI changes.",
   },
   shutdownGraceMs: {
     env: "STASHD_SHUTDOWN_GRACE_MS",

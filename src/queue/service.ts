@@ -20,10 +20,12 @@ import { FlowControlStore } from "./store/flow-control-store.js";
 import { ScheduleStore } from "./store/schedule-store.js";
 import { SigningKeys } from "./store/signing-keys.js";
 import { TopicStore } from "./store/topic-store.js";
+import { QueueTokenWatch } from "./token-watch.js";
 
 export interface QueueService {
   url: string;
   port: number;
+  /** The API token as of start; `stashd queue reset-token` may replace it while running. */
   token: string;
   /** Current signing keys (as of start; GET /v2/keys has the live ones). */
   currentSigningKey: string;
@@ -88,6 +90,7 @@ async function assemble(
   clock: Clock,
 ): Promise<QueueService> {
   const creds = loadQueueCredentials(config);
+  const tokens = new QueueTokenWatch(config, log, creds.token);
   const keys = new SigningKeys(pool, config.queueReapMs);
   const forced = config.queueCurrentSigningKey !== undefined;
   const pair = await keys.init(
@@ -130,13 +133,14 @@ async function assemble(
     flowControl: new FlowControlStore(pool),
   };
   const server = await listen(
-    createQueueHandler(ctx, () => creds.token),
+    createQueueHandler(ctx, () => tokens.current()),
     {
       host: config.host,
       port: config.queuePort,
       requestTimeoutMs: config.requestTimeoutMs,
     },
   );
+  tokens.start();
   dispatcher.start();
   scheduler.start();
   const expiry = setInterval(() => {
@@ -153,6 +157,7 @@ async function assemble(
     nextSigningKey: pair.next,
     close: async () => {
       clearInterval(expiry);
+      tokens.stop();
       await server.close(config.shutdownGraceMs);
       await scheduler.stop();
       await dispatcher.stop(config.shutdownGraceMs);

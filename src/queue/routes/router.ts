@@ -80,6 +80,10 @@ function match(pattern: string, method: string, segments: string[]): boolean {
   return segments.length === parts.length;
 }
 
+/**
+ * The queue's HTTP handler. `token` is asked once per request, so a token reloaded from the
+ * credentials file (`stashd queue reset-token`) applies from the next request on.
+ */
 export function createQueueHandler(ctx: QueueContext, token: () => string) {
   return (req: IncomingMessage, res: ServerResponse): void => {
     handle(ctx, token(), req, res).catch((err: unknown) => sendError(res, err, ctx.log));
