@@ -1,6 +1,7 @@
 /**
  * Reliability scenario 1 (docs/reliability.md):
- * `npx tsx bench/reliability-processes.ts [--messages N] [--kills K] [--seed S]`.
+ * `npx tsx bench/reliability-processes.ts [--messages N] [--kills K] [--schedules S]
+ *  [--minutes M] [--seed X]`.
  *
  * Three `bin/stashd` processes (build first: `npm run build`) share one queue Redis on loopback.
  * The bench publishes N messages through random processes (70 % plain publishes, a fifth of them
@@ -10,6 +11,12 @@
  * waits (at most 90 s) for every accepted message and reports accepted, delivered, lost (must be
  * 0), duplicates, FIFO violations (must be 0) and parallelism exceeded, of FIFO queues or of the
  * flow-control key (must be 0). Fixed seed.
+ *
+ * Meanwhile S schedules (`* * * * *`) run through M minute boundaries; at each boundary one
+ * process is SIGKILLed around the tick. Reported: ticks fired twice and missed (must be 0), and
+ * every tick's message is counted among the accepted ones (must be delivered). The run lasts
+ * until 40 s after the M-th boundary (a tick claimed by a killed process fires after the 30 s
+ * fire lease), so about M + 1 minutes.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -19,6 +26,12 @@ import os from "node:os";
 import path from "node:path";
 import { freePort, startRedis, stopChild } from "../test/harness/redis.js";
 import { pick, seeded } from "../test/harness/random.js";
+import {
+  boundariesBetween,
+  countTicks,
+  createSchedules,
+  deleteSchedules,
+} from "./reliability-ticks.js";
 
 const arg = (name: string, dflt: number): number => {
   const i = process.argv.indexOf(name);
@@ -26,6 +39,8 @@ const arg = (name: string, dflt: number): number => {
 };
 const MESSAGES = arg("--messages", 2000);
 const KILLS = arg("--kills", 3);
+const SCHEDULES = arg("--schedules", 10);
+const MINUTES = arg("--minutes", 2);
 const rand = seeded(arg("--seed", 20261122));
 const TOKEN = Buffer.from(JSON.stringify({ UserID: "bench", Password: "reliability" })).toString(
   "base64",
@@ -56,6 +71,7 @@ function track(group: string, limit: number, res: http.ServerResponse): void {
 
 const receiver = http.createServer((req, res) => {
   const chunks: Buffer[] = [];
+  if (req.url?.includes("/sched/")) return void receiveTick(req, res);
   const queue = String(req.headers["upstash-queue-name"] ?? "");
   if (queue !== "") track(queue, 1, res);
   if (req.url?.endsWith("/fc")) track(FC_KEY, FC_PARALLELISM, res);
@@ -73,6 +89,19 @@ const receiver = http.createServer((req, res) => {
     res.end("ok");
   });
 });
+
+/** A schedule's tick: fails like the others; a success counts under `sched:<message id>`. */
+function receiveTick(req: http.IncomingMessage, res: http.ServerResponse): void {
+  req.resume();
+  req.on("end", () => {
+    const r = rand();
+    if (r < 0.15) return void res.writeHead(500).end("fail");
+    if (r < 0.2) return void req.socket.destroy();
+    const id = `sched:${String(req.headers["upstash-message-id"])}`;
+    successes.set(id, (successes.get(id) ?? 0) + 1);
+    res.end("ok");
+  });
+}
 await new Promise<void>((r) => receiver.listen(0, "127.0.0.1", r));
 const rxUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/rx`;
 
@@ -81,6 +110,7 @@ interface Proc {
   dir: string;
   port: number;
   child?: ChildProcess;
+  restarting?: boolean;
 }
 const procs: Proc[] = [];
 for (let i = 0; i < 3; i++) {
@@ -165,17 +195,57 @@ for (const p of procs) startProc(p);
 await Promise.all(procs.map(waitHealthy));
 const started = Date.now();
 
+/** The queue API of a random live process (retried on another while one is being killed). */
+async function api(route: string, init: RequestInit = {}): Promise<Response> {
+  for (let i = 0; ; i++) {
+    try {
+      const headers = {
+        ...(init.headers as Record<string, string>),
+        authorization: `Bearer ${TOKEN}`,
+      };
+      return await fetch(`http://127.0.0.1:${pick(rand, procs).port}${route}`, {
+        ...init,
+        headers,
+      });
+    } catch (err) {
+      if (i > 50) throw err;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+}
+
+const scheduleIds = await createSchedules(api, `${rxUrl}/sched`, SCHEDULES);
+const schedulesFrom = Date.now();
+const boundaries = boundariesBetween(schedulesFrom, schedulesFrom + MINUTES * 60_000);
+
+/** SIGKILLs a random process not already restarting, and restarts it. */
+async function killAndRestart(): Promise<void> {
+  const p = pick(
+    rand,
+    procs.filter((x) => !x.restarting),
+  );
+  p.restarting = true;
+  p.child?.kill("SIGKILL");
+  killsDone++;
+  await new Promise((r) => setTimeout(r, 300));
+  startProc(p);
+  await waitHealthy(p);
+  p.restarting = false;
+}
+
 const accepted: string[] = [];
 let killsDone = 0;
 const killer = (async () => {
-  while (killsDone < KILLS) {
+  for (let k = 0; k < KILLS; k++) {
     await new Promise((r) => setTimeout(r, 1500 + rand() * 1500));
-    const p = pick(rand, procs);
-    p.child?.kill("SIGKILL");
-    killsDone++;
-    await new Promise((r) => setTimeout(r, 300));
-    startProc(p);
-    await waitHealthy(p);
+    await killAndRestart();
+  }
+})();
+/** One kill per minute boundary, landing within 100 ms around the tick. */
+const boundaryKiller = (async () => {
+  for (const b of boundaries) {
+    await new Promise((r) => setTimeout(r, b - 50 + rand() * 100 - Date.now()));
+    await killAndRestart();
   }
 })();
 
@@ -194,6 +264,12 @@ const plainSenders = Array.from({ length: 8 }, async (_, w) => {
   }
 });
 await Promise.all([...fifoSenders, ...plainSenders, killer]);
+const lastBoundary = boundaries[boundaries.length - 1] ?? Date.now();
+await boundaryKiller;
+await new Promise((r) => setTimeout(r, Math.max(0, lastBoundary + 40_000 - Date.now())));
+await deleteSchedules(api, scheduleIds);
+const ticks = await countTicks(api, scheduleIds, boundaries);
+for (const id of ticks.messageIds) accepted.push(`sched:${id}`);
 
 const deadline = Date.now() + 90_000;
 const missing = (): string[] => accepted.filter((id) => !successes.has(id));
@@ -219,6 +295,12 @@ console.log(
       fifoViolations,
       parallelismExceeded,
       exceededBy: Object.fromEntries(exceededBy),
+      schedules: ticks.schedules,
+      minuteBoundaries: boundaries.length,
+      expectedTicks: ticks.expectedTicks,
+      ticksFired: ticks.messageIds.length,
+      ticksFiredTwice: ticks.firedTwice,
+      ticksMissed: ticks.missed,
       seconds: Math.round((Date.now() - started) / 1000),
       missingSample: missing().slice(0, 10),
     },
@@ -231,4 +313,10 @@ for (const p of procs) if (p.child) await stopChild(p.child);
 await redis.stop();
 for (const p of procs) rmSync(p.dir, { recursive: true, force: true });
 await new Promise<void>((r) => receiver.close(() => r()));
-process.exit(missing().length === 0 && fifoViolations === 0 && parallelismExceeded === 0 ? 0 : 1);
+const clean =
+  missing().length === 0 &&
+  fifoViolations === 0 &&
+  parallelismExceeded === 0 &&
+  ticks.firedTwice === 0 &&
+  ticks.missed === 0;
+process.exit(clean ? 0 : 1);
