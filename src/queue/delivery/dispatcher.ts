@@ -166,7 +166,6 @@ export class Dispatcher {
         this.log.warn("delivery bookkeeping failed", { id: c.meta.messageId, err: messageOf(err) });
       })
       .finally(() => {
-        this.leases.release(c.meta.messageId, c.token);
         this.inflight--;
         if (this.inflight === 0) for (const w of this.idleWaiters.splice(0)) w();
         if (this.saturated && this.inflight <= this.refillBelow()) {
@@ -184,15 +183,21 @@ export class Dispatcher {
   private async attempt(c: Claimed): Promise<void> {
     const { meta } = c;
     const signal = this.leases.hold(meta.messageId, c.token, c.leaseUntil);
-    const key = (await this.keys.get()).current;
-    const result = await this.client.send({
-      url: meta.url,
-      method: meta.method,
-      headers: deliveryHeaders(meta, c.retried, signDelivery(key, meta.url, c.body, Date.now())),
-      body: c.body,
-      timeoutMs: meta.timeoutMs,
-      signal,
-    });
+    let result: AttemptResult;
+    try {
+      const key = (await this.keys.get()).current;
+      result = await this.client.send({
+        url: meta.url,
+        method: meta.method,
+        headers: deliveryHeaders(meta, c.retried, signDelivery(key, meta.url, c.body, Date.now())),
+        body: c.body,
+        timeoutMs: meta.timeoutMs,
+        signal,
+      });
+    } finally {
+      // The request is over: nothing left to abort. The finish script checks the lease itself.
+      this.leases.release(meta.messageId, c.token);
+    }
     if (signal.aborted) return;
     await this.record(c, result);
   }
