@@ -5,12 +5,13 @@
  *
  * Three `bin/stashd` processes (build first: `npm run build`) share one queue Redis on loopback.
  * The bench publishes N messages through random processes (70 % plain publishes, a fifth of them
- * under one flow-control key of parallelism 2; 30 % enqueued in order to three FIFO queues of
- * parallelism 1) to a receiver that fails at random (500s,
- * timeouts, resets), while one process at a time is SIGKILLed and restarted K times. Then it
- * waits (at most 90 s) for every accepted message and reports accepted, delivered, lost (must be
- * 0), duplicates, FIFO violations (must be 0) and parallelism exceeded, of FIFO queues or of the
- * flow-control key (must be 0). Fixed seed.
+ * under a flow-control key of parallelism 2 and a tenth under one of rate 5 per second; 30 %
+ * enqueued in order to three FIFO queues of parallelism 1) to a receiver that fails at random
+ * (500s, timeouts, resets), while one process at a time is SIGKILLed and restarted K times. Then
+ * it waits (at most 90 s) for every accepted message and reports accepted, delivered, lost (must
+ * be 0), duplicates, FIFO violations (must be 0), parallelism exceeded, of FIFO queues or of the
+ * flow-control key (must be 0), and rate exceeded (must be 0, see reliability-rate.ts). Fixed
+ * seed.
  *
  * Meanwhile S schedules (`* * * * *`) run through M minute boundaries; at each boundary one
  * process is SIGKILLed around the tick. Reported: ticks fired twice and missed (must be 0), and
@@ -26,6 +27,7 @@ import os from "node:os";
 import path from "node:path";
 import { freePort, startRedis, stopChild } from "../test/harness/redis.js";
 import { pick, seeded } from "../test/harness/random.js";
+import { checkRate } from "./reliability-rate.js";
 import {
   boundariesBetween,
   countTicks,
@@ -41,7 +43,8 @@ const MESSAGES = arg("--messages", 2000);
 const KILLS = arg("--kills", 3);
 const SCHEDULES = arg("--schedules", 10);
 const MINUTES = arg("--minutes", 2);
-const rand = seeded(arg("--seed", 20261122));
+const SEED = arg("--seed", 20261122);
+const rand = seeded(SEED);
 const TOKEN = Buffer.from(JSON.stringify({ UserID: "bench", Password: "reliability" })).toString(
   "base64",
 );
@@ -50,31 +53,40 @@ const FIFO_QUEUES = ["fifo-0", "fifo-1", "fifo-2"];
 /** Receiver state: successes per id, first-success order and in-flight count per FIFO queue. */
 const successes = new Map<string, number>();
 const firstOrder = new Map<string, number[]>();
-const inFlight = new Map<string, number>();
+/** Message ids in flight per FIFO queue or flow-control key. */
+const inFlight = new Map<string, string[]>();
+/** What was in flight when a limit was exceeded (one id twice: a message delivered twice at once). */
+const exceedSamples: { group: string; at: number; inFlight: string[] }[] = [];
 let parallelismExceeded = 0;
 const exceededBy = new Map<string, number>();
 
 /** Flow-control key of the `/fc` messages and its parallelism limit. */
 const FC_KEY = "rel-key";
 const FC_PARALLELISM = 2;
+/** Flow-control key of the `/rate` messages: at most RATE admitted per second. */
+const RATE_KEY = "rel-rate";
+const RATE = 5;
 
 /** Counts a request in flight under `group` until it closes; flags going over `limit`. */
-function track(group: string, limit: number, res: http.ServerResponse): void {
-  const n = (inFlight.get(group) ?? 0) + 1;
-  inFlight.set(group, n);
-  if (n > limit) {
+function track(group: string, limit: number, req: http.IncomingMessage, res: http.ServerResponse) {
+  const ids = inFlight.get(group) ?? [];
+  const id = String(req.headers["upstash-message-id"]);
+  ids.push(id);
+  inFlight.set(group, ids);
+  if (ids.length > limit) {
     parallelismExceeded++;
     exceededBy.set(group, (exceededBy.get(group) ?? 0) + 1);
+    exceedSamples.push({ group, at: Date.now(), inFlight: [...ids] });
   }
-  res.on("close", () => inFlight.set(group, (inFlight.get(group) ?? 1) - 1));
+  res.on("close", () => ids.splice(ids.indexOf(id), 1));
 }
 
 const receiver = http.createServer((req, res) => {
   const chunks: Buffer[] = [];
   if (req.url?.includes("/sched/")) return void receiveTick(req, res);
   const queue = String(req.headers["upstash-queue-name"] ?? "");
-  if (queue !== "") track(queue, 1, res);
-  if (req.url?.endsWith("/fc")) track(FC_KEY, FC_PARALLELISM, res);
+  if (queue !== "") track(queue, 1, req, res);
+  if (req.url?.endsWith("/fc")) track(FC_KEY, FC_PARALLELISM, req, res);
   req.on("data", (c: Buffer) => chunks.push(c));
   req.on("end", () => {
     const id = Buffer.concat(chunks).toString();
@@ -122,7 +134,7 @@ function startProc(p: Proc): void {
     process.execPath,
     ["bin/stashd", "start", "--data-dir", p.dir, "--kv-port", "0", "--queue-port", String(p.port)],
     {
-      stdio: "ignore",
+      stdio: ["ignore", "ignore", "pipe"],
       env: {
         STASHD_QUEUE_REDIS_URL: redis.url,
         STASHD_KV_REDIS_URL: `${redis.url}/1`,
@@ -133,40 +145,64 @@ function startProc(p: Proc): void {
         STASHD_QUEUE_REAP_MS: "100",
         STASHD_QUEUE_IDLE_POLL_MS: "50",
         STASHD_QUEUE_BACKOFF_SCALE_MS: "1",
-        STASHD_LOG_LEVEL: "error",
+        STASHD_LOG_LEVEL: "warn",
       },
     },
   );
+  p.child.stderr?.setEncoding("utf8").on("data", (text: string) => countWarnings(text));
 }
 
+/** Warnings of the processes by message ("delivery abandoned": an attempt's lease ran out). */
+const warnings = new Map<string, number>();
+function countWarnings(text: string): void {
+  for (const [, msg] of text.matchAll(/ (?:warn|error) +\[[^\]]*\] ([^{\n]*)/g)) {
+    const key = (msg ?? "").trim();
+    warnings.set(key, (warnings.get(key) ?? 0) + 1);
+  }
+}
+
+/** The flow-control headers of `/fc` (parallelism) and `/rate` (rate) messages. */
+const FLOW_HEADERS = {
+  fc: {
+    "upstash-flow-control-key": FC_KEY,
+    "upstash-flow-control-value": `parallelism=${FC_PARALLELISM}`,
+  },
+  rate: {
+    "upstash-flow-control-key": RATE_KEY,
+    "upstash-flow-control-value": `rate=${RATE}, period=1s`,
+  },
+} as const;
+
 /** Sends one message through random live processes until one answers 201/202. */
-async function send(id: string, queue: string | undefined, flowControl = false): Promise<void> {
-  const fc = flowControl
-    ? {
-        "upstash-flow-control-key": FC_KEY,
-        "upstash-flow-control-value": `parallelism=${FC_PARALLELISM}`,
-      }
-    : undefined;
+async function send(
+  id: string,
+  queue: string | undefined,
+  flow?: keyof typeof FLOW_HEADERS,
+): Promise<void> {
+  const fc = flow ? FLOW_HEADERS[flow] : undefined;
   for (;;) {
     const p = pick(rand, procs);
     const route = queue ? `enqueue/${queue}` : "publish";
     try {
-      const res = await fetch(`http://127.0.0.1:${p.port}/v2/${route}/${rxUrl}${fc ? "/fc" : ""}`, {
-        method: "POST",
-        body: id,
-        headers: {
-          authorization: `Bearer ${TOKEN}`,
-          "upstash-retries": "12",
-          "upstash-timeout": "1s",
-          // Short back-off: the default one waits up to 86 s after a 5th failure (a FIFO queue
-          // waits with its head), longer than this bench's wait for deliveries.
-          "upstash-retry-delay": "min(200, 10 * pow(2, retried))",
-          // A retry after an unknown outcome must not store the message twice.
-          "upstash-deduplication-id": id,
-          ...fc,
+      const res = await fetch(
+        `http://127.0.0.1:${p.port}/v2/${route}/${rxUrl}${flow ? `/${flow}` : ""}`,
+        {
+          method: "POST",
+          body: id,
+          headers: {
+            authorization: `Bearer ${TOKEN}`,
+            "upstash-retries": "12",
+            "upstash-timeout": "1s",
+            // Short back-off: the default one waits up to 86 s after a 5th failure (a FIFO queue
+            // waits with its head), longer than this bench's wait for deliveries.
+            "upstash-retry-delay": "min(200, 10 * pow(2, retried))",
+            // A retry after an unknown outcome must not store the message twice.
+            "upstash-deduplication-id": id,
+            ...fc,
+          },
+          signal: AbortSignal.timeout(5_000),
         },
-        signal: AbortSignal.timeout(5_000),
-      });
+      );
       await res.text();
       if (res.status === 201 || res.status === 202) return;
     } catch {
@@ -257,9 +293,11 @@ const fifoSenders = FIFO_QUEUES.map(async (q) => {
 });
 const plainSenders = Array.from({ length: 8 }, async (_, w) => {
   for (let i = w; i < Math.round(MESSAGES * 0.7); i += 8) {
-    // Every fifth plain message goes under one flow-control key (parallelism 2).
-    const id = i % 5 === 0 ? `fc-${i}` : `plain-${i}`;
-    await send(id, undefined, i % 5 === 0);
+    // A fifth of the plain messages go under a flow-control key of parallelism 2, a tenth
+    // under one of rate 5 per second.
+    const flow = i % 5 === 0 ? "fc" : i % 10 === 1 ? "rate" : undefined;
+    const id = `${flow ?? "plain"}-${i}`;
+    await send(id, undefined, flow);
     accepted.push(id);
   }
 });
@@ -269,6 +307,7 @@ await boundaryKiller;
 await new Promise((r) => setTimeout(r, Math.max(0, lastBoundary + 40_000 - Date.now())));
 await deleteSchedules(api, scheduleIds);
 const ticks = await countTicks(api, scheduleIds, boundaries);
+const rate = await checkRate(api, RATE_KEY, { rate: RATE, periodMs: 1000, spanPeriods: 10 });
 for (const id of ticks.messageIds) accepted.push(`sched:${id}`);
 
 const deadline = Date.now() + 90_000;
@@ -285,7 +324,7 @@ const duplicates = [...successes.values()].reduce((sum, n) => sum + n - 1, 0);
 console.log(
   JSON.stringify(
     {
-      seed: 20261122,
+      seed: SEED,
       processes: 3,
       kills: killsDone,
       accepted: accepted.length,
@@ -295,6 +334,12 @@ console.log(
       fifoViolations,
       parallelismExceeded,
       exceededBy: Object.fromEntries(exceededBy),
+      exceedSamples,
+      rateKeyMessages: rate.messages,
+      rateMaxIn1s: rate.maxInPeriod,
+      rateMaxIn10s: rate.maxInSpan,
+      rateBoundIn10s: rate.spanBound,
+      rateExceeded: rate.exceeded,
       schedules: ticks.schedules,
       minuteBoundaries: boundaries.length,
       expectedTicks: ticks.expectedTicks,
@@ -303,6 +348,7 @@ console.log(
       ticksMissed: ticks.missed,
       seconds: Math.round((Date.now() - started) / 1000),
       missingSample: missing().slice(0, 10),
+      warnings: Object.fromEntries(warnings),
     },
     null,
     2,
@@ -317,6 +363,7 @@ const clean =
   missing().length === 0 &&
   fifoViolations === 0 &&
   parallelismExceeded === 0 &&
+  rate.exceeded === 0 &&
   ticks.firedTwice === 0 &&
   ticks.missed === 0;
 process.exit(clean ? 0 : 1);

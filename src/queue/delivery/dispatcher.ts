@@ -183,10 +183,9 @@ export class Dispatcher {
   private async attempt(c: Claimed): Promise<void> {
     const { meta } = c;
     const signal = this.leases.hold(meta.messageId, c.token, c.leaseUntil);
-    let result: AttemptResult;
     try {
       const key = (await this.keys.get()).current;
-      result = await this.client.send({
+      const result = await this.client.send({
         url: meta.url,
         method: meta.method,
         headers: deliveryHeaders(meta, c.retried, signDelivery(key, meta.url, c.body, Date.now())),
@@ -194,12 +193,11 @@ export class Dispatcher {
         timeoutMs: meta.timeoutMs,
         signal,
       });
+      this.leases.settle(meta.messageId, c.token);
+      if (!signal.aborted) await this.record(c, result);
     } finally {
-      // The request is over: nothing left to abort. The finish script checks the lease itself.
       this.leases.release(meta.messageId, c.token);
     }
-    if (signal.aborted) return;
-    await this.record(c, result);
   }
 
   private async record(c: Claimed, result: AttemptResult): Promise<void> {
@@ -231,7 +229,10 @@ export class Dispatcher {
       dlq,
       children,
     });
-    if (done === -1) this.log.debug("lease lost before finish", { id: meta.messageId });
+    // The reaper returned the message meanwhile (this process was too slow to record): it will
+    // be delivered again, a duplicate if this attempt succeeded.
+    if (done === -1)
+      this.log.warn("lease lost before the outcome was recorded", { id: meta.messageId });
     // A queue message's finish may admit the queue's next message (due now): claim it.
     if (meta.queueName !== undefined) this.wake();
     const wakeAt = Math.min(nextDue ?? Infinity, ...children.map((m) => m.dueAt));

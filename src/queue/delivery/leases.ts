@@ -9,6 +9,8 @@ interface Lease {
   /** When the lease ends in Redis unless renewed (ms). */
   until: number;
   abort: AbortController;
+  /** The request is over: a lost lease no longer aborts anything (the finish script sees it). */
+  settled: boolean;
 }
 
 /**
@@ -49,13 +51,22 @@ export class LeaseKeeper {
 
   /** Starts keeping a lease; the signal aborts when the attempt must be abandoned. */
   hold(id: string, token: string, until: number): AbortSignal {
-    const lease: Lease = { id, token, until, abort: new AbortController() };
+    const lease: Lease = { id, token, until, abort: new AbortController(), settled: false };
     this.held.set(id, lease);
     if (until - Date.now() <= this.guardMs) this.abandon(lease, "delivery lease expired");
     return lease.abort.signal;
   }
 
-  /** Stops keeping the lease (its attempt finished); a newer lease on the same id is kept. */
+  /**
+   * The attempt's request is over; the lease is still renewed while its outcome is recorded
+   * (a slow finish must not let the reaper hand the message to another process).
+   */
+  settle(id: string, token: string): void {
+    const lease = this.held.get(id);
+    if (lease?.token === token) lease.settled = true;
+  }
+
+  /** Stops keeping the lease (its outcome is recorded); a newer lease on the same id is kept. */
   release(id: string, token: string): void {
     if (this.held.get(id)?.token === token) this.held.delete(id);
   }
@@ -92,6 +103,7 @@ export class LeaseKeeper {
   private abandon(lease: Lease, reason: string): void {
     if (this.held.get(lease.id) !== lease) return;
     this.held.delete(lease.id);
+    if (lease.settled) return;
     this.log.warn("delivery abandoned", { id: lease.id, reason });
     lease.abort.abort(new Error(reason));
   }
