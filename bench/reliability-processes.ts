@@ -29,6 +29,7 @@ import { freePort, startRedis, stopChild } from "../test/harness/redis.js";
 import { pick, seeded } from "../test/harness/random.js";
 import { checkRate } from "./reliability-rate.js";
 import {
+  RETRY_DELAY,
   boundariesBetween,
   countTicks,
   createSchedules,
@@ -53,10 +54,22 @@ const FIFO_QUEUES = ["fifo-0", "fifo-1", "fifo-2"];
 /** Receiver state: successes per id, first-success order and in-flight count per FIFO queue. */
 const successes = new Map<string, number>();
 const firstOrder = new Map<string, number[]>();
-/** Message ids in flight per FIFO queue or flow-control key. */
-const inFlight = new Map<string, string[]>();
+/** A request in flight at the receiver (times in ms since the processes started). */
+interface InFlight {
+  id: string;
+  retried: string;
+  /** The sender's port (which connection, so which process). */
+  port: number;
+  arrived: number;
+  closed?: number;
+  answer?: string;
+}
+/** Requests in flight per FIFO queue or flow-control key. */
+const inFlight = new Map<string, InFlight[]>();
 /** What was in flight when a limit was exceeded (one id twice: a message delivered twice at once). */
-const exceedSamples: { group: string; at: number; inFlight: string[] }[] = [];
+const exceedSamples: { group: string; inFlight: InFlight[] }[] = [];
+/** When each SIGKILL happened (ms since the processes started). */
+const killTimes: number[] = [];
 let parallelismExceeded = 0;
 const exceededBy = new Map<string, number>();
 
@@ -68,32 +81,49 @@ const RATE_KEY = "rel-rate";
 const RATE = 5;
 
 /** Counts a request in flight under `group` until it closes; flags going over `limit`. */
-function track(group: string, limit: number, req: http.IncomingMessage, res: http.ServerResponse) {
-  const ids = inFlight.get(group) ?? [];
-  const id = String(req.headers["upstash-message-id"]);
-  ids.push(id);
-  inFlight.set(group, ids);
-  if (ids.length > limit) {
+function track(
+  group: string,
+  limit: number,
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+): InFlight {
+  const list = inFlight.get(group) ?? [];
+  const entry: InFlight = {
+    id: String(req.headers["upstash-message-id"]),
+    retried: String(req.headers["upstash-retried"]),
+    port: req.socket.remotePort ?? 0,
+    arrived: Date.now() - started,
+  };
+  list.push(entry);
+  inFlight.set(group, list);
+  if (list.length > limit) {
     parallelismExceeded++;
     exceededBy.set(group, (exceededBy.get(group) ?? 0) + 1);
-    exceedSamples.push({ group, at: Date.now(), inFlight: [...ids] });
+    exceedSamples.push({ group, inFlight: [...list] });
   }
-  res.on("close", () => ids.splice(ids.indexOf(id), 1));
+  res.on("close", () => {
+    entry.closed = Date.now() - started;
+    list.splice(list.indexOf(entry), 1);
+  });
+  return entry;
 }
 
 const receiver = http.createServer((req, res) => {
   const chunks: Buffer[] = [];
   if (req.url?.includes("/sched/")) return void receiveTick(req, res);
   const queue = String(req.headers["upstash-queue-name"] ?? "");
-  if (queue !== "") track(queue, 1, req, res);
-  if (req.url?.endsWith("/fc")) track(FC_KEY, FC_PARALLELISM, req, res);
+  const tracked: InFlight[] = [];
+  if (queue !== "") tracked.push(track(queue, 1, req, res));
+  if (req.url?.endsWith("/fc")) tracked.push(track(FC_KEY, FC_PARALLELISM, req, res));
+  const answer = (a: string) => tracked.forEach((t) => (t.answer = a));
   req.on("data", (c: Buffer) => chunks.push(c));
   req.on("end", () => {
     const id = Buffer.concat(chunks).toString();
     const r = rand();
-    if (r < 0.15) return void res.writeHead(500).end("fail");
-    if (r < 0.2) return void req.socket.destroy();
-    if (r < 0.25) return void setTimeout(() => res.end("late"), 1500);
+    if (r < 0.15) return void res.writeHead(500).end("fail", () => answer("500"));
+    if (r < 0.2) return void (answer("reset"), req.socket.destroy());
+    if (r < 0.25) return void (answer("late"), setTimeout(() => res.end("late"), 1500));
+    answer("ok");
     const seen = successes.get(id) ?? 0;
     successes.set(id, seen + 1);
     const [, q, i] = /^(fifo-\d)-(\d+)$/.exec(id) ?? [];
@@ -193,9 +223,7 @@ async function send(
             authorization: `Bearer ${TOKEN}`,
             "upstash-retries": "12",
             "upstash-timeout": "1s",
-            // Short back-off: the default one waits up to 86 s after a 5th failure (a FIFO queue
-            // waits with its head), longer than this bench's wait for deliveries.
-            "upstash-retry-delay": "min(200, 10 * pow(2, retried))",
+            "upstash-retry-delay": RETRY_DELAY,
             // A retry after an unknown outcome must not store the message twice.
             "upstash-deduplication-id": id,
             ...fc,
@@ -262,6 +290,7 @@ async function killAndRestart(): Promise<void> {
   );
   p.restarting = true;
   p.child?.kill("SIGKILL");
+  killTimes.push(Date.now() - started);
   killsDone++;
   await new Promise((r) => setTimeout(r, 300));
   startProc(p);
@@ -335,6 +364,7 @@ console.log(
       parallelismExceeded,
       exceededBy: Object.fromEntries(exceededBy),
       exceedSamples,
+      killTimes,
       rateKeyMessages: rate.messages,
       rateMaxIn1s: rate.maxInPeriod,
       rateMaxIn10s: rate.maxInSpan,
