@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { rmSync } from "node:fs";
 import path from "node:path";
 import { AppError } from "../shared/errors.js";
-import { readJsonFile, writeJsonFile } from "../shared/files.js";
+import { readJsonFile, withFileLock, writeJsonFile } from "../shared/files.js";
 import { parseRedisUrl } from "../shared/redis/connection.js";
 
 /**
@@ -67,6 +67,10 @@ export function createDatabase(
     );
   }
   if (opts.redisUrl !== undefined) parseRedisUrl(opts.redisUrl);
+  return withFileLock(registryFile(dataDir), () => addRecord(dataDir, name, opts));
+}
+
+function addRecord(dataDir: string, name: string, opts: CreateOptions): DatabaseRecord {
   const records = readRegistry(dataDir);
   if (records.some((r) => r.name === name)) {
     throw new AppError("conflict", `database ${name} already exists`);
@@ -84,21 +88,26 @@ export function createDatabase(
 }
 
 export function resetPassword(dataDir: string, name: string): DatabaseRecord {
-  const records = readRegistry(dataDir);
-  const record = findOrThrow(records, name);
-  record.password = newPassword();
-  writeRegistry(dataDir, records);
-  return record;
+  return withFileLock(registryFile(dataDir), () => {
+    const records = readRegistry(dataDir);
+    const record = findOrThrow(records, name);
+    record.password = newPassword();
+    writeRegistry(dataDir, records);
+    return record;
+  });
 }
 
 /** Removes the database; a managed database's data is deleted too. */
 export function deleteDatabase(dataDir: string, name: string): void {
-  const records = readRegistry(dataDir);
-  const record = findOrThrow(records, name);
-  writeRegistry(
-    dataDir,
-    records.filter((r) => r !== record),
-  );
+  const record = withFileLock(registryFile(dataDir), () => {
+    const records = readRegistry(dataDir);
+    const found = findOrThrow(records, name);
+    writeRegistry(
+      dataDir,
+      records.filter((r) => r !== found),
+    );
+    return found;
+  });
   if (!record.redisUrl) rmSync(managedDir(dataDir, name), { recursive: true, force: true });
 }
 

@@ -1,7 +1,7 @@
 import path from "node:path";
 import type { Config } from "../config/schema.js";
 import { AppError } from "../shared/errors.js";
-import { readJsonFile, writeJsonFile } from "../shared/files.js";
+import { readJsonFile, withFileLock, writeJsonFile } from "../shared/files.js";
 import { base58, newSigningKey } from "./domain/ids.js";
 
 /**
@@ -45,15 +45,17 @@ export function readQueueCredentials(config: CredentialConfig): QueueCredentials
 /** Reads or creates the stored credentials, then applies config overrides. */
 export function loadQueueCredentials(config: CredentialConfig): QueueCredentials {
   const file = queueCredentialsFile(config.dataDir);
-  let stored = readJsonFile(file) as QueueCredentials | undefined;
-  if (!stored) {
-    stored = {
+  const stored = withFileLock(file, () => {
+    const existing = readJsonFile(file) as QueueCredentials | undefined;
+    if (existing) return existing;
+    const created = {
       token: newQueueToken(),
       currentSigningKey: newSigningKey(),
       nextSigningKey: newSigningKey(),
     };
-    writeJsonFile(file, stored);
-  }
+    writeJsonFile(file, created);
+    return created;
+  });
   return applyOverrides(stored, config);
 }
 
@@ -65,23 +67,28 @@ export function loadQueueCredentials(config: CredentialConfig): QueueCredentials
  */
 export function resetQueueToken(dataDir: string): string {
   const file = queueCredentialsFile(dataDir);
-  const stored = readJsonFile(file) as QueueCredentials | undefined;
-  if (!stored) {
-    throw new AppError(
-      "not_found",
-      `no queue credentials in ${dataDir} yet: run \`stashd start\` once first`,
-    );
-  }
-  const token = newQueueToken();
-  writeJsonFile(file, { ...stored, token });
-  return token;
+  return withFileLock(file, () => {
+    const stored = readJsonFile(file) as QueueCredentials | undefined;
+    if (!stored) {
+      throw new AppError(
+        "not_found",
+        `no queue credentials in ${dataDir} yet: run \`stashd start\` once first`,
+      );
+    }
+    const token = newQueueToken();
+    writeJsonFile(file, { ...stored, token });
+    return token;
+  });
 }
 
+/** Records rotated signing keys (under the file lock: a concurrent token reset is kept). */
 export function saveSigningKeys(dataDir: string, current: string, next: string): void {
   const file = queueCredentialsFile(dataDir);
-  const stored = readJsonFile(file) as QueueCredentials | undefined;
-  if (!stored) return;
-  writeJsonFile(file, { ...stored, currentSigningKey: current, nextSigningKey: next });
+  withFileLock(file, () => {
+    const stored = readJsonFile(file) as QueueCredentials | undefined;
+    if (stored)
+      writeJsonFile(file, { ...stored, currentSigningKey: current, nextSigningKey: next });
+  });
 }
 
 function applyOverrides(stored: QueueCredentials, config: CredentialConfig): QueueCredentials {

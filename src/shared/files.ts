@@ -1,4 +1,13 @@
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import {
+  closeSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import path from "node:path";
 
 /** Writes JSON atomically (temp file + rename) with owner-only permissions: these hold secrets. */
@@ -19,4 +28,46 @@ export function readJsonFile(file: string): unknown {
     throw err;
   }
   return JSON.parse(text);
+}
+
+/** A lock older than this was left by a writer that died holding it (it is held for microseconds). */
+const STALE_LOCK_MS = 10_000;
+/** How long a writer waits for another's lock before giving up with an error. */
+const LOCK_WAIT_MS = 5_000;
+const pause = new Int32Array(new SharedArrayBuffer(4));
+
+/**
+ * Runs a read-modify-write of `file` under an exclusive lock (`<file>.lock`, created with O_EXCL),
+ * so two writers (the CLI and a running server, two CLI calls) never lose each other's change:
+ * each rewrites the whole file from what it read. Synchronous, like the writes it guards; a
+ * waiting writer sleeps 5 ms at a time.
+ */
+export function withFileLock<T>(file: string, fn: () => T): T {
+  mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+  const lock = `${file}.lock`;
+  const deadline = Date.now() + LOCK_WAIT_MS;
+  for (;;) {
+    try {
+      closeSync(openSync(lock, "wx", 0o600));
+      break;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+      if (lockAge(lock) > STALE_LOCK_MS) rmSync(lock, { force: true });
+      else if (Date.now() > deadline) throw new Error(`${lock} is held by another writer`);
+      else Atomics.wait(pause, 0, 0, 5);
+    }
+  }
+  try {
+    return fn();
+  } finally {
+    rmSync(lock, { force: true });
+  }
+}
+
+function lockAge(lock: string): number {
+  try {
+    return Date.now() - statSync(lock).mtimeMs;
+  } catch {
+    return 0;
+  }
 }
