@@ -4,8 +4,10 @@ import { queueKeys } from "../../src/queue/store/keys.js";
 import { parseRedisUrl } from "../../src/shared/redis/connection.js";
 import { RedisPool } from "../../src/shared/redis/pool.js";
 import { eventually } from "../harness/eventually.js";
-import { listenLocal } from "./receiver.js";
-import { queueEnv, type QueueTestEnv } from "./setup.js";
+import { startRedis } from "../harness/redis.js";
+import { startStashd } from "../harness/stashd.js";
+import { listenLocal, startReceiver } from "./receiver.js";
+import { FAST_QUEUE, queueEnv, type QueueTestEnv } from "./setup.js";
 
 /**
  * Regression for reliability scenario 1 (docs/reliability.md): an attempt must not outlive its
@@ -98,5 +100,44 @@ describe("delivery leases", () => {
     await eventually(() => expect(first.closed).toBeDefined(), { timeoutMs: 3000 });
     expect((first.closed ?? 0) - stopped).toBeLessThan(1000);
     expect(first.answered).toBe(false);
+  });
+});
+
+describe("delivery leases during a graceful stop", () => {
+  it("keeps renewing while an attempt finishes, so no other process delivers it meanwhile", async () => {
+    const redis = await startRedis();
+    const shared = {
+      queueRedisUrl: redis.url,
+      queueToken: "dG9rZW4=",
+      queueCurrentSigningKey: "sig_current",
+      queueNextSigningKey: "sig_next",
+      ...FAST_QUEUE,
+      queueLeaseMs: 600,
+    };
+    const a = await startStashd({ ...shared, shutdownGraceMs: 5000 });
+    const b = await startStashd(shared);
+    const slow = await startReceiver(() => ({ current: "sig_current", next: "sig_next" }));
+    slow.delayMs = 1500;
+    try {
+      // Published to `a` with free slots: `a` leases and delivers it itself.
+      const res = await fetch(`${a.queue.url}/v2/publish/${slow.url}/graceful`, {
+        method: "POST",
+        headers: { authorization: "Bearer dG9rZW4=", "upstash-timeout": "10s" },
+        body: "x",
+      });
+      const { messageId } = (await res.json()) as { messageId: string };
+      await eventually(() => expect(slow.requests).toHaveLength(1));
+      // The attempt outlasts the 600 ms lease by far; `b`'s reaper runs every 50 ms.
+      await a.stop();
+      expect(slow.requests).toHaveLength(1);
+      const logs = await fetch(`${b.queue.url}/v2/logs?messageId=${messageId}&state=DELIVERED`, {
+        headers: { authorization: "Bearer dG9rZW4=" },
+      });
+      expect(((await logs.json()) as { logs: unknown[] }).logs).toHaveLength(1);
+    } finally {
+      await slow.close();
+      await b.stop();
+      await redis.stop();
+    }
   });
 });

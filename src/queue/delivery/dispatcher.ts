@@ -100,15 +100,18 @@ export class Dispatcher {
     this.stopped = true;
     clearTimeout(this.timer);
     clearInterval(this.reaper);
-    this.leases.stop();
-    if (this.inflight === 0) return;
-    await new Promise<void>((resolve) => {
-      const t = setTimeout(resolve, graceMs);
-      this.idleWaiters.push(() => {
-        clearTimeout(t);
-        resolve();
+    // Leases stay renewed through the grace period: an attempt still running must not be handed
+    // to another process meanwhile.
+    if (this.inflight > 0) {
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, graceMs);
+        this.idleWaiters.push(() => {
+          clearTimeout(t);
+          resolve();
+        });
       });
-    });
+    }
+    this.leases.stop();
   }
 
   private async pump(): Promise<void> {
