@@ -71,10 +71,6 @@ export class LeaseKeeper {
     if (this.held.get(id)?.token === token) this.held.delete(id);
   }
 
-  get size(): number {
-    return this.held.size;
-  }
-
   private async renew(): Promise<void> {
     if (this.held.size === 0) return;
     const batch = [...this.held.values()];
