@@ -176,3 +176,26 @@ describe("messages", () => {
     expect(all.cancelled).toBeGreaterThanOrEqual(1);
   });
 });
+
+describe("timeouts", () => {
+  it("fails an attempt that outlasts Upstash-Timeout, and says so in the logs", async () => {
+    const slow = await env.receiver();
+    slow.delayMs = 1500;
+    const { messageId } = await env.client.publish({
+      url: `${slow.url}/slow`,
+      body: "x",
+      retries: 0,
+      timeout: 1,
+    });
+    const failed = await eventually(async () => {
+      const res = await env.api(`/v2/logs?messageId=${messageId}&state=FAILED`);
+      const { logs } = (await res.json()) as {
+        logs: { error?: string; responseStatus?: number }[];
+      };
+      expect(logs).toHaveLength(1);
+      return logs[0];
+    });
+    expect(failed?.error).toBe("request timed out after 1000 ms");
+    expect(slow.requests).toHaveLength(1);
+  });
+});

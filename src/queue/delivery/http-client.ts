@@ -41,27 +41,24 @@ export class HttpClient {
   async send(req: OutboundRequest): Promise<AttemptResult> {
     const refused = this.refused(req.url);
     if (refused) return { status: 0, header: {}, body: Buffer.alloc(0), error: refused };
-    const timeout = AbortSignal.timeout(req.timeoutMs);
-    const signal = req.signal ? AbortSignal.any([timeout, req.signal]) : timeout;
+    const abort = attemptAbort(req);
     try {
       const res = await request(req.url, {
         dispatcher: this.agent,
         method: req.method as "POST",
         headers: req.headers,
         body: req.method === "GET" || req.method === "HEAD" ? null : req.body,
-        signal,
+        signal: abort.signal,
         headersTimeout: req.timeoutMs,
         bodyTimeout: req.timeoutMs,
       });
       const body = await this.readLimited(res.body);
       return { status: res.statusCode, header: toHeaders(res.headers), body };
     } catch (err) {
-      const error = req.signal?.aborted
-        ? messageOf(req.signal.reason)
-        : timeout.aborted
-          ? `request timed out after ${req.timeoutMs} ms`
-          : messageOf(err);
+      const error = abort.signal.aborted ? messageOf(abort.signal.reason) : messageOf(err);
       return { status: 0, header: {}, body: Buffer.alloc(0), error };
+    } finally {
+      abort.done();
     }
   }
 
@@ -90,6 +87,30 @@ export class HttpClient {
     const all = Buffer.concat(chunks);
     return all.length > this.maxBodyBytes ? all.subarray(0, this.maxBodyBytes) : all;
   }
+}
+
+/**
+ * One controller per attempt, aborted by its timeout or by the caller's signal (a lost lease),
+ * with the reason as the attempt's error. (A timer and a listener: cheaper than combining
+ * `AbortSignal.timeout` and `AbortSignal.any` on every delivery.)
+ */
+function attemptAbort(req: OutboundRequest): { signal: AbortSignal; done(): void } {
+  const controller = new AbortController();
+  const timer = setTimeout(
+    () => controller.abort(new Error(`request timed out after ${req.timeoutMs} ms`)),
+    req.timeoutMs,
+  );
+  const outer = req.signal;
+  const onOuter = (): void => controller.abort(outer?.reason);
+  if (outer?.aborted) onOuter();
+  else outer?.addEventListener("abort", onOuter, { once: true });
+  return {
+    signal: controller.signal,
+    done: () => {
+      clearTimeout(timer);
+      outer?.removeEventListener("abort", onOuter);
+    },
+  };
 }
 
 function toHeaders(raw: Record<string, string | string[] | undefined>): Headers {
