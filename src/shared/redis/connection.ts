@@ -1,7 +1,7 @@
 import net from "node:net";
 import tls from "node:tls";
 import { AppError, messageOf } from "../errors.js";
-import { encodeCommand, RespParser, type Arg, type Reply } from "./resp.js";
+import { encodeCommand, encodeCommands, RespParser, type Arg, type Reply } from "./resp.js";
 
 /**
  * Where a Redis server is and how to log in. Built from a URL by `parseRedisUrl`:
@@ -135,7 +135,7 @@ export class RedisConnection {
     const replies = commands.map(
       () => new Promise<Reply>((resolve, reject) => this.waiters.push({ resolve, reject })),
     );
-    for (const command of commands) this.write(encodeCommand(command));
+    this.write(encodeCommands(commands));
     return Promise.all(replies);
   }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { encodeCommand, RespParser, serializeReply, type Reply } from "./resp.js";
+import { encodeCommand, encodeCommands, RespParser, serializeReply, type Reply } from "./resp.js";
 
 function parseAll(chunks: Buffer[]): Reply[] {
   const out: Reply[] = [];
@@ -42,5 +42,17 @@ describe("RespParser", () => {
     expect(encodeCommand(["SET", "k", Buffer.from([0, 1]), "ü"]).toString("latin1")).toBe(
       "*4\r\n$3\r\nSET\r\n$1\r\nk\r\n$2\r\n\x00\x01\r\n$2\r\n\xc3\xbc\r\n",
     );
+  });
+
+  it("encodes several commands into one buffer, byte for byte as one at a time", () => {
+    const commands = [["GET", "a"], ["SET", Buffer.from([255]), "ü"], [], ["PING"]];
+    const oneByOne = Buffer.concat(commands.map((c) => encodeCommand(c)));
+    expect(encodeCommands(commands).equals(oneByOne)).toBe(true);
+    expect(
+      encodeCommands([
+        ["GET", "a"],
+        ["GET", "b"],
+      ]).toString(),
+    ).toBe("*2\r\n$3\r\nGET\r\n$1\r\na\r\n*2\r\n$3\r\nGET\r\n$1\r\nb\r\n");
   });
 });

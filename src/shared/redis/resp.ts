@@ -21,16 +21,28 @@ const CR = 13;
 
 /** Encodes one command as a RESP array of bulk strings. */
 export function encodeCommand(args: readonly Arg[]): Buffer {
-  let text = `*${args.length}${CRLF}`;
+  return encodeCommands([args]);
+}
+
+/**
+ * Encodes commands as consecutive RESP arrays in one buffer. String arguments are joined into
+ * one text and converted once (a pipeline of 100 GETs is one conversion, not 100); Buffer
+ * arguments are copied in as they are.
+ */
+export function encodeCommands(commands: readonly (readonly Arg[])[]): Buffer {
+  let text = "";
   let parts: Buffer[] | undefined;
-  for (const arg of args) {
-    if (typeof arg === "string") {
-      text += `$${Buffer.byteLength(arg)}${CRLF}${arg}${CRLF}`;
-      continue;
+  for (const args of commands) {
+    text += `*${args.length}${CRLF}`;
+    for (const arg of args) {
+      if (typeof arg === "string") {
+        text += `$${Buffer.byteLength(arg)}${CRLF}${arg}${CRLF}`;
+        continue;
+      }
+      parts ??= [];
+      parts.push(Buffer.from(`${text}$${arg.length}${CRLF}`), arg);
+      text = CRLF;
     }
-    parts ??= [];
-    parts.push(Buffer.from(`${text}$${arg.length}${CRLF}`), arg);
-    text = CRLF;
   }
   if (!parts) return Buffer.from(text);
   parts.push(Buffer.from(text));
