@@ -29,7 +29,8 @@ type DispatcherConfig = Pick<
  * tightly: it sleeps until the earliest due time (at most `queueIdlePollMs`, which is how it
  * notices other processes' publishes) and is woken at once by local publishes and by a freed
  * delivery slot. Several processes on one Redis never deliver the same attempt twice: claiming
- * is one atomic script.
+ * is one atomic script that leases the message to this process, and an attempt never outlives
+ * its lease (leases.ts).
  */
 export class Dispatcher {
   private inflight = 0;
