@@ -1,6 +1,8 @@
 import http from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
+import type { MessageMeta } from "../../src/queue/domain/message.js";
 import { queueKeys } from "../../src/queue/store/keys.js";
+import { MessageStore, type NewMessage } from "../../src/queue/store/message-store.js";
 import { parseRedisUrl } from "../../src/shared/redis/connection.js";
 import { RedisPool } from "../../src/shared/redis/pool.js";
 import { eventually } from "../harness/eventually.js";
@@ -139,5 +141,74 @@ describe("delivery leases during a graceful stop", () => {
       await b.stop();
       await redis.stop();
     }
+  });
+});
+
+describe("lease deadlines on Redis's clock", () => {
+  const LEASE_MS = 300;
+  const TEN_MINUTES = 600_000;
+
+  async function withStore(fn: (store: MessageStore, pool: RedisPool) => Promise<void>) {
+    const redis = await startRedis();
+    const pool = new RedisPool(parseRedisUrl(redis.url), {
+      size: 1,
+      connectTimeoutMs: 1000,
+      retryBackoffMs: 50,
+    });
+    try {
+      await fn(new MessageStore(pool, 60_000), pool);
+    } finally {
+      await pool.close();
+      await redis.stop();
+    }
+  }
+
+  function message(id: string, now: number): NewMessage {
+    const meta: MessageMeta = {
+      messageId: id,
+      url: "http://127.0.0.1:9/x",
+      method: "POST",
+      header: {},
+      createdAt: now,
+      notBefore: 0,
+      maxRetries: 0,
+      timeoutMs: 1000,
+      depth: 0,
+    };
+    return { meta, body: Buffer.from("x"), dueAt: now };
+  }
+
+  it("a process whose clock runs ahead does not reap a lease that has not ended", async () => {
+    await withStore(async (store, pool) => {
+      const now = Date.now();
+      await store.enqueue(now, [message("msg_ahead", now)]);
+      const [claimed] = await store.claim(now, 10, LEASE_MS);
+      expect(claimed?.meta.messageId).toBe("msg_ahead");
+      // Another process, its clock ten minutes ahead, runs the reaper at once.
+      expect(await store.reap(now + TEN_MINUTES)).toBe(0);
+      const lease = await pool.exec(["HGET", queueKeys.message("msg_ahead"), "lease"]);
+      expect(lease.kind === "bulk" && lease.value.toString()).toBe(claimed?.token);
+      // Once the lease has really ended, a process whose clock runs behind reaps it.
+      await eventually(async () => expect(await store.reap(now - TEN_MINUTES)).toBe(1));
+    });
+  });
+
+  it("renewals extend on Redis's clock and report leases held by someone else", async () => {
+    await withStore(async (store) => {
+      const now = Date.now();
+      await store.enqueue(now, [message("msg_a", now), message("msg_b", now)]);
+      const claimed = await store.claim(now, 10, LEASE_MS);
+      expect(claimed).toHaveLength(2);
+      const [a, b] = claimed;
+      const lost = await store.renew(60_000, [
+        [a?.meta.messageId ?? "", a?.token ?? ""],
+        [b?.meta.messageId ?? "", "not-the-token"],
+      ]);
+      expect([...lost]).toEqual(["msg_b"]);
+      // msg_b was not extended: it is reaped after its 300 ms; msg_a stays leased for a minute.
+      await eventually(async () => expect(await store.reap(Date.now())).toBe(1));
+      const due = await store.claim(Date.now(), 10, LEASE_MS);
+      expect(due.map((c) => c.meta.messageId)).toEqual(["msg_b"]);
+    });
   });
 });

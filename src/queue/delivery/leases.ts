@@ -21,8 +21,10 @@ interface Lease {
  * - is reported lost by a renewal (it was reaped, perhaps claimed by another process), or
  * - comes within `leaseMs / 5` of its end without a renewal (Redis unreachable, renewals late
  *   because this process is starved), checked every `leaseMs / 10`.
- * The guard assumes the processes' clocks agree to well within `leaseMs / 5` and that no process
- * stalls longer than that: a process frozen past its lease cannot abort in time.
+ * Deadlines and expiry are on Redis's clock; this process tracks them on its own, from when it
+ * sent the claim or renewal (never later than Redis's deadline), so the processes' clocks need
+ * not agree. The guard does assume no process stalls longer than `leaseMs / 5`: a process frozen
+ * past its lease cannot abort in time.
  */
 export class LeaseKeeper {
   private readonly held = new Map<string, Lease>();
@@ -74,10 +76,11 @@ export class LeaseKeeper {
   private async renew(): Promise<void> {
     if (this.held.size === 0) return;
     const batch = [...this.held.values()];
+    // Redis extends to its TIME + lease when the script runs, which is no earlier than this.
     const deadline = Date.now() + this.leaseMs;
     try {
       const lost = await this.store.renew(
-        deadline,
+        this.leaseMs,
         batch.map((l) => [l.id, l.token]),
       );
       for (const lease of batch) {

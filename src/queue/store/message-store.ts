@@ -25,7 +25,10 @@ export interface Claimed {
   body: Buffer;
   retried: number;
   token: string;
-  /** When the lease ends unless renewed (ms, the clock the lease was set with). */
+  /**
+   * When the lease ends unless renewed, on this process's clock (ms): the claim's start plus the
+   * lease, never later than the deadline Redis set on its own clock after the claim arrived.
+   */
   leaseUntil: number;
 }
 
@@ -153,18 +156,19 @@ export class MessageStore {
     return asInt(reply);
   }
 
+  /** `now` is for the log and flow-control periods; lease expiry is judged on Redis's clock. */
   async reap(now: number, limit = 1000): Promise<number> {
     const keys = [K.active, K.due, K.pending, K.log];
     return asInt(await scripts.reap.run(this.pool, keys, [...this.head(now), String(limit)]));
   }
 
   /**
-   * Extends the leases in `held` (pairs of message id, lease token) to `deadline`; returns the
-   * ids whose lease is lost (their attempts must be abandoned).
+   * Extends the leases in `held` (pairs of message id, lease token) to `leaseMs` from now on
+   * Redis's clock; returns the ids whose lease is lost (their attempts must be abandoned).
    */
-  async renew(deadline: number, held: readonly [string, string][]): Promise<Set<string>> {
+  async renew(leaseMs: number, held: readonly [string, string][]): Promise<Set<string>> {
     if (held.length === 0) return new Set();
-    const args = [K.prefix, String(deadline), ...held.flat()];
+    const args = [K.prefix, String(leaseMs), ...held.flat()];
     const reply = await scripts.renew.run(this.pool, [K.active], args);
     return new Set(asArray(reply).map((r) => asText(r) ?? ""));
   }

@@ -2,8 +2,8 @@
  * claim-3: takes up to ARGV[4] due messages and leases them to the caller.
  *
  * KEYS[1] due  KEYS[2] active  KEYS[3] log
- * ARGV[1] key prefix  ARGV[2] now  ARGV[3] log cutoff  ARGV[4] limit  ARGV[5] lease ms (renewed by
- * the holder while the attempt runs, see renew)  ARGV[6] lease token
+ * ARGV[1] key prefix  ARGV[2] now  ARGV[3] log cutoff  ARGV[4] limit  ARGV[5] lease ms (from
+ * Redis's TIME; renewed by the holder while the attempt runs, see renew)  ARGV[6] lease token
  * Returns a flat array of (id, meta, body, retried) per claimed message.
  * Events: ACTIVE. Ids whose hash is gone (cancelled meanwhile) are dropped.
  */
@@ -19,7 +19,7 @@ for _, id in ipairs(ids) do
   local h = ARGV[1] .. 'msg:' .. id
   local f = redis.call('HMGET', h, 'meta', 'body', 'retried')
   if f[1] then
-    redis.call('ZADD', KEYS[2], now + tonumber(ARGV[5]), id)
+    redis.call('ZADD', KEYS[2], leaseDeadline(ARGV[5]), id)
     redis.call('HSET', h, 'state', 'ACTIVE', 'lease', ARGV[6])
     addLog(KEYS[3], ARGV[3], ARGV[2], id, 'ACTIVE', f[1], '{}')
     out[#out + 1] = id

@@ -7,7 +7,7 @@
  * KEYS[5] active
  * ARGV[1] key prefix  ARGV[2] now (ms)  ARGV[3] log cutoff (stream id ms)  ARGV[4] dedup window ms
  * ARGV[5] publish response JSON kept under the dedup key  ARGV[6] lease token ('' = no lease)
- * ARGV[7] lease ms (renewed by the holder while the attempt runs)
+ * ARGV[7] lease ms (from Redis's TIME; renewed by the holder while the attempt runs)
  * ARGV[8..] groups of 5: id, meta JSON, body, dueAt ms, timeout ms
  * Returns {1} when stored; {0, <stored response>} when the dedup key was already taken.
  * Events: CREATED per message, then ACTIVE when leased. A flow-control message is never leased
@@ -30,7 +30,7 @@ while i + 4 <= #ARGV do
   local waits = fcEnter(prefix, KEYS[1], id, meta, ARGV[i + 3], now)
   if token ~= '' and not waits then
     redis.call('ZREM', KEYS[1], id)
-    redis.call('ZADD', KEYS[5], tonumber(now) + tonumber(ARGV[7]), id)
+    redis.call('ZADD', KEYS[5], leaseDeadline(ARGV[7]), id)
     redis.call('HSET', prefix .. 'msg:' .. id, 'state', 'ACTIVE', 'lease', token)
     addLog(KEYS[3], cutoff, now, id, 'ACTIVE', meta, '{}')
   end

@@ -1,6 +1,7 @@
 /**
  * reap-4: returns expired leases (a stashd that died or hung mid-delivery) to the due set, so
  * the message is attempted again: at-least-once. The lost attempt does not count as a retry.
+ * Expiry is judged on Redis's clock (TIME), like the deadlines, never on the caller's `now`.
  *
  * KEYS[1] active  KEYS[2] due  KEYS[3] pending  KEYS[4] log
  * ARGV[1] key prefix  ARGV[2] now  ARGV[3] log cutoff  ARGV[4] limit
@@ -13,7 +14,7 @@ export const REAP = {
   numKeys: 4,
   body: `
 local prefix, now, cutoff = ARGV[1], ARGV[2], ARGV[3]
-local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, ARGV[4])
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', leaseDeadline(0), 'LIMIT', 0, ARGV[4])
 for _, id in ipairs(ids) do
   redis.call('ZREM', KEYS[1], id)
   local h = prefix .. 'msg:' .. id

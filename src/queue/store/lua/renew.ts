@@ -4,7 +4,8 @@
  * run as long as its timeout.
  *
  * KEYS[1] active
- * ARGV[1] key prefix  ARGV[2] new deadline (ms)  ARGV[3..] pairs of message id, lease token
+ * ARGV[1] key prefix  ARGV[2] lease ms (the new deadline is Redis's TIME + lease)
+ * ARGV[3..] pairs of message id, lease token
  * Returns the ids whose lease is lost (reaped, maybe claimed by another process, or the message
  * is gone): their holder must abandon the attempt. The others are extended.
  */
@@ -13,10 +14,11 @@ export const RENEW = {
   numKeys: 1,
   body: `
 local lost = {}
+local deadline = leaseDeadline(ARGV[2])
 for i = 3, #ARGV - 1, 2 do
   local id = ARGV[i]
   if redis.call('HGET', ARGV[1] .. 'msg:' .. id, 'lease') == ARGV[i + 1] then
-    redis.call('ZADD', KEYS[1], 'XX', ARGV[2], id)
+    redis.call('ZADD', KEYS[1], 'XX', deadline, id)
   else
     lost[#lost + 1] = id
   end
