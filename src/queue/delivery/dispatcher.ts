@@ -8,7 +8,7 @@ import type { Claimed, MessageStore, NewMessage, Outcome } from "../store/messag
 import type { SigningKeys } from "../store/signing-keys.js";
 import { callbackMessage, failureCallbackMessage } from "./callbacks.js";
 import type { HttpClient } from "./http-client.js";
-import { LeaseKeeper } from "./leases.js";
+import { LeaseKeeper, LeaseLost } from "./leases.js";
 import { signDelivery } from "./signer.js";
 
 const CLAIM_BATCH = 64;
@@ -186,7 +186,7 @@ export class Dispatcher {
    */
   private async attempt(c: Claimed): Promise<void> {
     const { meta } = c;
-    const signal = this.leases.hold(meta.messageId, c.token, c.leaseUntil);
+    const abort = this.leases.hold(meta.messageId, c.token, c.leaseUntil);
     try {
       const key = (await this.keys.get()).current;
       const result = await this.client.send({
@@ -195,10 +195,10 @@ export class Dispatcher {
         headers: deliveryHeaders(meta, c.retried, signDelivery(key, meta.url, c.body, Date.now())),
         body: c.body,
         timeoutMs: meta.timeoutMs,
-        signal,
+        abort,
       });
       this.leases.settle(meta.messageId, c.token);
-      if (!signal.aborted) await this.record(c, result);
+      if (!(abort.signal.reason instanceof LeaseLost)) await this.record(c, result);
     } finally {
       this.leases.release(meta.messageId, c.token);
     }

@@ -11,8 +11,11 @@ export interface OutboundRequest {
   headers: Record<string, string | string[]>;
   body: Buffer;
   timeoutMs: number;
-  /** Aborts the attempt from outside (its lease is lost); the abort reason becomes the error. */
-  signal?: AbortSignal;
+  /**
+   * The attempt's controller, when the caller may abort it too (a lost lease); the client arms
+   * the timeout on it. The abort reason becomes the attempt's error.
+   */
+  abort?: AbortController;
 }
 
 /**
@@ -41,7 +44,11 @@ export class HttpClient {
   async send(req: OutboundRequest): Promise<AttemptResult> {
     const refused = this.refused(req.url);
     if (refused) return { status: 0, header: {}, body: Buffer.alloc(0), error: refused };
-    const abort = attemptAbort(req);
+    const abort = req.abort ?? new AbortController();
+    const timer = setTimeout(
+      () => abort.abort(new Error(`request timed out after ${req.timeoutMs} ms`)),
+      req.timeoutMs,
+    );
     try {
       const res = await request(req.url, {
         dispatcher: this.agent,
@@ -58,7 +65,7 @@ export class HttpClient {
       const error = abort.signal.aborted ? messageOf(abort.signal.reason) : messageOf(err);
       return { status: 0, header: {}, body: Buffer.alloc(0), error };
     } finally {
-      abort.done();
+      clearTimeout(timer);
     }
   }
 
@@ -87,30 +94,6 @@ export class HttpClient {
     const all = Buffer.concat(chunks);
     return all.length > this.maxBodyBytes ? all.subarray(0, this.maxBodyBytes) : all;
   }
-}
-
-/**
- * One controller per attempt, aborted by its timeout or by the caller's signal (a lost lease),
- * with the reason as the attempt's error. (A timer and a listener: cheaper than combining
- * `AbortSignal.timeout` and `AbortSignal.any` on every delivery.)
- */
-function attemptAbort(req: OutboundRequest): { signal: AbortSignal; done(): void } {
-  const controller = new AbortController();
-  const timer = setTimeout(
-    () => controller.abort(new Error(`request timed out after ${req.timeoutMs} ms`)),
-    req.timeoutMs,
-  );
-  const outer = req.signal;
-  const onOuter = (): void => controller.abort(outer?.reason);
-  if (outer?.aborted) onOuter();
-  else outer?.addEventListener("abort", onOuter, { once: true });
-  return {
-    signal: controller.signal,
-    done: () => {
-      clearTimeout(timer);
-      outer?.removeEventListener("abort", onOuter);
-    },
-  };
 }
 
 function toHeaders(raw: Record<string, string | string[] | undefined>): Headers {

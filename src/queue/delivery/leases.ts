@@ -2,6 +2,9 @@ import { messageOf } from "../../shared/errors.js";
 import type { Logger } from "../../shared/log.js";
 import type { MessageStore } from "../store/message-store.js";
 
+/** The abort reason of an attempt abandoned because its lease was lost or ran out. */
+export class LeaseLost extends Error {}
+
 /** One lease this process holds while its attempt runs. */
 interface Lease {
   id: string;
@@ -17,7 +20,8 @@ interface Lease {
  * The delivery leases of one process. A lease is what keeps two processes from delivering the
  * same message at once (a FIFO queue's or a flow-control key's parallelism depends on it), so an
  * attempt must never outlive its lease. The keeper renews the leases every `leaseMs / 3` and
- * aborts (through the signal `hold` returns) every attempt whose lease
+ * aborts (through the controller `hold` returns, with a `LeaseLost` reason) every attempt whose
+ * lease
  * - is reported lost by a renewal (it was reaped, perhaps claimed by another process), or
  * - comes within `leaseMs / 5` of its end without a renewal (Redis unreachable, renewals late
  *   because this process is starved), checked every `leaseMs / 10`.
@@ -51,12 +55,12 @@ export class LeaseKeeper {
     clearInterval(this.watchdog);
   }
 
-  /** Starts keeping a lease; the signal aborts when the attempt must be abandoned. */
-  hold(id: string, token: string, until: number): AbortSignal {
+  /** Starts keeping a lease; its controller aborts the attempt when it must be abandoned. */
+  hold(id: string, token: string, until: number): AbortController {
     const lease: Lease = { id, token, until, abort: new AbortController(), settled: false };
     this.held.set(id, lease);
     if (until - Date.now() <= this.guardMs) this.abandon(lease, "delivery lease expired");
-    return lease.abort.signal;
+    return lease.abort;
   }
 
   /**
@@ -104,6 +108,6 @@ export class LeaseKeeper {
     this.held.delete(lease.id);
     if (lease.settled) return;
     this.log.warn("delivery abandoned", { id: lease.id, reason });
-    lease.abort.abort(new Error(reason));
+    lease.abort.abort(new LeaseLost(reason));
   }
 }
