@@ -242,6 +242,12 @@ export const SETTINGS = {
     default: 1000,
     doc: "Most FIFO queues; creating one more (upsert, enqueue, schedule fire) is refused with 412.",
   },
+  queueMaxSchedules: {
+    env: "STASHD_QUEUE_MAX_SCHEDULES",
+    kind: "int",
+    default: 10_000,
+    doc: "Most cron schedules; creating one more is refused with 412 (replacing one never is).",
+  },
   queueMaxParallelism: {
     env: "STASHD_QUEUE_MAX_PARALLELISM",
     kind: "int",

@@ -106,7 +106,7 @@ async function assemble(
   const dispatcher = new Dispatcher(messages, client, keys, config, log.child("delivery"));
   const dlq = new DlqStore(pool);
   const topics = new TopicStore(pool);
-  const schedules = new ScheduleStore(pool);
+  const schedules = new ScheduleStore(pool, config.queueMaxSchedules);
   const queues = new QueueStore(pool, config.queueLogRetentionMs, config.queueMaxQueues);
   const scheduler = new Scheduler({
     schedules,

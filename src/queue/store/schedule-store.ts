@@ -1,3 +1,4 @@
+import { AppError } from "../../shared/errors.js";
 import type { RedisPool } from "../../shared/redis/pool.js";
 import type { PublishOptions } from "../domain/publish-options.js";
 import { queueKeys as K } from "./keys.js";
@@ -60,15 +61,25 @@ const FIELDS = ["def", "body", "next", "last", "paused", "states", "error"];
 
 /** Schedules in the queue Redis; every change is one script of store/lua/schedule.ts. */
 export class ScheduleStore {
-  constructor(private readonly pool: RedisPool) {}
+  constructor(
+    private readonly pool: RedisPool,
+    private readonly maxSchedules = Number.MAX_SAFE_INTEGER,
+  ) {}
 
+  /** Creates or replaces; a new schedule beyond `maxSchedules` is refused with 412. */
   async save(def: ScheduleDef, body: Buffer, next: number): Promise<void> {
     const id = def.scheduleId;
-    await scripts.save.run(
+    const saved = await scripts.save.run(
       this.pool,
       [K.schedule(id), K.schedules, K.scheduleDue],
-      [id, JSON.stringify(def), body, String(next)],
+      [id, JSON.stringify(def), body, String(next), String(this.maxSchedules)],
     );
+    if (asInt(saved) === 0) {
+      throw new AppError(
+        "precondition_failed",
+        `max number of schedules (${this.maxSchedules}) reached`,
+      );
+    }
   }
 
   /** Compare-and-set of the next tick; true when this call advanced it. */

@@ -8,15 +8,19 @@
 
 /**
  * scheduleSave-3: creates or replaces a schedule (a replacement starts afresh: unpaused, no last
- * fire).
+ * fire). A new schedule is refused when ARGV[5] schedules exist already (a replacement never is).
  * KEYS[1] schedule hash  KEYS[2] schedules set  KEYS[3] sched-due zset
- * ARGV[1] id  ARGV[2] def JSON  ARGV[3] body  ARGV[4] next fire ms
- * Returns 1.
+ * ARGV[1] id  ARGV[2] def JSON  ARGV[3] body  ARGV[4] next fire ms  ARGV[5] max schedules
+ * Returns 1, or 0 when refused (nothing changed).
  */
 export const SCHEDULE_SAVE = {
   name: "scheduleSave",
   numKeys: 3,
   body: `
+if redis.call('SISMEMBER', KEYS[2], ARGV[1]) == 0
+  and redis.call('SCARD', KEYS[2]) >= tonumber(ARGV[5]) then
+  return 0
+end
 redis.call('DEL', KEYS[1])
 redis.call('HSET', KEYS[1], 'def', ARGV[2], 'body', ARGV[3], 'next', ARGV[4], 'last', 0,
   'paused', 0, 'states', '{}', 'error', '')
