@@ -1,6 +1,6 @@
-import { statSync } from "node:fs";
 import type { Config } from "../config/schema.js";
 import { messageOf } from "../shared/errors.js";
+import { fileStamp } from "../shared/files.js";
 import type { Logger } from "../shared/log.js";
 import { parseRedisUrl, type RedisEndpoint } from "../shared/redis/connection.js";
 import { ManagedRedis } from "../shared/redis/managed.js";
@@ -35,7 +35,8 @@ interface TokenEntry {
 export class DatabaseManager {
   private readonly dbs = new Map<string, KvDatabase>();
   private tokens = new Map<string, TokenEntry>();
-  private mtimeMs = -1;
+  /** fileStamp of the registry as last applied. */
+  private stamp = "";
   private syncing: Promise<void> = Promise.resolve();
   private timer: NodeJS.Timeout | undefined;
 
@@ -87,13 +88,7 @@ export class DatabaseManager {
   }
 
   private syncIfChanged(): Promise<void> {
-    let mtime = 0;
-    try {
-      mtime = statSync(registryFile(this.config.dataDir)).mtimeMs;
-    } catch {
-      mtime = 0;
-    }
-    if (mtime === this.mtimeMs) return this.syncing;
+    if (fileStamp(registryFile(this.config.dataDir)) === this.stamp) return this.syncing;
     return this.sync();
   }
 
@@ -111,11 +106,7 @@ export class DatabaseManager {
   }
 
   private async applyRegistry(): Promise<void> {
-    try {
-      this.mtimeMs = statSync(registryFile(this.config.dataDir)).mtimeMs;
-    } catch {
-      this.mtimeMs = 0;
-    }
+    this.stamp = fileStamp(registryFile(this.config.dataDir));
     const records = readRegistry(this.config.dataDir);
     const wanted = new Map(records.map((r) => [r.name, r]));
     for (const [name, db] of this.dbs) {

@@ -1,6 +1,6 @@
-import { statSync } from "node:fs";
 import type { Config } from "../config/schema.js";
 import { messageOf } from "../shared/errors.js";
+import { fileStamp } from "../shared/files.js";
 import type { Logger } from "../shared/log.js";
 import { queueCredentialsFile, readQueueCredentials } from "./credentials.js";
 
@@ -76,19 +76,5 @@ export class QueueTokenWatch {
       });
     }
     return undefined;
-  }
-}
-
-/**
- * Identity of the file's current version. mtime alone can repeat within the clock's resolution;
- * the inode changes on every atomic replace (write to a temp file, then rename) and the size
- * catches edits in place.
- */
-function fileStamp(file: string): string {
-  try {
-    const st = statSync(file);
-    return `${st.mtimeMs}:${st.ino}:${st.size}`;
-  } catch {
-    return "missing";
   }
 }

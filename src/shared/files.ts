@@ -71,3 +71,17 @@ function lockAge(lock: string): number {
     return 0;
   }
 }
+
+/**
+ * Identity of a file's current version, for pollers that re-read a file when it changed. mtime
+ * alone can repeat within the clock's resolution; the inode changes on every atomic replace
+ * (`writeJsonFile`) and the size catches edits in place. "missing" when there is no file.
+ */
+export function fileStamp(file: string): string {
+  try {
+    const st = statSync(file);
+    return `${st.mtimeMs}:${st.ino}:${st.size}`;
+  } catch {
+    return "missing";
+  }
+}
