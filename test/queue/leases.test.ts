@@ -9,7 +9,7 @@ import { eventually } from "../harness/eventually.js";
 import { startRedis } from "../harness/redis.js";
 import { startStashd } from "../harness/stashd.js";
 import { listenLocal, startReceiver } from "./receiver.js";
-import { FAST_QUEUE, queueEnv, type QueueTestEnv } from "./setup.js";
+import { queueEnv, sharedQueueOptions, type QueueTestEnv } from "./setup.js";
 
 /**
  * Regression for reliability scenario 1 (docs/reliability.md): an attempt must not outlive its
@@ -108,14 +108,7 @@ describe("delivery leases", () => {
 describe("delivery leases during a graceful stop", () => {
   it("keeps renewing while an attempt finishes, so no other process delivers it meanwhile", async () => {
     const redis = await startRedis();
-    const shared = {
-      queueRedisUrl: redis.url,
-      queueToken: "dG9rZW4=",
-      queueCurrentSigningKey: "sig_current",
-      queueNextSigningKey: "sig_next",
-      ...FAST_QUEUE,
-      queueLeaseMs: 600,
-    };
+    const shared = { ...sharedQueueOptions(redis.url), queueLeaseMs: 600 };
     const a = await startStashd({ ...shared, shutdownGraceMs: 5000 });
     const b = await startStashd(shared);
     const slow = await startReceiver(() => ({ current: "sig_current", next: "sig_next" }));

@@ -6,7 +6,7 @@ import { RedisPool } from "../../src/shared/redis/pool.js";
 import { startRedis, type TestRedis } from "../harness/redis.js";
 import { startStashd, type TestStashd } from "../harness/stashd.js";
 import { startReceiver, type TestReceiver } from "./receiver.js";
-import { FAST_QUEUE } from "./setup.js";
+import { FAST_QUEUE, sharedQueueOptions } from "./setup.js";
 
 /** Two stashd processes (in-process instances) sharing one queue Redis. */
 let redis: TestRedis;
@@ -16,13 +16,7 @@ let rx: TestReceiver;
 
 beforeAll(async () => {
   redis = await startRedis();
-  const shared = {
-    queueRedisUrl: redis.url,
-    queueToken: "dG9rZW4=",
-    queueCurrentSigningKey: "sig_current",
-    queueNextSigningKey: "sig_next",
-    ...FAST_QUEUE,
-  };
+  const shared = sharedQueueOptions(redis.url);
   a = await startStashd(shared);
   b = await startStashd(shared);
   rx = await startReceiver(() => ({ current: "sig_current", next: "sig_next" }));

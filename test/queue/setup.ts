@@ -84,6 +84,17 @@ export function received(rx: TestReceiver, i: number, timeoutMs = 5_000): Promis
 export const TEST_TOKEN = "dG9rZW4=";
 export const TEST_KEYS = { current: "sig_current", next: "sig_next" };
 
+/** Options of one of several stashd processes sharing the queue Redis at `redisUrl`. */
+export function sharedQueueOptions(redisUrl: string) {
+  return {
+    queueRedisUrl: redisUrl,
+    queueToken: TEST_TOKEN,
+    queueCurrentSigningKey: TEST_KEYS.current,
+    queueNextSigningKey: TEST_KEYS.next,
+    ...FAST_QUEUE,
+  };
+}
+
 /** A clock the schedulers read; tests move `t` forward to make cron ticks due at once. */
 export class TestClock implements Clock {
   constructor(public t: number) {}

@@ -59,7 +59,7 @@ export class LeaseKeeper {
   hold(id: string, token: string, until: number): AbortController {
     const lease: Lease = { id, token, until, abort: new AbortController(), settled: false };
     this.held.set(id, lease);
-    if (until - Date.now() <= this.guardMs) this.abandon(lease, "delivery lease expired");
+    if (this.nearEnd(lease, Date.now())) this.abandon(lease, "delivery lease expired");
     return lease.abort;
   }
 
@@ -98,8 +98,13 @@ export class LeaseKeeper {
 
   private abandonExpiring(now: number): void {
     for (const lease of this.held.values()) {
-      if (lease.until - now <= this.guardMs) this.abandon(lease, "delivery lease expired");
+      if (this.nearEnd(lease, now)) this.abandon(lease, "delivery lease expired");
     }
+  }
+
+  /** Too close to its end to go on: the reaper elsewhere may take it before the next check. */
+  private nearEnd(lease: Lease, now: number): boolean {
+    return lease.until - now <= this.guardMs;
   }
 
   /** Aborts a held lease's attempt; a lease released meanwhile (attempt done) is left alone. */
