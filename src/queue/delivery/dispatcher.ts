@@ -4,7 +4,13 @@ import type { Logger } from "../../shared/log.js";
 import { newDlqId } from "../domain/ids.js";
 import type { AttemptResult, DlqMeta, MessageMeta } from "../domain/message.js";
 import { isNonRetryable, isSuccess, retryDelayMs } from "../domain/retry-policy.js";
-import type { Claimed, MessageStore, NewMessage, Outcome } from "../store/message-store.js";
+import {
+  newLeaseToken,
+  type Claimed,
+  type MessageStore,
+  type NewMessage,
+  type Outcome,
+} from "../store/message-store.js";
 import type { SigningKeys } from "../store/signing-keys.js";
 import { callbackMessage, failureCallbackMessage } from "./callbacks.js";
 import type { HttpClient } from "./http-client.js";
@@ -77,23 +83,43 @@ export class Dispatcher {
   }
 
   /**
-   * Reserves `n` delivery slots for messages leased at publish time; 0 when fewer are free (the
-   * messages then wait for a regular claim). Give them back with `release` if not used.
+   * Local hand-off of messages being produced (see produce/produce.ts): when they are due now,
+   * not held by a flow-control key and this process has free slots for all of them, they are
+   * stored under a lease to this process (`store` gets it) and delivered at once, saving the
+   * claim round trip. Otherwise they are stored plainly and the dispatcher wakes at their due time.
    */
-  reserve(n: number): number {
-    if (this.stopped || this.inflight + n > this.cfg.queueConcurrency) return 0;
+  async offer<R extends { stored: boolean }>(
+    messages: NewMessage[],
+    now: number,
+    store: (lease?: { token: string; leaseMs: number }) => Promise<R>,
+  ): Promise<R> {
+    const dueAt = messages[0]?.dueAt ?? now;
+    // Flow-control messages wait for their key's admission (lua/flow-includes.ts), never leased here.
+    const direct = dueAt <= now && !messages[0]?.meta.flowControl;
+    const reserved = direct && this.reserve(messages.length) ? messages.length : 0;
+    const lease =
+      reserved > 0 ? { token: newLeaseToken(), leaseMs: this.cfg.queueLeaseMs } : undefined;
+    try {
+      const result = await store(lease);
+      this.inflight -= reserved;
+      if (lease && result.stored) {
+        const leaseUntil = now + lease.leaseMs;
+        for (const m of messages) this.run({ ...m, retried: 0, token: lease.token, leaseUntil });
+      } else if (result.stored) {
+        this.wake(dueAt);
+      }
+      return result;
+    } catch (err) {
+      this.inflight -= reserved;
+      throw err;
+    }
+  }
+
+  /** Takes `n` delivery slots for a hand-off when that many are free. */
+  private reserve(n: number): boolean {
+    if (this.stopped || this.inflight + n > this.cfg.queueConcurrency) return false;
     this.inflight += n;
-    return n;
-  }
-
-  release(n: number): void {
-    this.inflight -= n;
-  }
-
-  /** Delivers messages leased at publish time into slots taken with `reserve`. */
-  adopt(claimed: Claimed[]): void {
-    this.inflight -= claimed.length;
-    for (const c of claimed) this.run(c);
+    return true;
   }
 
   /** Stops claiming; waits up to `graceMs` for in-flight deliveries (their leases cover the rest). */
