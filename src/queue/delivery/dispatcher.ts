@@ -13,11 +13,17 @@ import {
 } from "../store/message-store.js";
 import type { SigningKeys } from "../store/signing-keys.js";
 import { callbackMessage, failureCallbackMessage } from "./callbacks.js";
+import { DestinationShare, originOf } from "./destination-share.js";
 import type { HttpClient } from "./http-client.js";
 import { LeaseKeeper, LeaseLost } from "./leases.js";
 import { signDelivery } from "./signer.js";
 
 const CLAIM_BATCH = 64;
+/**
+ * Most due entries one claim looks at while skipping destinations at their share: a message
+ * further behind than this waits for those destinations to free slots (docs/queue.md, Fairness).
+ */
+const CLAIM_SCAN = 1024;
 
 type DispatcherConfig = Pick<
   Config,
@@ -27,6 +33,7 @@ type DispatcherConfig = Pick<
   | "queueReapMs"
   | "queueBackoffScaleMs"
   | "queueMaxCallbackDepth"
+  | "queueDestinationShare"
 >;
 
 /**
@@ -36,7 +43,10 @@ type DispatcherConfig = Pick<
  * notices other processes' publishes) and is woken at once by local publishes and by a freed
  * delivery slot. Several processes on one Redis never deliver the same attempt twice: claiming
  * is one atomic script that leases the message to this process, and an attempt never outlives
- * its lease (leases.ts).
+ * its lease (leases.ts). One destination holds at most its share of the slots
+ * (destination-share.ts); its further messages wait in the due set while others are claimed.
+ * A cancelled message's attempt is aborted (at once through `cancel`, or by the next lease
+ * renewal when another process cancelled it) and recorded, which frees its slot.
  */
 export class Dispatcher {
   private inflight = 0;
@@ -50,6 +60,13 @@ export class Dispatcher {
   private readonly leases: LeaseKeeper;
   /** Set when a fill stopped at the concurrency limit: a freed slot must trigger a new fill. */
   private saturated = false;
+  private readonly share: DestinationShare;
+  /**
+   * Set when the last claim left due messages because their destinations were at their share:
+   * a slot freed by such a destination triggers a new fill, and the due set's head (those
+   * messages) no longer sets the next wake-up.
+   */
+  private blocked = false;
 
   constructor(
     private readonly store: MessageStore,
@@ -59,6 +76,7 @@ export class Dispatcher {
     private readonly log: Logger,
   ) {
     this.leases = new LeaseKeeper(store, cfg.queueLeaseMs, log);
+    this.share = new DestinationShare(cfg.queueConcurrency, cfg.queueDestinationShare);
   }
 
   start(): void {
@@ -94,14 +112,14 @@ export class Dispatcher {
     store: (lease?: { token: string; leaseMs: number }) => Promise<R>,
   ): Promise<R> {
     const dueAt = messages[0]?.dueAt ?? now;
+    const origins = messages.map((m) => originOf(m.meta.url));
     // Flow-control messages wait for their key's admission (lua/flow-includes.ts), never leased here.
     const direct = dueAt <= now && !messages[0]?.meta.flowControl;
-    const reserved = direct && this.reserve(messages.length) ? messages.length : 0;
-    const lease =
-      reserved > 0 ? { token: newLeaseToken(), leaseMs: this.cfg.queueLeaseMs } : undefined;
+    const reserved = direct && this.reserve(origins);
+    const lease = reserved ? { token: newLeaseToken(), leaseMs: this.cfg.queueLeaseMs } : undefined;
     try {
       const result = await store(lease);
-      this.inflight -= reserved;
+      if (reserved) this.unreserve(origins);
       if (lease && result.stored) {
         const leaseUntil = now + lease.leaseMs;
         for (const m of messages) this.run({ ...m, retried: 0, token: lease.token, leaseUntil });
@@ -110,16 +128,32 @@ export class Dispatcher {
       }
       return result;
     } catch (err) {
-      this.inflight -= reserved;
+      if (reserved) this.unreserve(origins);
       throw err;
     }
   }
 
-  /** Takes `n` delivery slots for a hand-off when that many are free. */
-  private reserve(n: number): boolean {
+  /** Takes slots for a hand-off when they are free, the destinations' shares included. */
+  private reserve(origins: readonly string[]): boolean {
+    const n = origins.length;
     if (this.stopped || this.inflight + n > this.cfg.queueConcurrency) return false;
+    if (!this.share.fits(origins)) return false;
     this.inflight += n;
+    for (const o of origins) this.share.take(o);
     return true;
+  }
+
+  private unreserve(origins: readonly string[]): void {
+    this.inflight -= origins.length;
+    for (const o of origins) this.share.give(o);
+  }
+
+  /**
+   * Aborts this process's attempts of cancelled messages at once (their outcome is recorded as
+   * CANCELED, freeing the slot); other processes notice at their next lease renewal.
+   */
+  cancel(ids: readonly string[]): void {
+    this.leases.cancel(ids);
   }
 
   /** Stops claiming; waits up to `graceMs` for in-flight deliveries (their leases cover the rest). */
@@ -167,7 +201,14 @@ export class Dispatcher {
       this.saturated = free <= 0;
       if (this.saturated) return;
       const limit = Math.min(free, CLAIM_BATCH);
-      const claimed = await this.store.claim(Date.now(), limit, this.cfg.queueLeaseMs);
+      const fair = { cap: this.share.cap, scan: CLAIM_SCAN, inflight: this.share.counts() };
+      const { claimed, skipped } = await this.store.claim(
+        Date.now(),
+        limit,
+        this.cfg.queueLeaseMs,
+        fair,
+      );
+      this.blocked = skipped > 0;
       for (const c of claimed) this.run(c);
       if (claimed.length < limit) return;
     }
@@ -184,19 +225,24 @@ export class Dispatcher {
 
   private async scheduleNext(): Promise<void> {
     if (this.stopped || this.inflight >= this.cfg.queueConcurrency) return;
-    const next = await this.store.nextDue();
-    const idle = Date.now() + this.cfg.queueIdlePollMs;
+    const now = Date.now();
+    // Due messages left for destinations at their share would wake this at once, again and again.
+    const next = await this.store.nextDue(this.blocked ? now : undefined);
+    const idle = now + this.cfg.queueIdlePollMs;
     this.wake(next === undefined ? idle : Math.min(next, idle));
   }
 
   private run(c: Claimed): void {
+    const origin = originOf(c.meta.url);
     this.inflight++;
+    this.share.take(origin);
     this.attempt(c)
       .catch((err: unknown) => {
         this.log.warn("delivery bookkeeping failed", { id: c.meta.messageId, err: messageOf(err) });
       })
       .finally(() => {
         this.inflight--;
+        if (this.share.give(origin) && this.blocked) this.wake();
         if (this.inflight === 0) for (const w of this.idleWaiters.splice(0)) w();
         if (this.saturated && this.inflight <= this.refillBelow()) {
           this.saturated = false;
