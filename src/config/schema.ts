@@ -186,7 +186,19 @@ export const SETTINGS = {
     env: "STASHD_QUEUE_MAX_TIMEOUT_MS",
     kind: "int",
     default: 2 * 60 * 60 * 1000,
-    doc: "Per-attempt HTTP timeout and the ceiling of `Upstash-Timeout`.",
+    doc: "Ceiling of `Upstash-Timeout` (a longer one is cut to it).",
+  },
+  queueDefaultTimeoutMs: {
+    env: "STASHD_QUEUE_DEFAULT_TIMEOUT_MS",
+    kind: "int",
+    default: 15 * 60 * 1000,
+    doc: "Per-attempt HTTP timeout of a message without `Upstash-Timeout` (at most the ceiling).",
+  },
+  queueDestinationShare: {
+    env: "STASHD_QUEUE_DESTINATION_SHARE",
+    kind: "int",
+    default: 50,
+    doc: "Percent of a process's delivery slots one destination (URL origin) may hold at most.",
   },
   queueBackoffScaleMs: {
     env: "STASHD_QUEUE_BACKOFF_SCALE_MS",

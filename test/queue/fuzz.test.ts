@@ -1,25 +1,34 @@
-import type http from "node:http";
+import http from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { rawRequest, runFuzz } from "../harness/fuzz.js";
 import { pick, seeded } from "../harness/random.js";
-import { queueEnv, type QueueTestEnv } from "./setup.js";
+import { eventually } from "../harness/eventually.js";
+import { listenLocal } from "./receiver.js";
+import { queueEnv, received, type QueueTestEnv } from "./setup.js";
 
 /**
  * Reliability scenario 4 for the queue API (docs/reliability.md): seeded random paths under /v2/,
  * methods, headers (odd sizes, encodings, duplicates), bodies (invalid JSON, deep nesting, huge
  * arrays, invalid UTF-8, oversize) and tokens. Bad input must never get a 5xx and the server must
- * keep serving. Deliveries go to closed loopback ports only.
+ * keep serving. Deliveries go to closed loopback ports, and to a dead receiver (accepts, never
+ * answers) while random cancels arrive during delivery; afterwards a cancel frees every slot and
+ * a healthy destination is delivered promptly.
  */
 const SEED = 20261122;
 const REQUESTS = 3000;
 const MAX_BODY = 256 * 1024;
+/** Stands for the dead receiver's URL in generated paths and bodies. */
+const DEAD = "http://dead.invalid";
 let env: QueueTestEnv;
+let dead: { url: string; close(): Promise<void> };
 let lastRequest = "";
 
 beforeAll(async () => {
   env = await queueEnv({ queueMaxMessageBytes: MAX_BODY, queueMaxRetries: 2 });
+  dead = await listenLocal(http.createServer(() => undefined));
 });
 afterAll(async () => {
+  await dead?.close();
   await env?.close();
 });
 
@@ -81,6 +90,8 @@ function batchItems(rand: () => number): unknown[] {
 
 const DESTINATIONS = [
   "http://127.0.0.1:1/x",
+  `${DEAD}/hang`,
+  `${DEAD}/hang?b=2`,
   "https://127.0.0.1:1/y?a=1&a=2",
   "http%3A%2F%2F127.0.0.1%3A1%2Fenc",
   "ftp://127.0.0.1/x",
@@ -103,6 +114,10 @@ function pathFor(rand: () => number): string {
     "/v2/messages/msg_%FF%FE",
     "/v2/messages/" + "m".repeat(2000),
     "/v2/messages?messageIds=a,b",
+    "/v2/messages",
+    `/v2/messages?count=${pick(rand, ["1", "0", "x", "3"])}`,
+    `/v2/messages?url=${DEAD}/hang`,
+    "/v2/globalParallelism",
     "/v2/dlq?cursor=x&count=-1",
     "/v2/dlq?count=99999999999999999999",
     "/v2/dlq/retry",
@@ -161,10 +176,10 @@ function headersFor(rand: () => number, token: string): http.OutgoingHttpHeaders
 }
 
 function send(port: number, rand: () => number): Promise<{ status: number; body: string }> {
-  const body = bodyFor(rand);
   const headers = headersFor(rand, env.stashd.queue.token);
   const method = pick(rand, ["POST", "POST", "GET", "PUT", "HEAD", "DELETE", "PATCH", "OPTIONS"]);
-  const path = pathFor(rand);
+  const path = pathFor(rand).replaceAll(DEAD, dead.url);
+  const body = Buffer.from(bodyFor(rand).toString("latin1").replaceAll(DEAD, dead.url), "latin1");
   lastRequest = `${method} ${path.slice(0, 60)} ${body.length} ${body.subarray(0, 40).toString("latin1")}`;
   return rawRequest(port, method, path, headers, body, true);
 }
@@ -173,6 +188,10 @@ describe("hostile input against the queue API", () => {
   it(`answers ${REQUESTS} seeded random requests without a 5xx and keeps serving`, async () => {
     const rand = seeded(SEED);
     const port = env.stashd.queue.port;
+    // 150 attempts hang on the dead receiver (its share is 100) while the random requests,
+    // cancels among them, arrive.
+    const items = Array.from({ length: 150 }, () => ({ destination: `${dead.url}/hang` }));
+    await env.api("/v2/batch", { method: "POST", body: JSON.stringify(items) });
     const run = await runFuzz(
       "queue",
       REQUESTS,
@@ -182,5 +201,15 @@ describe("hostile input against the queue API", () => {
     expect([...run.statuses.keys()].every((s) => s < 500)).toBe(true);
     const alive = await env.api("/v2/keys");
     expect(alive.status).toBe(200);
+    // Whatever hangs on the dead receiver is cancelled and frees its slots; a healthy
+    // destination is still delivered at once.
+    await env.api("/v2/messages", { method: "DELETE" });
+    await eventually(async () => {
+      const res = await env.api("/v2/globalParallelism");
+      expect(((await res.json()) as { parallelismCount: number }).parallelismCount).toBe(0);
+    });
+    const rx = await env.receiver();
+    await env.client.publish({ url: `${rx.url}/after`, body: "a" });
+    await received(rx, 0, 3_000);
   });
 });

@@ -175,7 +175,7 @@ describe("lease deadlines on Redis's clock", () => {
     await withStore(async (store, pool) => {
       const now = Date.now();
       await store.enqueue(now, [message("msg_ahead", now)]);
-      const [claimed] = await store.claim(now, 10, LEASE_MS);
+      const [claimed] = (await store.claim(now, 10, LEASE_MS)).claimed;
       expect(claimed?.meta.messageId).toBe("msg_ahead");
       // Another process, its clock ten minutes ahead, runs the reaper at once.
       expect(await store.reap(now + TEN_MINUTES)).toBe(0);
@@ -190,7 +190,7 @@ describe("lease deadlines on Redis's clock", () => {
     await withStore(async (store) => {
       const now = Date.now();
       await store.enqueue(now, [message("msg_a", now), message("msg_b", now)]);
-      const claimed = await store.claim(now, 10, LEASE_MS);
+      const { claimed } = await store.claim(now, 10, LEASE_MS);
       expect(claimed).toHaveLength(2);
       const [a, b] = claimed;
       const lost = await store.renew(60_000, [
@@ -200,7 +200,7 @@ describe("lease deadlines on Redis's clock", () => {
       expect([...lost]).toEqual(["msg_b"]);
       // msg_b was not extended: it is reaped after its 300 ms; msg_a stays leased for a minute.
       await eventually(async () => expect(await store.reap(Date.now())).toBe(1));
-      const due = await store.claim(Date.now(), 10, LEASE_MS);
+      const due = (await store.claim(Date.now(), 10, LEASE_MS)).claimed;
       expect(due.map((c) => c.meta.messageId)).toEqual(["msg_b"]);
     });
   });

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { loadConfig } from "../../src/config/load.js";
 import { parseCron } from "../../src/queue/scheduler/cron.js";
 import { fireSchedule, type FireDeps } from "../../src/queue/scheduler/fire.js";
 import { MessageStore } from "../../src/queue/store/message-store.js";
@@ -33,6 +34,7 @@ beforeAll(async () => {
     messages: new MessageStore(pool, MIN),
     queues: new QueueStore(pool, MIN, 1000),
     topics: new TopicStore(pool),
+    config: loadConfig({}, {}),
     claimMs: MIN,
   };
 });

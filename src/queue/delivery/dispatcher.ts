@@ -4,14 +4,26 @@ import type { Logger } from "../../shared/log.js";
 import { newDlqId } from "../domain/ids.js";
 import type { AttemptResult, DlqMeta, MessageMeta } from "../domain/message.js";
 import { isNonRetryable, isSuccess, retryDelayMs } from "../domain/retry-policy.js";
-import type { Claimed, MessageStore, NewMessage, Outcome } from "../store/message-store.js";
+import {
+  newLeaseToken,
+  type Claimed,
+  type MessageStore,
+  type NewMessage,
+  type Outcome,
+} from "../store/message-store.js";
 import type { SigningKeys } from "../store/signing-keys.js";
 import { callbackMessage, failureCallbackMessage } from "./callbacks.js";
+import { DestinationShare, originOf } from "./destination-share.js";
 import type { HttpClient } from "./http-client.js";
 import { LeaseKeeper, LeaseLost } from "./leases.js";
 import { signDelivery } from "./signer.js";
 
 const CLAIM_BATCH = 64;
+/**
+ * Most due entries one claim looks at while skipping destinations at their share: a message
+ * further behind than this waits for those destinations to free slots (docs/queue.md, Fairness).
+ */
+const CLAIM_SCAN = 1024;
 
 type DispatcherConfig = Pick<
   Config,
@@ -21,6 +33,7 @@ type DispatcherConfig = Pick<
   | "queueReapMs"
   | "queueBackoffScaleMs"
   | "queueMaxCallbackDepth"
+  | "queueDestinationShare"
 >;
 
 /**
@@ -30,7 +43,10 @@ type DispatcherConfig = Pick<
  * notices other processes' publishes) and is woken at once by local publishes and by a freed
  * delivery slot. Several processes on one Redis never deliver the same attempt twice: claiming
  * is one atomic script that leases the message to this process, and an attempt never outlives
- * its lease (leases.ts).
+ * its lease (leases.ts). One destination holds at most its share of the slots
+ * (destination-share.ts); its further messages wait in the due set while others are claimed.
+ * A cancelled message's attempt is aborted (at once through `cancel`, or by the next lease
+ * renewal when another process cancelled it) and recorded, which frees its slot.
  */
 export class Dispatcher {
   private inflight = 0;
@@ -44,6 +60,13 @@ export class Dispatcher {
   private readonly leases: LeaseKeeper;
   /** Set when a fill stopped at the concurrency limit: a freed slot must trigger a new fill. */
   private saturated = false;
+  private readonly share: DestinationShare;
+  /**
+   * Set when the last claim left due messages because their destinations were at their share:
+   * a slot freed by such a destination triggers a new fill, and the due set's head (those
+   * messages) no longer sets the next wake-up.
+   */
+  private blocked = false;
 
   constructor(
     private readonly store: MessageStore,
@@ -53,6 +76,7 @@ export class Dispatcher {
     private readonly log: Logger,
   ) {
     this.leases = new LeaseKeeper(store, cfg.queueLeaseMs, log);
+    this.share = new DestinationShare(cfg.queueConcurrency, cfg.queueDestinationShare);
   }
 
   start(): void {
@@ -77,23 +101,59 @@ export class Dispatcher {
   }
 
   /**
-   * Reserves `n` delivery slots for messages leased at publish time; 0 when fewer are free (the
-   * messages then wait for a regular claim). Give them back with `release` if not used.
+   * Local hand-off of messages being produced (see produce/produce.ts): when they are due now,
+   * not held by a flow-control key and this process has free slots for all of them, they are
+   * stored under a lease to this process (`store` gets it) and delivered at once, saving the
+   * claim round trip. Otherwise they are stored plainly and the dispatcher wakes at their due time.
    */
-  reserve(n: number): number {
-    if (this.stopped || this.inflight + n > this.cfg.queueConcurrency) return 0;
+  async offer<R extends { stored: boolean }>(
+    messages: NewMessage[],
+    now: number,
+    store: (lease?: { token: string; leaseMs: number }) => Promise<R>,
+  ): Promise<R> {
+    const dueAt = messages[0]?.dueAt ?? now;
+    const origins = messages.map((m) => originOf(m.meta.url));
+    // Flow-control messages wait for their key's admission (lua/flow-includes.ts), never leased here.
+    const direct = dueAt <= now && !messages[0]?.meta.flowControl;
+    const reserved = direct && this.reserve(origins);
+    const lease = reserved ? { token: newLeaseToken(), leaseMs: this.cfg.queueLeaseMs } : undefined;
+    try {
+      const result = await store(lease);
+      if (reserved) this.unreserve(origins);
+      if (lease && result.stored) {
+        const leaseUntil = now + lease.leaseMs;
+        for (const m of messages) this.run({ ...m, retried: 0, token: lease.token, leaseUntil });
+      } else if (result.stored) {
+        this.wake(dueAt);
+      }
+      return result;
+    } catch (err) {
+      if (reserved) this.unreserve(origins);
+      throw err;
+    }
+  }
+
+  /** Takes slots for a hand-off when they are free, the destinations' shares included. */
+  private reserve(origins: readonly string[]): boolean {
+    const n = origins.length;
+    if (this.stopped || this.inflight + n > this.cfg.queueConcurrency) return false;
+    if (!this.share.fits(origins)) return false;
     this.inflight += n;
-    return n;
+    for (const o of origins) this.share.take(o);
+    return true;
   }
 
-  release(n: number): void {
-    this.inflight -= n;
+  private unreserve(origins: readonly string[]): void {
+    this.inflight -= origins.length;
+    for (const o of origins) this.share.give(o);
   }
 
-  /** Delivers messages leased at publish time into slots taken with `reserve`. */
-  adopt(claimed: Claimed[]): void {
-    this.inflight -= claimed.length;
-    for (const c of claimed) this.run(c);
+  /**
+   * Aborts this process's attempts of cancelled messages at once (their outcome is recorded as
+   * CANCELED, freeing the slot); other processes notice at their next lease renewal.
+   */
+  cancel(ids: readonly string[]): void {
+    this.leases.cancel(ids);
   }
 
   /** Stops claiming; waits up to `graceMs` for in-flight deliveries (their leases cover the rest). */
@@ -141,7 +201,14 @@ export class Dispatcher {
       this.saturated = free <= 0;
       if (this.saturated) return;
       const limit = Math.min(free, CLAIM_BATCH);
-      const claimed = await this.store.claim(Date.now(), limit, this.cfg.queueLeaseMs);
+      const fair = { cap: this.share.cap, scan: CLAIM_SCAN, inflight: this.share.counts() };
+      const { claimed, skipped } = await this.store.claim(
+        Date.now(),
+        limit,
+        this.cfg.queueLeaseMs,
+        fair,
+      );
+      this.blocked = skipped > 0;
       for (const c of claimed) this.run(c);
       if (claimed.length < limit) return;
     }
@@ -158,19 +225,24 @@ export class Dispatcher {
 
   private async scheduleNext(): Promise<void> {
     if (this.stopped || this.inflight >= this.cfg.queueConcurrency) return;
-    const next = await this.store.nextDue();
-    const idle = Date.now() + this.cfg.queueIdlePollMs;
+    const now = Date.now();
+    // Due messages left for destinations at their share would wake this at once, again and again.
+    const next = await this.store.nextDue(this.blocked ? now : undefined);
+    const idle = now + this.cfg.queueIdlePollMs;
     this.wake(next === undefined ? idle : Math.min(next, idle));
   }
 
   private run(c: Claimed): void {
+    const origin = originOf(c.meta.url);
     this.inflight++;
+    this.share.take(origin);
     this.attempt(c)
       .catch((err: unknown) => {
         this.log.warn("delivery bookkeeping failed", { id: c.meta.messageId, err: messageOf(err) });
       })
       .finally(() => {
         this.inflight--;
+        if (this.share.give(origin) && this.blocked) this.wake();
         if (this.inflight === 0) for (const w of this.idleWaiters.splice(0)) w();
         if (this.saturated && this.inflight <= this.refillBelow()) {
           this.saturated = false;

@@ -5,6 +5,17 @@ import type { MessageStore } from "../store/message-store.js";
 /** The abort reason of an attempt abandoned because its lease was lost or ran out. */
 export class LeaseLost extends Error {}
 
+/**
+ * The abort reason of an attempt whose message was cancelled: unlike a lost lease, the holder
+ * still records it (the finish script ends it as CANCELED and frees its queue and flow-control
+ * slots).
+ */
+export class MessageCancelled extends Error {
+  constructor() {
+    super("message cancelled during delivery");
+  }
+}
+
 /** One lease this process holds while its attempt runs. */
 interface Lease {
   id: string;
@@ -25,6 +36,9 @@ interface Lease {
  * - is reported lost by a renewal (it was reaped, perhaps claimed by another process), or
  * - comes within `leaseMs / 5` of its end without a renewal (Redis unreachable, renewals late
  *   because this process is starved), checked every `leaseMs / 10`.
+ * Each renewal also reads which held messages were cancelled meanwhile (by any process sharing
+ * the Redis) and aborts their attempts with a `MessageCancelled` reason; `cancel` does the same
+ * at once for cancels made through this process.
  * Deadlines and expiry are on Redis's clock; this process tracks them on its own, from when it
  * sent the claim or renewal (never later than Redis's deadline), so the processes' clocks need
  * not agree. The guard does assume no process stalls longer than `leaseMs / 5`: a process frozen
@@ -37,7 +51,7 @@ export class LeaseKeeper {
   private readonly guardMs: number;
 
   constructor(
-    private readonly store: Pick<MessageStore, "renew">,
+    private readonly store: Pick<MessageStore, "renew" | "cancelRequested">,
     private readonly leaseMs: number,
     private readonly log: Logger,
   ) {
@@ -72,6 +86,14 @@ export class LeaseKeeper {
     if (lease?.token === token) lease.settled = true;
   }
 
+  /** Aborts the running attempts of these (cancelled) messages; others are ignored. */
+  cancel(ids: readonly string[]): void {
+    for (const id of ids) {
+      const lease = this.held.get(id);
+      if (lease && !lease.settled) lease.abort.abort(new MessageCancelled());
+    }
+  }
+
   /** Stops keeping the lease (its outcome is recorded); a newer lease on the same id is kept. */
   release(id: string, token: string): void {
     if (this.held.get(id)?.token === token) this.held.delete(id);
@@ -83,14 +105,18 @@ export class LeaseKeeper {
     // Redis extends to its TIME + lease when the script runs, which is no earlier than this.
     const deadline = Date.now() + this.leaseMs;
     try {
-      const lost = await this.store.renew(
-        this.leaseMs,
-        batch.map((l) => [l.id, l.token]),
-      );
+      const [lost, cancelled] = await Promise.all([
+        this.store.renew(
+          this.leaseMs,
+          batch.map((l) => [l.id, l.token]),
+        ),
+        this.store.cancelRequested(batch.map((l) => l.id)),
+      ]);
       for (const lease of batch) {
         if (lost.has(lease.id)) this.abandon(lease, "delivery lease lost");
         else lease.until = Math.max(lease.until, deadline);
       }
+      this.cancel([...cancelled]);
     } catch (err) {
       this.log.warn("lease renewal failed", { err: messageOf(err) });
     }

@@ -37,7 +37,10 @@ export interface PublishOptions extends Pick<
   contentBasedDedup: boolean;
 }
 
-type Limits = Pick<Config, "queueMaxRetries" | "queueMaxDelayMs" | "queueMaxTimeoutMs">;
+type Limits = Pick<
+  Config,
+  "queueMaxRetries" | "queueMaxDelayMs" | "queueMaxTimeoutMs" | "queueDefaultTimeoutMs"
+>;
 
 const METHODS = new Set(["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]);
 
@@ -174,10 +177,15 @@ function parseRetries(raw: string | undefined, name: string, dflt: number, limit
   return n;
 }
 
+/**
+ * `Upstash-Timeout`, cut to the ceiling; absent (or 0) the default timeout, which is what the
+ * SDKs assume (the plan's maximum; see docs/queue.md, Timeouts).
+ */
 function parseTimeout(raw: string | undefined, limits: Limits): number {
-  if (raw === undefined) return limits.queueMaxTimeoutMs;
+  const dflt = Math.min(limits.queueDefaultTimeoutMs, limits.queueMaxTimeoutMs);
+  if (raw === undefined) return dflt;
   const ms = parseDuration(raw, "Upstash-Timeout");
-  return ms <= 0 ? limits.queueMaxTimeoutMs : Math.min(ms, limits.queueMaxTimeoutMs);
+  return ms <= 0 ? dflt : Math.min(ms, limits.queueMaxTimeoutMs);
 }
 
 function parseRetryDelay(raw: string | undefined): string | undefined {

@@ -1,10 +1,7 @@
 import { AppError } from "../../shared/errors.js";
-import { checkDestinations } from "../delivery/destination-policy.js";
-import { buildMeta, dedupKey, type Target } from "../domain/build.js";
 import { parsePublishOptions, type ConfigValues } from "../domain/publish-options.js";
-import type { NewMessage } from "../store/message-store.js";
+import { produce } from "../produce/produce.js";
 import type { QueueContext } from "./context.js";
-import { notFound } from "./util.js";
 
 /** Queue names (spec 2.2): alphanumeric, `-`, `_`, `.`. */
 const QUEUE_NAME = /^[A-Za-z0-9_.-]+$/;
@@ -38,43 +35,25 @@ export interface SubmitResult {
 }
 
 /**
- * Stores a publish or an enqueue (spec 2.1, 2.2): one message per target, deduplicated like
- * publish. Enqueued messages join their queue (created on first use) and start when it admits
- * them; published ones are due at once (or after their delay). Wakes the local dispatcher.
+ * Stores a publish or an enqueue through the produce path (produce/produce.ts): one message per
+ * target, deduplicated, into the due set (handed to this process's dispatcher when it can take
+ * them at once) or the FIFO queue. Answers what publish answers.
  */
 export async function submit(ctx: QueueContext, s: Submission): Promise<SubmitResult> {
-  const group = s.group === undefined ? undefined : await ctx.topics.get(s.group);
-  if (s.group !== undefined && !group) throw notFound("url group");
-  const now = Date.now();
-  const opts = parsePublishOptions(s.config(group?.headers), s.requestHeaders, now, ctx.config);
-  const targets: Target[] = group
-    ? group.endpoints.map((e) => ({ url: e.url, topicName: group.name, endpointName: e.name }))
-    : [{ url: s.destination }];
-  checkDestinations(ctx.config, [
-    ...targets.map((t) => t.url),
-    opts.callback,
-    opts.failureCallback,
-  ]);
-  const messages: NewMessage[] = targets.map((t) => ({
-    meta: { ...buildMeta(opts, t, now, s.callerIP), queueName: s.queue },
+  const result = await produce(ctx, {
+    to: s.group === undefined ? { url: s.destination } : { group: s.group },
+    options: (now, defaults) =>
+      parsePublishOptions(s.config(defaults), s.requestHeaders, now, ctx.config),
     body: s.body,
-    dueAt: opts.dueAt,
-  }));
-  const response = messages.map((m) => ({ messageId: m.meta.messageId, url: m.meta.url }));
-  const key = dedupKey(opts, s.destination, s.body);
-  const dedup =
-    key === undefined
-      ? undefined
-      : { key, windowMs: ctx.config.queueDedupWindowMs, response: JSON.stringify(response) };
-  const result =
-    s.queue === undefined
-      ? await ctx.messages.enqueue(now, messages, dedup)
-      : await ctx.queues.enqueue(now, s.queue, messages, dedup);
+    callerIP: s.callerIP,
+    queue: s.queue,
+  });
+  const shaped = (list: object[]) => (result.fanOut ? list : list[0]);
   if (!result.stored) {
-    const first = JSON.parse(result.response) as Record<string, unknown>[];
-    const marked = first.map((m) => ({ ...m, deduplicated: true }));
-    return { status: 202, value: group ? marked : marked[0] };
+    return {
+      status: 202,
+      value: shaped(result.messages.map((m) => ({ ...m, deduplicated: true }))),
+    };
   }
-  ctx.dispatcher.wake(opts.dueAt);
-  return { status: 201, value: group ? response : response[0] };
+  return { status: 201, value: shaped(result.messages) };
 }

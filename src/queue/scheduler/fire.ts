@@ -1,17 +1,10 @@
 import { isAppError } from "../../shared/errors.js";
-import { buildMeta, type Target } from "../domain/build.js";
-import type { MessageStore, NewMessage } from "../store/message-store.js";
-import type { QueueStore } from "../store/queue-store.js";
+import { produce, type ProduceDeps } from "../produce/produce.js";
 import type { ScheduleStore, StoredSchedule } from "../store/schedule-store.js";
-import type { TopicStore } from "../store/topic-store.js";
 import { cachedCron } from "./cron.js";
 
-export interface FireDeps {
+export interface FireDeps extends Omit<ProduceDeps, "dispatcher"> {
   schedules: ScheduleStore;
-  messages: MessageStore;
-  /** For schedules with `Upstash-Queue-Name`: their messages are enqueued into that queue. */
-  queues: QueueStore;
-  topics: TopicStore;
   /** How long a fire's claim (its dedup key) is kept; far longer than a fire takes. */
   claimMs: number;
 }
@@ -49,21 +42,7 @@ export async function fireSchedule(
   const { def } = s;
   const cron = cachedCron(def.cron);
   const tick = s.next;
-  const produced = await produce(deps, s);
-  const { messages } = produced;
-  let error = produced.error;
-  const created = Date.now();
-  const ids = messages.map((m) => m.meta.messageId);
-  let stored = false;
-  let fired = ids;
-  if (messages.length > 0) {
-    const key = `schedule:${def.scheduleId}:${tick}`;
-    const dedup = { key, windowMs: deps.claimMs, response: JSON.stringify(ids) };
-    const result = await store(deps, def.queueName, created, messages, dedup);
-    stored = result.stored;
-    if (result.error !== undefined) [fired, error] = [[], result.error];
-    else if (!result.stored) fired = JSON.parse(result.response ?? "[]") as string[];
-  }
+  const { fired, error, dueAt } = await produceTick(deps, s, tick);
   const states = Object.fromEntries(fired.map((id) => [id, "IN_PROGRESS"]));
   const advanced = await deps.schedules.advance(def.scheduleId, tick, {
     last: Math.max(tick, cron.latest(now) ?? tick),
@@ -71,63 +50,45 @@ export async function fireSchedule(
     states,
     error,
   });
-  return { advanced, dueAt: stored ? messages[0]?.dueAt : undefined };
+  return { advanced, dueAt };
 }
 
 /**
- * Stores a tick's messages, into the schedule's queue if it has one. A queue that may not be
- * created (max queues, 412) is the fire's `error`: the tick is spent, not retried every round.
+ * Produces the tick's messages: one per target (a URL, or each endpoint of the URL group as it
+ * is now; the group's default headers were taken at create), into the schedule's queue if it
+ * has one. A missing group or a queue that may not be created (max queues, 412) is the fire's
+ * `error`: the tick is spent, not retried every round. `fired` are the tick's message ids (the
+ * first fire's when another process stored them); `dueAt` is set when this call stored them.
  */
-async function store(
+async function produceTick(
   deps: FireDeps,
-  queueName: string | undefined,
-  created: number,
-  messages: NewMessage[],
-  dedup: { key: string; windowMs: number; response: string },
-): Promise<{ stored: boolean; response?: string; error?: string }> {
-  if (queueName === undefined) return deps.messages.enqueue(created, messages, dedup);
+  s: StoredSchedule,
+  tick: number,
+): Promise<{ fired: string[]; error?: string | undefined; dueAt?: number | undefined }> {
+  const { def } = s;
   try {
-    return await deps.queues.enqueue(created, queueName, messages, dedup);
+    const result = await produce(deps, {
+      to: def.group === undefined ? { url: def.destination } : { group: def.group },
+      options: (created) => {
+        const dueAt = created + def.delayMs;
+        return { ...def.options, dueAt, notBefore: dueAt, contentBasedDedup: false };
+      },
+      body: s.body,
+      callerIP: def.callerIP,
+      queue: def.queueName,
+      scheduleId: def.scheduleId,
+      dedup: { key: `schedule:${def.scheduleId}:${tick}`, windowMs: deps.claimMs },
+      destinationsChecked: true,
+    });
+    const fired = result.messages.map((m) => m.messageId);
+    return { fired, dueAt: result.stored && fired.length > 0 ? result.dueAt : undefined };
   } catch (err) {
+    if (isAppError(err) && err.code === "not_found") {
+      return { fired: [], error: `url group not found: ${def.group ?? ""}` };
+    }
     if (isAppError(err) && err.code === "precondition_failed") {
-      return { stored: false, error: err.message };
+      return { fired: [], error: err.message };
     }
     throw err;
   }
-}
-
-/** The tick's messages: one per target (a URL, or each endpoint of the URL group as it is now). */
-async function produce(
-  deps: FireDeps,
-  s: StoredSchedule,
-): Promise<{ messages: NewMessage[]; error?: string | undefined }> {
-  const { def } = s;
-  let targets: Target[] = [{ url: def.destination }];
-  if (def.group !== undefined) {
-    const group = await deps.topics.get(def.group);
-    if (!group) return { messages: [], error: `url group not found: ${def.group}` };
-    targets = group.endpoints.map((e) => ({
-      url: e.url,
-      topicName: group.name,
-      endpointName: e.name,
-    }));
-  }
-  const created = Date.now();
-  const dueAt = created + def.delayMs;
-  const opts = {
-    ...def.options,
-    dueAt,
-    notBefore: dueAt,
-    contentBasedDedup: false,
-  };
-  const messages = targets.map((t) => ({
-    meta: {
-      ...buildMeta(opts, t, created, def.callerIP),
-      scheduleId: def.scheduleId,
-      queueName: def.queueName,
-    },
-    body: s.body,
-    dueAt,
-  }));
-  return { messages };
 }

@@ -32,7 +32,8 @@ export interface SchedulerDeps {
   topics: TopicStore;
   dispatcher: Dispatcher;
   clock: Clock;
-  cfg: Pick<Config, "queueSchedulePollMs">;
+  /** Its poll interval; produced messages are checked against it like publishes. */
+  cfg: Config;
   log: Logger;
 }
 
@@ -104,10 +105,10 @@ export class Scheduler {
 
   /** Claims a batch of due schedules and fires them concurrently; returns how many were due. */
   private async fireDue(): Promise<number> {
-    const { schedules, messages, queues, topics, dispatcher, log } = this.deps;
+    const { schedules, messages, queues, topics, dispatcher, cfg, log } = this.deps;
     const now = this.now();
     const ids = await schedules.claim(now, BATCH, FIRE_LEASE_MS);
-    const fireDeps = { schedules, messages, queues, topics, claimMs: CLAIM_MS };
+    const fireDeps = { schedules, messages, queues, topics, config: cfg, claimMs: CLAIM_MS };
     const claimed = await schedules.getMany(ids);
     await Promise.all(
       claimed.map(async (s) => {

@@ -4,12 +4,12 @@ import type { Arg } from "../../shared/redis/resp.js";
 import type { DlqMeta, MessageMeta, MessageState } from "../domain/message.js";
 import { queueKeys as K } from "./keys.js";
 import { CANCEL } from "./lua/cancel.js";
-import { CLAIM } from "./lua/claim.js";
 import { DLQ_RETRY } from "./lua/dlq.js";
 import { ENQUEUE } from "./lua/enqueue.js";
 import { FINISH } from "./lua/finish.js";
 import { REAP } from "./lua/reap.js";
 import { RENEW } from "./lua/renew.js";
+import { CLAIM_FAIR } from "./fair-claim.js";
 import { asArray, asBuffer, asInt, asText, checked, Script } from "./scripts.js";
 
 /** A message to create: its meta, raw body and first due time. */
@@ -39,6 +39,16 @@ export interface StoredMessage {
   retried: number;
 }
 
+/** Per-destination limits of one claim (see delivery/destination-share.ts). */
+export interface ClaimFairness {
+  /** Most attempts per origin, 0 for no limit. */
+  cap: number;
+  /** Most due entries the claim looks at. */
+  scan: number;
+  /** This process's attempts in flight per origin. */
+  inflight: readonly (readonly [string, number])[];
+}
+
 export type Outcome = "DELIVERED" | "RETRY" | "FAILED";
 
 export interface FinishArgs {
@@ -54,7 +64,7 @@ export interface FinishArgs {
 
 const scripts = {
   enqueue: new Script(ENQUEUE),
-  claim: new Script(CLAIM),
+  claim: new Script(CLAIM_FAIR),
   finish: new Script(FINISH),
   reap: new Script(REAP),
   renew: new Script(RENEW),
@@ -115,17 +125,35 @@ export class MessageStore {
     return { stored: false, response: asText(existing) ?? "[]" };
   }
 
-  async claim(now: number, limit: number, leaseMs: number): Promise<Claimed[]> {
+  /**
+   * Leases up to `limit` due messages, skipping those of destinations that hold `fair.cap` of
+   * the caller's attempts (`fair.inflight` per origin, see delivery/destination-share.ts) among
+   * the first `fair.scan` due entries. `skipped` counts the due messages left for that reason.
+   */
+  async claim(
+    now: number,
+    limit: number,
+    leaseMs: number,
+    fair: ClaimFairness = { cap: 0, scan: limit, inflight: [] },
+  ): Promise<{ claimed: Claimed[]; skipped: number }> {
     const token = newLeaseToken();
     const reply = await scripts.claim.run(
       this.pool,
       [K.due, K.active, K.log],
-      [...this.head(now), String(limit), String(leaseMs), token],
+      [
+        ...this.head(now),
+        String(limit),
+        String(leaseMs),
+        token,
+        String(fair.cap),
+        String(fair.scan),
+        ...fair.inflight.flatMap(([origin, n]) => [origin, String(n)]),
+      ],
     );
-    const flat = asArray(reply);
-    const out: Claimed[] = [];
+    const [skipped, ...flat] = asArray(reply);
+    const claimed: Claimed[] = [];
     for (let i = 0; i + 3 < flat.length; i += 4) {
-      out.push({
+      claimed.push({
         meta: JSON.parse(asText(flat[i + 1]) ?? "{}") as MessageMeta,
         body: asBuffer(flat[i + 2]) ?? Buffer.alloc(0),
         retried: Number(asText(flat[i + 3]) ?? 0),
@@ -133,7 +161,7 @@ export class MessageStore {
         leaseUntil: now + leaseMs,
       });
     }
-    return out;
+    return { claimed, skipped: skipped ? asInt(skipped) : 0 };
   }
 
   /** 1 done, 2 cancelled meanwhile, -1 the lease was lost (result dropped). */
@@ -171,6 +199,14 @@ export class MessageStore {
     const args = [K.prefix, String(leaseMs), ...held.flat()];
     const reply = await scripts.renew.run(this.pool, [K.active], args);
     return new Set(asArray(reply).map((r) => asText(r) ?? ""));
+  }
+
+  /** The ids among `ids` whose cancel was requested while in flight (CANCEL_REQUESTED). */
+  async cancelRequested(ids: readonly string[]): Promise<Set<string>> {
+    if (ids.length === 0) return new Set();
+    const replies = await this.pool.execMany(ids.map((id) => ["HGET", K.message(id), "state"]));
+    const states = replies.map((r) => asText(checked(r, "cancelRequested")));
+    return new Set(ids.filter((_, i) => states[i] === "CANCEL_REQUESTED"));
   }
 
   async cancel(now: number, ids: readonly string[]): Promise<number> {
@@ -220,9 +256,19 @@ export class MessageStore {
     return asArray(reply).map((r) => asText(r) ?? "");
   }
 
-  /** Earliest due time, or undefined when nothing waits. */
-  async nextDue(): Promise<number | undefined> {
-    const reply = await this.pool.exec(["ZRANGE", K.due, "0", "0", "WITHSCORES"]);
+  /** Earliest due time (after `after`, when given), or undefined when nothing waits. */
+  async nextDue(after?: number): Promise<number | undefined> {
+    const min = after === undefined ? "-inf" : `(${after}`;
+    const reply = await this.pool.exec([
+      "ZRANGEBYSCORE",
+      K.due,
+      min,
+      "+inf",
+      "WITHSCORES",
+      "LIMIT",
+      "0",
+      "1",
+    ]);
     const score = asArray(checked(reply, "nextDue"))[1];
     return score === undefined ? undefined : Number(asText(score));
   }

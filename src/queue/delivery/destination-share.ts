@@ -1,0 +1,51 @@
+/**
+ * Per-destination fairness of one process's delivery slots: a destination (URL origin: scheme,
+ * host and port as written) may hold at most `cap` of them, so a slow or dead one cannot take
+ * every slot (see docs/queue.md, Fairness). The claim script skips messages of destinations at
+ * their cap, leaving them due in place; this class counts this process's attempts per origin.
+ */
+export class DestinationShare {
+  /** Attempts in flight per origin (origins with none are removed). */
+  private readonly inflight = new Map<string, number>();
+  readonly cap: number;
+
+  constructor(concurrency: number, sharePercent: number) {
+    const share = Math.min(100, Math.max(0, sharePercent));
+    this.cap = Math.max(1, Math.floor((concurrency * share) / 100));
+  }
+
+  /** Whether `origins` (one entry per message, repeats allowed) fit under the cap together. */
+  fits(origins: readonly string[]): boolean {
+    const wanted = new Map<string, number>();
+    for (const o of origins) wanted.set(o, (wanted.get(o) ?? 0) + 1);
+    for (const [o, n] of wanted) if ((this.inflight.get(o) ?? 0) + n > this.cap) return false;
+    return true;
+  }
+
+  take(origin: string): void {
+    this.inflight.set(origin, (this.inflight.get(origin) ?? 0) + 1);
+  }
+
+  /** Gives a slot back; true when the origin was at its cap (its waiting messages may go now). */
+  give(origin: string): boolean {
+    const n = this.inflight.get(origin) ?? 0;
+    if (n <= 1) this.inflight.delete(origin);
+    else this.inflight.set(origin, n - 1);
+    return n >= this.cap;
+  }
+
+  /** Attempts in flight per origin, for the claim script. */
+  counts(): [string, number][] {
+    return [...this.inflight];
+  }
+}
+
+/**
+ * A URL's origin as the claim script computes it from the stored meta (scheme and authority,
+ * ASCII-lowercased); the two must agree. A URL without `scheme://` is its own origin.
+ */
+export function originOf(url: string): string {
+  const m = /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*/i.exec(url);
+  // ASCII only, as Lua's string.lower does.
+  return (m ? m[0] : url).replace(/[A-Z]+/g, (s) => s.toLowerCase());
+}
