@@ -5,6 +5,7 @@ import { newDlqId } from "../domain/ids.js";
 import type { AttemptResult, DlqMeta, MessageMeta } from "../domain/message.js";
 import { isNonRetryable, isSuccess, retryDelayMs } from "../domain/retry-policy.js";
 import type { Claimed, MessageStore, NewMessage, Outcome } from "../store/message-store.js";
+import { ScriptCode } from "../store/codes.js";
 import type { SigningKeys } from "../store/signing-keys.js";
 import { callbackMessage, failureCallbackMessage } from "./callbacks.js";
 import type { HttpClient } from "./http-client.js";
@@ -235,7 +236,7 @@ export class Dispatcher {
     });
     // The reaper returned the message meanwhile (this process was too slow to record): it will
     // be delivered again, a duplicate if this attempt succeeded.
-    if (done === -1)
+    if (done === ScriptCode.leaseLost)
       this.log.warn("lease lost before the outcome was recorded", { id: meta.messageId });
     // A queue message's finish may admit the queue's next message (due now): claim it.
     if (meta.queueName !== undefined) this.wake();

@@ -1,17 +1,13 @@
-/**
- * topicUpdate-2: changes a URL group atomically (concurrent endpoint edits must not lose writes).
- *
- * KEYS[1] topic key  KEYS[2] topics set
- * ARGV[1] op: add | remove | headers  ARGV[2] now  ARGV[3] group name  ARGV[4] JSON argument
- *   add: endpoints [{name?, url}] (created if missing; same name, or same url without name, is
- *   updated); remove: endpoints [{name?, url?}] (group deleted with its last endpoint);
- *   headers: {header: [values]} default publish headers.
- * Returns the group JSON, '' when deleted, or -1 when the group does not exist (remove/headers).
- */
-export const TOPIC_UPDATE = {
-  name: "topicUpdate",
-  numKeys: 2,
-  body: `
+-- topicUpdate: changes a URL group atomically (concurrent endpoint edits must not lose writes).
+--
+--@keys topic topics
+-- ARGV[1] op: add | remove | headers  ARGV[2] now  ARGV[3] group name  ARGV[4] JSON argument
+--   add: endpoints [{name?, url}] (created if missing; same name, or same url without name, is
+--   updated); remove: endpoints [{name?, url?}] (group deleted with its last endpoint);
+--   headers: {header: [values]} default publish headers.
+-- Returns the group JSON, '' when deleted, or urlGroupMissing when the group does not exist
+-- (remove, headers).
+--@include codes
 local op, now, name = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 local arg = cjson.decode(ARGV[4])
 local raw = redis.call('GET', KEYS[1])
@@ -21,7 +17,7 @@ if raw then
 elseif op == 'add' then
   g = {name = name, createdAt = now, endpoints = {}, headers = {}}
 else
-  return -1
+  return Code.urlGroupMissing
 end
 g.updatedAt = now
 local function same(a, b)
@@ -56,5 +52,3 @@ local out = cjson.encode(g)
 redis.call('SET', KEYS[1], out)
 redis.call('SADD', KEYS[2], name)
 return out
-`,
-} as const;
