@@ -31,7 +31,7 @@ describe("Lua scripts", () => {
 
   it("finds the scripts of both services", () => {
     const names = scripts.map((s) => s.name);
-    expect(names).toEqual(expect.arrayContaining(["claim", "finish"]));
+    expect(names).toEqual(expect.arrayContaining(["claim", "finish", "json-read", "json-write"]));
     expect(new Set(names).size).toBe(names.length);
   });
 

@@ -1,11 +1,12 @@
-/**
- * Lua helpers shared by all commands, and the read commands (JSON.GET, MGET, TYPE, STRLEN,
- * ARRLEN, ARRINDEX, OBJKEYS, OBJLEN, RESP). Each command is `function(keys, args)` returning a
- * value Redis converts to a reply (false → nil). Reply shapes and error texts follow RedisJSON
- * 2.x: JSONPath → one entry per match (nil where the type does not fit), legacy → the first
- * match (reads) or the last one (writes), or an error when nothing fits.
- */
-export const LUA_READ = String.raw`
+-- read-commands: helpers shared by all commands, and the read commands (JSON.GET, MGET, TYPE,
+-- STRLEN, ARRLEN, ARRINDEX, OBJKEYS, OBJLEN, RESP), registered in the command table C. Each
+-- command is `function(keys, args)` returning a value Redis converts to a reply (false → nil).
+-- Reply shapes and error texts follow RedisJSON 2.x: JSONPath → one entry per match (nil where
+-- the type does not fit), legacy → the first match (reads) or the last one (writes), or an error
+-- when nothing fits.
+--@include codec
+--@include encode
+--@include path
 local NO_KEY = "ERR could not perform this operation on a key that doesn't exist"
 local C = {}
 
@@ -60,7 +61,8 @@ local function first(cp, doc)
 end
 
 local function wrong_type(node, expected)
-  jerr('WRONGTYPE wrong type of path value - expected ' .. expected .. ' but found ' .. type_name(node))
+  jerr('WRONGTYPE wrong type of path value - expected ' .. expected .. ' but found '
+    .. type_name(node))
 end
 
 -- Shallow check for the whole-document fast path of JSON.GET: stashd stores canonical text, so
@@ -250,4 +252,3 @@ C['json.resp'] = function(keys, a)
   for i, m in ipairs(eval_path(cp, doc)) do out[i] = resp(m.n) end
   return out
 end
-`;

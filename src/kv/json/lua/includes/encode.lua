@@ -1,9 +1,7 @@
-/**
- * Lua JSON serialisation (after LUA_CODEC): compact text as stored and replied, the INDENT /
- * NEWLINE / SPACE form of JSON.GET, deep copies and RedisJSON's type names. Strings are printed
- * as serde_json does: only `"`, `\\` and control characters escaped, other bytes raw.
- */
-export const LUA_ENCODE = String.raw`
+-- encode: JSON serialisation: compact text as stored and replied, the INDENT / NEWLINE / SPACE
+-- form of JSON.GET, deep copies and RedisJSON's type names. Strings are printed as serde_json
+-- does: only `"`, `\` and control characters escaped, other bytes raw.
+--@include codec
 local function esc_char(c)
   if c == '"' then return '\\"' elseif c == '\\' then return '\\\\'
   elseif c == '\n' then return '\\n' elseif c == '\r' then return '\\r'
@@ -100,4 +98,3 @@ local function type_name(node)
   if is_int_lex(node.v) then return 'integer' end
   return 'number'
 end
-`;

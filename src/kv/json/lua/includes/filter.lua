@@ -1,9 +1,9 @@
-/**
- * Lua JSONPath filter expressions (`[?(...)]`), after LUA_PATH. Operands: `@…` (first match
- * below the candidate), `$…` (first match from the document root), numbers, 'strings',
- * "strings", true, false, null. Comparing different types is false; `=~` is not supported.
- */
-export const LUA_FILTER = String.raw`
+-- filter: JSONPath filter expressions (`[?(...)]`), part of the path compiler (path.lua includes
+-- this at its end). Operands: `@…` (first match below the candidate), `$…` (first match from the
+-- document root), numbers, 'strings', "strings", true, false, null. Comparing different types is
+-- false; `=~` is not supported.
+--@include codec
+--@include path
 local function parse_operand(s, i)
   i = skip_ws(s, i)
   local c = s:sub(i, i)
@@ -112,4 +112,3 @@ eval_filter = function(e, node)
   if k == 'exists' then return operand_value(e.o, node) ~= nil end
   return compare(e.op, operand_value(e.l, node), operand_value(e.r, node))
 end
-`;

@@ -1,9 +1,10 @@
-/**
- * Lua write commands (after LUA_READ): JSON.SET, MSET, MERGE, DEL/FORGET, NUMINCRBY, NUMMULTBY,
- * STRAPPEND, ARRAPPEND, ARRINSERT, ARRPOP, ARRTRIM, CLEAR, TOGGLE. A document is saved with
- * `SET … KEEPTTL`, so a key's TTL survives edits as it does with RedisJSON.
- */
-export const LUA_WRITE = String.raw`
+-- write-commands: JSON.SET, MSET, MERGE, DEL/FORGET, NUMINCRBY, NUMMULTBY. A document is saved
+-- with `SET … KEEPTTL`, so a key's TTL survives edits as it does with RedisJSON.
+--@include codec
+--@include encode
+--@include bigint
+--@include path
+--@include read-commands
 local function save(key, doc) redis.call('SET', key, encode(doc), 'KEEPTTL') end
 
 -- JSON.SET at the root: the old document is only checked (WRONGTYPE), not parsed, and
@@ -71,7 +72,9 @@ C['json.mset'] = function(keys, a)
   for i, key in ipairs(keys) do
     if docs[key] == nil then docs[key] = load_doc(key) or false end
     local cp = compile(a[2 * i - 1])
-    if cp.fixed ~= '$' and not docs[key] then jerr('ERR new objects must be created at the root') end
+    if cp.fixed ~= '$' and not docs[key] then
+      jerr('ERR new objects must be created at the root')
+    end
     plan[i] = {key = key, cp = cp, val = decode(a[2 * i])}
   end
   local touched = {}
@@ -209,4 +212,3 @@ local function num_op(name, op, apply)
 end
 C['json.numincrby'] = num_op('json.numincrby', '+', function(x, y) return x + y end)
 C['json.nummultby'] = num_op('json.nummultby', '*', function(x, y) return x * y end)
-`;

@@ -1,13 +1,13 @@
-/**
- * Lua JSONPath compiler and evaluator (needs LUA_CODEC before it).
- *
- * A path starting with `$` is JSONPath; anything else is a legacy path, rewritten as RedisJSON
- * does: `.` → `$`, `.a.b` → `$.a.b`, `a.b` → `$.a.b`, `[0]` → `$[0]`. Supported: `.name`,
- * `['name', "x"]`, `[1, -1]`, `[*]`, `.*`, `..` (recursive descent, preorder like RedisJSON),
- * slices `[a:b:step]` and filters `[?(@.x > 1 && @.y == "s")]` with == != < <= > >= && || !
- * and existence tests. A match is {n=node, p=parent, k=key-or-1-based-index}; root has no parent.
- */
-export const LUA_PATH = String.raw`
+-- path: the JSONPath compiler and evaluator.
+--
+-- A path starting with `$` is JSONPath; anything else is a legacy path, rewritten as RedisJSON
+-- does: `.` → `$`, `.a.b` → `$.a.b`, `a.b` → `$.a.b`, `[0]` → `$[0]`. Supported: `.name`,
+-- `['name', "x"]`, `[1, -1]`, `[*]`, `.*`, `..` (recursive descent, preorder like RedisJSON),
+-- slices `[a:b:step]` and filters `[?(@.x > 1 && @.y == "s")]` with == != < <= > >= && || !
+-- and existence tests. A match is {n=node, p=parent, k=key-or-1-based-index}; root has no parent.
+-- Filters are in filter.lua, included at the end: it defines parse_filter and eval_filter,
+-- declared here, with the helpers above.
+--@include codec
 local function path_err(s, i)
   jerr('Error occurred on position ' .. (i - 1) .. ", invalid JSONPath '" .. s .. "'")
 end
@@ -106,7 +106,7 @@ local function compile(path)
   return {segs = segs, legacy = legacy, fixed = fixed, original = path}
 end
 
-local function children(node, out, parentm)
+local function children(node, out)
   if node.t == 'o' then
     for _, key in ipairs(node.k) do out[#out + 1] = {n = node.v[key], p = node, k = key} end
   elseif node.t == 'a' then
@@ -200,4 +200,5 @@ local function add_targets(cp, root)
   end
   return out
 end
-`;
+
+--@include filter

@@ -1,16 +1,14 @@
-/**
- * Lua (5.1, as embedded in Redis) JSON parser for the JSON command group on a Redis without the
- * module. cjson is not used: it loses object key order, number lexemes and big-integer precision.
- *
- * Value model (every node is a distinct table, so identity marks a node):
- *   {t='o', k={key...}, v={[key]=node}}  object, keys in insertion order
- *   {t='a', v={node...}}                 array
- *   {t='s', v=bytes}  {t='n', v=lexeme}  {t='b', v=bool}  {t='z'} (null)
- * Numbers keep their canonical lexeme (RedisJSON/serde_json form: integers as written when they
- * fit i64/u64, other numbers as the shortest round-trip double, "1.0" for integral doubles).
- * Errors are raised as error('\\0' .. text) and turned into error replies by the dispatcher.
- */
-export const LUA_CODEC = String.raw`
+-- codec: the JSON parser of the JSON command group (for a Redis without the JSON module), in
+-- Lua 5.1 as embedded in Redis. cjson is not used: it loses object key order, number lexemes and
+-- big-integer precision.
+--
+-- Value model (every node is a distinct table, so identity marks a node):
+--   {t='o', k={key...}, v={[key]=node}}  object, keys in insertion order
+--   {t='a', v={node...}}                 array
+--   {t='s', v=bytes}  {t='n', v=lexeme}  {t='b', v=bool}  {t='z'} (null)
+-- Numbers keep their canonical lexeme (RedisJSON/serde_json form: integers as written when they
+-- fit i64/u64, other numbers as the shortest round-trip double, "1.0" for integral doubles).
+-- Errors are raised as error('\0' .. text) and turned into error replies by the dispatcher.
 local G = {} -- G.root: the document a filter's $ refers to
 local function jerr(msg) error('\0' .. msg, 0) end
 
@@ -86,13 +84,15 @@ local function utf8_char(cp)
   if cp < 0x80 then return string.char(cp) end
   if cp < 0x800 then return string.char(0xC0 + math.floor(cp / 64), 0x80 + cp % 64) end
   if cp < 0x10000 then
-    return string.char(0xE0 + math.floor(cp / 4096), 0x80 + math.floor(cp / 64) % 64, 0x80 + cp % 64)
+    return string.char(0xE0 + math.floor(cp / 4096), 0x80 + math.floor(cp / 64) % 64,
+      0x80 + cp % 64)
   end
   return string.char(0xF0 + math.floor(cp / 262144), 0x80 + math.floor(cp / 4096) % 64,
     0x80 + math.floor(cp / 64) % 64, 0x80 + cp % 64)
 end
 
-local ESC = {['"'] = '"', ['\\'] = '\\', ['/'] = '/', b = '\b', f = '\f', n = '\n', r = '\r', t = '\t'}
+local ESC = {['"'] = '"', ['\\'] = '\\', ['/'] = '/',
+  b = '\b', f = '\f', n = '\n', r = '\r', t = '\t'}
 
 local function parse_string(s, i)
   local out, n = {}, 0
@@ -106,7 +106,9 @@ local function parse_string(s, i)
     n = n + 1; out[n] = s:sub(i, j - 1)
     local c = s:sub(j, j)
     if c == '"' then return table.concat(out), j + 1 end
-    if c ~= '\\' then perr(s, j, 'control character (\\u0000-\\u001F) found while parsing a string') end
+    if c ~= '\\' then
+      perr(s, j, 'control character (\\u0000-\\u001F) found while parsing a string')
+    end
     local e = s:sub(j + 1, j + 1)
     if ESC[e] then
       n = n + 1; out[n] = ESC[e]; i = j + 2
@@ -165,7 +167,9 @@ local function parse_container(s, i, obj, trusted)
     local c = s:byte(i)
     if c == close then G.depth = G.depth - 1; return node, i + 1 end
     if c ~= B_COMMA then
-      if i > #s then perr(s, i, obj and 'EOF while parsing an object' or 'EOF while parsing a list') end
+      if i > #s then
+        perr(s, i, obj and 'EOF while parsing an object' or 'EOF while parsing a list')
+      end
       perr(s, i, obj and "expected ',' or '}'" or "expected ',' or ']'")
     end
     i = skip_ws(s, i + 1)
@@ -215,4 +219,3 @@ local function decode(s, trusted)
   return v
 end
 
-`;

@@ -1,10 +1,10 @@
-/**
- * Lua write commands on strings, arrays and booleans (after LUA_WRITE): JSON.STRAPPEND,
- * ARRAPPEND, ARRINSERT, ARRPOP, ARRTRIM, CLEAR, TOGGLE; then the dispatcher. The script is
- * built twice: the read variant (`#!lua flags=no-writes`, run with EVAL_RO/EVALSHA_RO, so the
- * read-only token's ACL user may run it) refuses every write command itself.
- */
-export const LUA_WRITE2 = String.raw`
+-- edit-commands: the write commands on strings, arrays and booleans: JSON.STRAPPEND, ARRAPPEND,
+-- ARRINSERT, ARRPOP, ARRTRIM, CLEAR, TOGGLE.
+--@include codec
+--@include encode
+--@include path
+--@include read-commands
+--@include write-commands
 -- Runs a per-match edit on the document at keys[1] and saves it when anything changed.
 local function edit(keys, cp, want, what, fn, shown)
   local doc = must_doc(keys[1])
@@ -111,25 +111,3 @@ C['json.toggle'] = function(keys, a)
   end)
   return res
 end
-
-local READS = {['json.get'] = true, ['json.mget'] = true, ['json.type'] = true,
-  ['json.strlen'] = true, ['json.arrlen'] = true, ['json.arrindex'] = true,
-  ['json.objkeys'] = true, ['json.objlen'] = true, ['json.resp'] = true}
-
-local name = ARGV[1]
-local fn = C[name]
-if not fn or (READ_ONLY and not READS[name]) then
-  return redis.error_reply("ERR unknown command '" .. tostring(name) .. "'")
-end
-local args = {}
-for i = 2, #ARGV do args[i - 1] = ARGV[i] end
-if #KEYS < 1 then
-  return redis.error_reply("ERR wrong number of arguments for '" .. name .. "' command")
-end
-local ok, res = pcall(fn, KEYS, args)
-if ok then return res end
-res = tostring(type(res) == 'table' and res.err or res)
-if res:sub(1, 1) == '\0' then return redis.error_reply(res:sub(2)) end
-if res:match('^[A-Z]+ ') then return redis.error_reply(res) end
-return redis.error_reply('ERR ' .. res)
-`;

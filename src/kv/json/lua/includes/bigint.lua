@@ -1,9 +1,6 @@
-/**
- * Lua exact integer arithmetic for JSON.NUMINCRBY / NUMMULTBY beyond 2^53, where Lua's doubles
- * lose digits (after LUA_CODEC). Integers are decimal strings; limbs are base 1e7, little-endian,
- * so a limb product (< 1e14) plus carries stays exact in a double.
- */
-export const LUA_BIGINT = String.raw`
+-- bigint: exact integer arithmetic for JSON.NUMINCRBY / NUMMULTBY beyond 2^53, where Lua's
+-- doubles lose digits. Integers are decimal strings; limbs are base 1e7, little-endian, so a limb
+-- product (< 1e14) plus carries stays exact in a double.
 local BASE, BASE_DIGITS = 10000000, 7
 
 local function big_parse(lex)
@@ -100,4 +97,3 @@ local function big_op(op, x, y)
   if in_i64(r) then return r end
   return nil
 end
-`;
