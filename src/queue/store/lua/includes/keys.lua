@@ -1,8 +1,9 @@
 -- keys: the names of the queue keys a script builds itself, because their ids are known only
 -- inside the script (a message id read from a list, a queue name from a message hash). Every
--- other key is passed in KEYS. The layout is src/queue/store/keys.ts's; test/queue/lua-keys.test.ts
--- checks both build the same names. A script including this file takes the key prefix (with its
--- hash tag, so every name stays in the script's cluster slot) in ARGV[1].
+-- other key is passed in KEYS. The layout is src/queue/store/keys.ts's, under the same names;
+-- test/queue/lua-contracts.test.ts checks both build the same keys. A script including this file
+-- takes the key prefix (with its hash tag, so every name stays in the script's cluster slot) in
+-- ARGV[1].
 local PREFIX = ARGV[1]
 local Key = {
   flowControlKeys = PREFIX .. 'fckeys',

@@ -1,7 +1,8 @@
 import { AppError } from "../shared/errors.js";
 
 /**
- * A lossless reader for command bodies: `["SET","k",1e3,true]` and `[["GET","k"],…]`.
+ * The command-in-the-body form (beside url-args.ts, the command in the path): a lossless reader
+ * for JSON command bodies, `["SET","k",1e3,true]` and `[["GET","k"],…]`.
  *
  * `JSON.parse` would turn `9007199254740993` into `9007199254740992` and `1.50` into `1.5`, so
  * numbers are kept as their exact source text. Strings stay as their UTF-8 bytes (unescaped
