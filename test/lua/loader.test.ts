@@ -4,9 +4,8 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { assembleLua } from "../../src/shared/lua/assemble.js";
 import { LuaScript } from "../../src/shared/lua/script.js";
-import { parseRedisUrl } from "../../src/shared/redis/connection.js";
-import { RedisPool } from "../../src/shared/redis/pool.js";
-import { startRedis, type TestRedis } from "../harness/redis.js";
+import type { RedisPool } from "../../src/shared/redis/pool.js";
+import { startRedis, testPool, type TestRedis } from "../harness/redis.js";
 
 /** The shared Lua loader: include assembly, SHA calls, NOSCRIPT recovery, read-only scripts. */
 let redis: TestRedis;
@@ -22,11 +21,7 @@ function write(file: string, lines: string[]): string {
 
 beforeAll(async () => {
   redis = await startRedis();
-  pool = new RedisPool(parseRedisUrl(redis.url), {
-    size: 2,
-    connectTimeoutMs: 2000,
-    retryBackoffMs: 20,
-  });
+  pool = testPool(redis.url, 2);
   dir = mkdtempSync(path.join(os.tmpdir(), "stashd-lua-"));
   write("includes/a.lua", ["-- a", "local A = 'a'"]);
   write("includes/b.lua", ["-- b, needs a", "--@include a", "local B = A .. 'b'"]);

@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LuaScript } from "../../src/shared/lua/script.js";
-import { parseRedisUrl } from "../../src/shared/redis/connection.js";
-import { RedisPool } from "../../src/shared/redis/pool.js";
+import type { RedisPool } from "../../src/shared/redis/pool.js";
 import { assembledScripts } from "../../scripts/lua-catalog.js";
-import { startRedis, type TestRedis } from "../harness/redis.js";
+import { startRedis, testPool, type TestRedis } from "../harness/redis.js";
 
 /**
  * Every Lua script of both services, assembled with its includes as the loader does, compiles
@@ -15,11 +14,7 @@ let pool: RedisPool;
 
 beforeAll(async () => {
   redis = await startRedis();
-  pool = new RedisPool(parseRedisUrl(redis.url), {
-    size: 1,
-    connectTimeoutMs: 2000,
-    retryBackoffMs: 20,
-  });
+  pool = testPool(redis.url, 1);
 });
 afterAll(async () => {
   await pool?.close();

@@ -4,9 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ScriptCode } from "../../src/queue/store/codes.js";
 import { queueKeys, QUEUE_PREFIX } from "../../src/queue/store/keys.js";
 import { transitions } from "../../src/queue/store/transitions.js";
-import { parseRedisUrl } from "../../src/shared/redis/connection.js";
-import { RedisPool } from "../../src/shared/redis/pool.js";
-import { startRedis, type TestRedis } from "../harness/redis.js";
+import type { RedisPool } from "../../src/shared/redis/pool.js";
+import { startRedis, testPool, type TestRedis } from "../harness/redis.js";
 import { isKeyRefusal, runEveryTransition, ScriptGuard } from "./lua-guard.js";
 
 /**
@@ -24,11 +23,7 @@ let pool: RedisPool;
 
 beforeAll(async () => {
   redis = await startRedis();
-  pool = new RedisPool(parseRedisUrl(redis.url), {
-    size: 2,
-    connectTimeoutMs: 2000,
-    retryBackoffMs: 20,
-  });
+  pool = testPool(redis.url, 2);
 });
 afterAll(async () => {
   await pool?.close();

@@ -8,12 +8,12 @@ import { ScheduleStore, type ScheduleDef } from "../../src/queue/store/schedule-
 import { SigningKeys } from "../../src/queue/store/signing-keys.js";
 import { TopicStore } from "../../src/queue/store/topic-store.js";
 import { parseRedisUrl } from "../../src/shared/redis/connection.js";
-import { RedisPool } from "../../src/shared/redis/pool.js";
+import type { RedisPool } from "../../src/shared/redis/pool.js";
 import type { Arg, Reply } from "../../src/shared/redis/resp.js";
 import { eventually } from "../harness/eventually.js";
+import { testPool } from "../harness/redis.js";
 
 const USER = "scripted";
-const POOL = { size: 1, connectTimeoutMs: 2000, retryBackoffMs: 20 };
 
 /** A Redis glob matching exactly `key`. */
 const exactly = (key: string): string => key.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
@@ -37,12 +37,9 @@ export class ScriptGuard {
   ) {}
 
   static async start(url: string, families: readonly string[]): Promise<ScriptGuard> {
-    const admin = new RedisPool(parseRedisUrl(url), POOL);
+    const admin = testPool(url, 1);
     await admin.exec(["ACL", "SETUSER", USER, "on", ">pw", "+@all", "resetkeys"]);
-    const restricted = new RedisPool(
-      { ...parseRedisUrl(url), username: USER, password: "pw" },
-      POOL,
-    );
+    const restricted = testPool({ ...parseRedisUrl(url), username: USER, password: "pw" }, 1);
     return new ScriptGuard(admin, restricted, families);
   }
 

@@ -1,6 +1,7 @@
 -- bigint: exact integer arithmetic for JSON.NUMINCRBY / NUMMULTBY beyond 2^53, where Lua's
 -- doubles lose digits. Integers are decimal strings; limbs are base 1e7, little-endian, so a limb
 -- product (< 1e14) plus carries stays exact in a double.
+--@include codec
 local BASE, BASE_DIGITS = 10000000, 7
 
 local function big_parse(lex)
@@ -82,11 +83,7 @@ end
 
 -- Whether an integer lexeme fits i64 (RedisJSON's integer arithmetic range).
 local function in_i64(lex)
-  local neg = lex:sub(1, 1) == '-'
-  local d = neg and lex:sub(2) or lex
-  local lim = neg and '9223372036854775808' or '9223372036854775807'
-  if #d ~= #lim then return #d < #lim end
-  return d <= lim
+  return int_within(lex, '9223372036854775808', '9223372036854775807')
 end
 
 -- Exact x op y for integer lexemes ('+' or '*'); nil when the result leaves i64 (RedisJSON

@@ -35,13 +35,18 @@ end
 
 local function is_int_lex(lex) return not lex:find('[%.eE]') end
 
--- Integer lexemes outside i64/u64 become doubles, as serde_json parses them.
-local function fits_int(lex)
+-- Whether integer lexeme lex lies within -neg_max..pos_max (limits as digit strings).
+local function int_within(lex, neg_max, pos_max)
   local neg = lex:sub(1, 1) == '-'
   local d = neg and lex:sub(2) or lex
-  local lim = neg and '9223372036854775808' or '18446744073709551615'
+  local lim = neg and neg_max or pos_max
   if #d ~= #lim then return #d < #lim end
   return d <= lim
+end
+
+-- Integer lexemes outside i64/u64 become doubles, as serde_json parses them.
+local function fits_int(lex)
+  return int_within(lex, '9223372036854775808', '18446744073709551615')
 end
 
 local function norm_num(lex)
