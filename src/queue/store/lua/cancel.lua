@@ -1,6 +1,6 @@
 -- cancel: cancels messages. A waiting message is removed at once (CANCEL_REQUESTED, CANCELED); an
 -- in-flight one is marked CANCEL_REQUESTED and finishes as CANCELED unless that attempt succeeds
--- (in-flight messages may still be delivered; docs/queue.md).
+-- (in-flight messages may still be delivered: docs/qstash-protocol.md 2.4).
 --
 --@keys due pending log
 -- ARGV[1] key prefix  ARGV[2] now  ARGV[3] log cutoff  ARGV[4..] message ids

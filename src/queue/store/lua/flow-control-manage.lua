@@ -1,5 +1,5 @@
--- flowControlManage: applies one management action to an existing flow-control key and admits
--- what the change allows (the admission logic is in includes/fc-admit.lua).
+-- flowControlManage: applies one management action (docs/qstash-protocol.md 2.11) to an existing
+-- flow-control key and admits what the change allows (admission: includes/fc-admit.lua).
 --
 --@keys flowControl due
 -- ARGV[1] key prefix  ARGV[2] now (ms)  ARGV[3] flow-control key

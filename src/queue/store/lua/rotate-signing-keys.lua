@@ -1,5 +1,5 @@
--- rotateSigningKeys: signing-key rotation (docs/queue.md): next becomes current, ARGV[1] becomes
--- next.
+-- rotateSigningKeys: signing-key rotation (docs/qstash-protocol.md 2.10): next becomes current,
+-- ARGV[1] becomes next.
 --
 --@keys signingKeys
 -- ARGV[1] the new next key

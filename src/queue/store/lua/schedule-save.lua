@@ -1,11 +1,11 @@
 -- scheduleSave: creates or replaces a schedule (a replacement starts afresh: unpaused, no last
 -- fire). A new schedule is refused when ARGV[5] schedules exist already (a replacement never is).
 --
--- A schedule is a hash `<p>sched:<id>` (see store/keys.ts); an unpaused one is also in the
--- `sched-due` zset under its next fire time. A fire stores its messages through the ordinary
--- enqueue script (deduplicated per schedule and tick), then advances the schedule with
--- scheduleAdvance, a compare-and-set on `next`: of several processes firing the same tick,
--- exactly one advances it.
+-- Schedules (docs/qstash-protocol.md 2.6): a schedule is a hash `<p>sched:<id>` (store/keys.ts);
+-- an unpaused one is also in the `sched-due` zset under its next fire time. A fire stores its
+-- messages through the ordinary enqueue script (deduplicated per schedule and tick), then
+-- advances the schedule with scheduleAdvance, a compare-and-set on `next`: of several processes
+-- firing the same tick, exactly one advances it.
 --
 --@keys schedule schedules scheduleDue
 -- ARGV[1] id  ARGV[2] def JSON  ARGV[3] body  ARGV[4] next fire ms  ARGV[5] max schedules

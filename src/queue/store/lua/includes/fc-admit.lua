@@ -1,14 +1,14 @@
--- Flow control (docs/queue.md, Flow control). A message whose meta carries `flowControl` does not
--- go into the due set when stored (or, for a FIFO queue message, when its queue admits it): it
--- waits in `fcwait:<key>`, oldest first, until the key admits it into the due set at its own due
--- time. The key admits while unpaused, fewer than `parallelism` of its messages are admitted and
--- unfinished (`count`; 0 = unlimited), and fewer than `rate` were admitted in the current period
--- (`rstart`, `rcount`; 0 = unlimited). A message holds its parallelism slot from admission until
--- DELIVERED, FAILED or CANCELED, retries included (callbacks do not). When the rate is used up
--- the key is put in `fcwake` at the start of the next period, where the reap script admits
--- again. Everything happens inside the atomic scripts, so the limits hold across processes.
--- Admission counts as the start: a delayed message at the head holds its slot and rate while it
--- waits (order is kept).
+-- Flow control (docs/qstash-protocol.md 2.11, 3.3; docs/queue.md, Flow control). A message whose
+-- meta carries `flowControl` does not go into the due set when stored (or, for a FIFO queue
+-- message, when its queue admits it): it waits in `fcwait:<key>`, oldest first, until the key
+-- admits it into the due set at its own due time. The key admits while unpaused, fewer than
+-- `parallelism` of its messages are admitted and unfinished (`count`; 0 = unlimited), and fewer
+-- than `rate` were admitted in the current period (`rstart`, `rcount`; 0 = unlimited). A message
+-- holds its parallelism slot from admission until DELIVERED, FAILED or CANCELED, retries included
+-- (callbacks do not). When the rate is used up the key is put in `fcwake` at the start of the next
+-- period, where the reap script admits again. Everything happens inside the atomic scripts, so the
+-- limits hold across processes. Admission counts as the start: a delayed message at the head holds
+-- its slot and rate while it waits (order is kept).
 --
 -- fcAdmit: admits waiting messages of flow-control key `key` as far as its limits allow (now: ms
 -- number). Returns the number admitted.

@@ -1,11 +1,11 @@
--- FIFO queues (docs/queue.md, FIFO queues). A queue message waits in the list `qwait:<name>` (not
--- in the due set) until the queue admits it into a slot: admission moves it into the due set at
--- its own due time, from where the ordinary claim takes it. A slot is held from admission until
--- the message is DELIVERED, FAILED or CANCELED, retries included, and then by the callback /
--- failure-callback messages that outcome creates, until they finish too (`qslots:<name>` counts
--- holders per slot). Admission happens inside whichever atomic script frees a slot, adds a
--- message or changes the queue, so the parallelism limit holds across processes without any
--- process-local state.
+-- FIFO queues (docs/qstash-protocol.md 2.2, 2.5; docs/queue.md, FIFO queues). A queue message waits
+-- in the list `qwait:<name>` (not in the due set) until the queue admits it into a slot: admission
+-- moves it into the due set at its own due time, from where the ordinary claim takes it. A slot is
+-- held from admission until the message is DELIVERED, FAILED or CANCELED, retries included, and
+-- then by the callback / failure-callback messages that outcome creates, until they finish too
+-- (`qslots:<name>` counts holders per slot). Admission happens inside whichever atomic script frees
+-- a slot, adds a message or changes the queue, so the parallelism limit holds across processes
+-- without any process-local state.
 --
 -- queueAdmit: admits waiting messages of queue `name` while it is unpaused and has a free slot;
 -- an admitted flow-control message then waits for its key (fcEnter). Every script that admits
