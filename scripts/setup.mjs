@@ -1,11 +1,12 @@
 #!/usr/bin/env node
-// Makes a checkout ready to run: npm dependencies, redis-server, and the TypeScript build.
+// Makes a checkout ready to run: npm dependencies, redis-server, luacheck, and the build.
 // `npm start` and `npm test` both run this first, so a fresh Debian machine with Node 20 needs
 // nothing else. Plain JavaScript with no dependencies, because it runs before `npm ci`.
 import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, statSync, utimesSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { copyLua } from "./copy-lua.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const say = (msg) => process.stderr.write(`setup: ${msg}\n`);
@@ -49,6 +50,32 @@ function hasBinary(name) {
   return spawnSync("sh", ["-c", 'command -v "$1"', "sh", name], { stdio: "ignore" }).status === 0;
 }
 
+let aptUpdated = false;
+
+/** Installs a Debian package when running as root with apt; false when that is not possible. */
+function aptInstall(pkg, binary) {
+  const isRoot = typeof process.getuid === "function" && process.getuid() === 0;
+  if (!isRoot || !hasBinary("apt-get")) return false;
+  say(`${binary} is missing; installing Debian's ${pkg} package`);
+  if (!aptUpdated) run("apt-get", ["update", "-qq"]);
+  aptUpdated = true;
+  run("apt-get", ["install", "-y", "-qq", "--no-install-recommends", pkg], {
+    env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" },
+  });
+  return true;
+}
+
+// luacheck lints the Lua scripts in `npm run check` (scripts/lint-lua.ts); running stashd does
+// not need it, so elsewhere a missing one is only reported.
+function ensureLuacheck() {
+  if (hasBinary("luacheck") || aptInstall("lua-check", "luacheck")) return;
+  say(
+    "luacheck (for `npm run check`) was not found on PATH.\n" +
+      "  Debian/Ubuntu: sudo apt-get install lua-check\n" +
+      "  elsewhere:     luarocks install luacheck",
+  );
+}
+
 function ensureRedis() {
   const chosen = process.env.STASHD_REDIS_SERVER;
   if (chosen) {
@@ -57,15 +84,7 @@ function ensureRedis() {
     process.exit(1);
   }
   if (hasBinary("redis-server")) return;
-  const isRoot = typeof process.getuid === "function" && process.getuid() === 0;
-  if (isRoot && hasBinary("apt-get")) {
-    say("redis-server is missing; installing Debian's redis-server package");
-    run("apt-get", ["update", "-qq"]);
-    run("apt-get", ["install", "-y", "-qq", "--no-install-recommends", "redis-server"], {
-      env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" },
-    });
-    return;
-  }
+  if (aptInstall("redis-server", "redis-server")) return;
   say(
     "redis-server (Redis >= 7) is required and was not found on PATH.\n" +
       "  Debian/Ubuntu: sudo apt-get install redis-server\n" +
@@ -82,11 +101,13 @@ function build() {
     "-p",
     "tsconfig.build.json",
   ]);
+  copyLua(root);
 }
 
 checkNode();
 installDependencies();
 ensureRedis();
+ensureLuacheck();
 build();
 const redisBin = process.env.STASHD_REDIS_SERVER || "redis-server";
 const version = execFileSync(redisBin, ["--version"]).toString().trim().split(" ")[2] ?? "?";

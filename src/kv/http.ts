@@ -8,7 +8,7 @@ import { serializeReply, type Arg, type Reply } from "../shared/redis/resp.js";
 import type { Principal } from "./database.js";
 import type { DatabaseManager } from "./databases.js";
 import { runPipeline, runSingle, runTransaction } from "./execute.js";
-import { parseCommand, parseCommandList } from "./json-args.js";
+import { parseCommand, parseCommandList } from "./body-args.js";
 import { renderItem } from "./reply.js";
 import { openStream, type StreamKind } from "./sse.js";
 import { parseUrl, type UrlParts } from "./url-args.js";

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { parseCommand, parseCommandList } from "./json-args.js";
+import { parseCommand, parseCommandList } from "./body-args.js";
 import { normalizeScript, rewriteCommand, ScriptAliases } from "./rewrite.js";
 import { parseUrl, percentDecode } from "./url-args.js";
 

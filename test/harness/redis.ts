@@ -3,6 +3,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
+import { parseRedisUrl, type RedisEndpoint } from "../../src/shared/redis/connection.js";
+import { RedisPool } from "../../src/shared/redis/pool.js";
 
 /**
  * A real redis-server for one test file: spawned on a free loopback port with persistence off
@@ -90,4 +92,10 @@ export async function stopChild(child: ChildProcess): Promise<void> {
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   child.kill("SIGTERM");
   await exited;
+}
+
+/** A RedisPool on a test Redis (a URL, or an endpoint to log in differently), timeouts short. */
+export function testPool(at: string | RedisEndpoint, size = 2): RedisPool {
+  const endpoint = typeof at === "string" ? parseRedisUrl(at) : at;
+  return new RedisPool(endpoint, { size, connectTimeoutMs: 2000, retryBackoffMs: 20 });
 }

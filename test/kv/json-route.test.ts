@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { CommandTable } from "../../src/kv/policy.js";
 import { JsonBatch } from "../../src/kv/json/batch.js";
-import { READ_SCRIPT, WRITE_SCRIPT } from "../../src/kv/json/scripts.js";
+import { READ_SCRIPT, WRITE_SCRIPT } from "../../src/kv/json/route.js";
 
 const info = { flags: new Set<string>(), categories: new Set<string>() };
 const plain: CommandTable = new Map([["get", info]]);

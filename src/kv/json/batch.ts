@@ -1,8 +1,8 @@
 import type { Arg, Reply } from "../../shared/redis/resp.js";
 import type { RedisPool } from "../../shared/redis/pool.js";
+import { isNoScript, type LuaScript } from "../../shared/lua/script.js";
 import type { CommandTable } from "../policy.js";
 import { emulatesJson, jsonCommandName, routeJson, scriptFor, type JsonRoute } from "./route.js";
-import type { JsonScript } from "./scripts.js";
 
 /**
  * JSON commands within one pipeline (or transaction). `rewrite` maps each JSON.* command to its
@@ -41,8 +41,8 @@ export class JsonBatch {
     const name = this.enabled ? jsonCommandName(argv) : undefined;
     if (name === undefined) return undefined;
     const sha = scriptFor(name).sha;
-    const mode = (this.transaction ? this.inBatch.has(sha) : this.known.has(sha)) ? "sha" : "eval";
-    const route = routeJson(name, argv, mode);
+    const by = (this.transaction ? this.inBatch.has(sha) : this.known.has(sha)) ? "sha" : "text";
+    const route = routeJson(name, argv, by);
     if (!("argv" in route)) return route;
     this.inBatch.add(sha);
     this.routes.set(i, route);
@@ -54,9 +54,9 @@ export class JsonBatch {
     for (const [i, route] of this.routes) {
       let reply = replies[i] as Reply;
       // Not inside a transaction: running the command again after EXEC would break atomicity.
-      if (!this.transaction && reply.kind === "error" && reply.value.startsWith("NOSCRIPT")) {
+      if (!this.transaction && isNoScript(reply)) {
         this.known.delete(route.script.sha);
-        const again = routeJson(route.name, commands[i] as Arg[], "eval");
+        const again = routeJson(route.name, commands[i] as Arg[], "text");
         reply = "argv" in again ? await pool.exec(again.argv) : again;
       }
       if (reply.kind !== "error" || !reply.value.startsWith("NOPERM")) this.remember(route.script);
@@ -72,7 +72,7 @@ export class JsonBatch {
     }
   }
 
-  private remember(script: JsonScript): void {
+  private remember(script: LuaScript): void {
     this.known.add(script.sha);
   }
 }

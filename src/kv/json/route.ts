@@ -1,13 +1,16 @@
+import { LuaScript } from "../../shared/lua/script.js";
 import type { Arg, Reply } from "../../shared/redis/resp.js";
 import type { CommandTable } from "../policy.js";
-import { READ_SCRIPT, WRITE_SCRIPT, type JsonScript } from "./scripts.js";
 
 /**
- * Maps a JSON.* command onto the JSON scripts (scripts.ts) when the backend has no JSON module:
- * `JSON.SET k $ v NX` → `EVALSHA <write sha> 1 k json.set $ v NX`. Reads go to the read script
- * with EVALSHA_RO. `eval` mode sends the script text instead (EVAL/EVAL_RO), which also loads
- * it into Redis's script cache; transactions always use it, so no item can hit NOSCRIPT.
+ * Maps a JSON.* command onto the JSON scripts (lua/json-write.lua, lua/json-read.lua) when the
+ * backend has no JSON module: `JSON.SET k $ v NX` → `EVALSHA <write sha> 1 k json.set $ v NX`.
+ * Reads go to the read script, flagged no-writes, with EVALSHA_RO. `text` mode sends the script
+ * text instead (EVAL/EVAL_RO), which also loads it into Redis's script cache (see batch.ts for
+ * when each is used).
  */
+export const READ_SCRIPT = LuaScript.fromFile(new URL("./lua/json-read.lua", import.meta.url));
+export const WRITE_SCRIPT = LuaScript.fromFile(new URL("./lua/json-write.lua", import.meta.url));
 
 const READS = new Set([
   "json.get",
@@ -39,7 +42,7 @@ const WRITES = new Set([
 
 export interface JsonRoute {
   readonly argv: Arg[];
-  readonly script: JsonScript;
+  readonly script: LuaScript;
   readonly name: string;
 }
 
@@ -76,7 +79,7 @@ function keysAndArgs(name: string, argv: readonly Arg[]): [Arg[], Arg[]] | undef
 }
 
 /** The script that runs a JSON command: the read-only variant for reads. */
-export function scriptFor(name: string): JsonScript {
+export function scriptFor(name: string): LuaScript {
   return READS.has(name) ? READ_SCRIPT : WRITE_SCRIPT;
 }
 
@@ -84,13 +87,11 @@ export function scriptFor(name: string): JsonScript {
 export function routeJson(
   name: string,
   argv: readonly Arg[],
-  mode: "sha" | "eval",
+  by: "sha" | "text",
 ): JsonRoute | Reply {
   const split = keysAndArgs(name, argv);
   if (!split) return arityError(name);
   const [keys, args] = split;
   const script = scriptFor(name);
-  const ro = script.variant === "read" ? "_RO" : "";
-  const head = mode === "sha" ? [`EVALSHA${ro}`, script.sha] : [`EVAL${ro}`, script.text];
-  return { argv: [...head, String(keys.length), ...keys, name, ...args], script, name };
+  return { argv: script.command(by, keys, [name, ...args]), script, name };
 }

@@ -4,6 +4,7 @@ import type { Logger } from "../../shared/log.js";
 import { newDlqId } from "../domain/ids.js";
 import type { AttemptResult, DlqMeta, MessageMeta } from "../domain/message.js";
 import { isNonRetryable, isSuccess, retryDelayMs } from "../domain/retry-policy.js";
+import { ScriptCode } from "../store/codes.js";
 import {
   newLeaseToken,
   type Claimed,
@@ -307,7 +308,7 @@ export class Dispatcher {
     });
     // The reaper returned the message meanwhile (this process was too slow to record): it will
     // be delivered again, a duplicate if this attempt succeeded.
-    if (done === -1)
+    if (done === ScriptCode.leaseLost)
       this.log.warn("lease lost before the outcome was recorded", { id: meta.messageId });
     // A queue message's finish may admit the queue's next message (due now): claim it.
     if (meta.queueName !== undefined) this.wake();

@@ -21,7 +21,7 @@ export const manageFlowControl: Handler = async (ctx, r) => {
   const key = decode(r.segments[1] ?? "");
   const verb = (r.segments[2] ?? "").toLowerCase();
   const n = await ctx.flowControl.manage(key, Date.now(), actionOf(verb, r.query));
-  if (n < 0) throw notFound("flow control key");
+  if (n === undefined) throw notFound("flow control key");
   if (n > 0) ctx.dispatcher.wake();
   reply(r.res, 200);
 };

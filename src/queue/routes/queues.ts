@@ -46,7 +46,9 @@ export const upsertQueue: Handler = async (ctx, r) => {
     paused: pausedOf(body["paused"]),
     create: true,
   };
-  if ((await ctx.queues.configure(now, checkQueueName(name), change)) > 0) ctx.dispatcher.wake();
+  if (((await ctx.queues.configure(now, checkQueueName(name), change)) ?? 0) > 0) {
+    ctx.dispatcher.wake();
+  }
   reply(r.res, 200);
 };
 
@@ -69,7 +71,8 @@ export const deleteQueue: Handler = async (ctx, r) => {
 /** POST /v2/queues/{name}/pause: idempotent; the queue keeps accepting messages. */
 export const pauseQueue: Handler = async (ctx, r) => {
   const change = { paused: true, create: false };
-  if ((await ctx.queues.configure(Date.now(), nameParam(r), change)) < 0) throw notFound("queue");
+  const admitted = await ctx.queues.configure(Date.now(), nameParam(r), change);
+  if (admitted === undefined) throw notFound("queue");
   reply(r.res, 200);
 };
 
@@ -77,7 +80,7 @@ export const pauseQueue: Handler = async (ctx, r) => {
 export const resumeQueue: Handler = async (ctx, r) => {
   const change = { paused: false, create: false };
   const admitted = await ctx.queues.configure(Date.now(), nameParam(r), change);
-  if (admitted < 0) throw notFound("queue");
+  if (admitted === undefined) throw notFound("queue");
   if (admitted > 0) ctx.dispatcher.wake();
   reply(r.res, 200);
 };

@@ -1,16 +1,14 @@
 import type { RedisPool } from "../../shared/redis/pool.js";
 import type { DlqMeta } from "../domain/message.js";
 import { queueKeys as K } from "./keys.js";
-import { DLQ_DELETE } from "./lua/dlq.js";
 import { collectPage, type Page } from "./paging.js";
-import { asArray, asBuffer, asInt, asText, checked, Script } from "./scripts.js";
+import { asArray, asBuffer, asInt, asText, checked } from "./replies.js";
+import { transitions } from "./transitions.js";
 
 export interface DlqEntry {
   meta: DlqMeta;
   body: Buffer;
 }
-
-const dlqDelete = new Script(DLQ_DELETE);
 
 /**
  * Reads of the dead-letter queue. Entries are added by the finish transition; ids are
@@ -46,7 +44,7 @@ export class DlqStore {
 
   async delete(ids: readonly string[]): Promise<number> {
     if (ids.length === 0) return 0;
-    return asInt(await dlqDelete.run(this.pool, [K.dlq], [K.prefix, ...ids]));
+    return asInt(await transitions.dlqDelete.run(this.pool, [K.dlq], [K.prefix, ...ids]));
   }
 
   /** Deletes entries that failed before `cutoff` (DLQ retention). */

@@ -1,8 +1,9 @@
 import type { RedisPool } from "../../shared/redis/pool.js";
 import type { Reply } from "../../shared/redis/resp.js";
 import { queueKeys as K } from "./keys.js";
-import { FLOW_CONTROL_MANAGE } from "./lua/flow-control.js";
-import { asArray, asInt, asText, checked, Script } from "./scripts.js";
+import { ScriptCode } from "./codes.js";
+import { asArray, asInt, asText, checked } from "./replies.js";
+import { transitions } from "./transitions.js";
 
 /** FlowControlInfo of spec 2.11; every field always present (JS reads the numbers unguarded). */
 export interface FlowControlInfo {
@@ -35,9 +36,7 @@ const FIELDS = [
   "pinR",
 ] as const;
 
-const manage = new Script(FLOW_CONTROL_MANAGE);
-
-/** A management action (spec 2.11) and its arguments (see lua/flow-control.ts). */
+/** A management action (spec 2.11) and its arguments (see lua/flow-control-manage.lua). */
 export type FlowControlAction =
   | { action: "pause" | "resume" | "resetRate" | "reset" }
   | {
@@ -50,7 +49,7 @@ export type FlowControlAction =
 
 /**
  * Reads of flow-control keys (the state is written only by the Lua helpers of
- * lua/flow-includes.ts). A key exists once a message with it was stored.
+ * lua/includes/fc-*.lua). A key exists once a message with it was stored.
  */
 export class FlowControlStore {
   constructor(private readonly pool: RedisPool) {}
@@ -59,13 +58,14 @@ export class FlowControlStore {
     return (await this.getMany([key], now))[0];
   }
 
-  /** Applies `a` to `key`; the number of messages admitted, or -1 when the key does not exist. */
-  async manage(key: string, now: number, a: FlowControlAction): Promise<number> {
+  /** Applies `a` to `key`; the number of messages admitted, undefined when the key is missing. */
+  async manage(key: string, now: number, a: FlowControlAction): Promise<number | undefined> {
     const args = [K.prefix, String(now), key, a.action];
     if (a.action === "pin") args.push(...[a.parallelism, a.rate, a.period].map((v) => str(v)));
     if (a.action === "unpin") args.push(a.parallelism ? "1" : "0", a.rate ? "1" : "0");
     const keys = [K.flowControl(key), K.due];
-    return asInt(await manage.run(this.pool, keys, args));
+    const n = asInt(await transitions.flowControlManage.run(this.pool, keys, args));
+    return n === ScriptCode.flowControlKeyMissing ? undefined : n;
   }
 
   /** In-flight deliveries across every process (the active set). */

@@ -1,9 +1,12 @@
 /**
- * The queue's Redis key layout; no other module builds key names.
+ * The queue's Redis key layout. Key names are built here and, inside the Lua scripts, only by
+ * lua/includes/keys.lua, for the keys whose ids a script learns itself (a message id popped from
+ * a wait list, a queue name read from a message hash); every other key a script touches is
+ * passed in its KEYS. test/queue/lua-contracts.test.ts checks the include builds the same
+ * names, and that scripts touch no other keys.
  *
- * Every key carries the `{stashd:q}` hash tag, so each script touches one cluster slot. Lua scripts
- * that touch per-message or per-DLQ-entry hashes receive the prefix and append the id, which keeps
- * them in the same slot.
+ * Every key carries the `{stashd:q}` hash tag, so each script touches one cluster slot; scripts
+ * receive the prefix (ARGV[1]) and keys.lua appends to it, which keeps those keys in the slot.
  *
  *   <p>msg:<id>    hash  meta (JSON MessageMeta), body (raw bytes), state, retried, lease, tmo
  *   <p>due         zset  message id -> due time (ms); ready when score <= now
@@ -25,7 +28,7 @@
  *   <p>qslots:<n>  hash  slot id (the admitted message's id) -> holders (the message, then its
  *                        callbacks); HLEN = slots in use, never more than parallelism when admitted
  *   A queue message's hash also has `queue` (name) and `qdue` (its due time), and once admitted
- *   (moved from qwait into due) `slot`. The slot logic is in lua/queue-includes.ts.
+ *   (moved from qwait into due) `slot`. The slot logic is in lua/includes/queue-*.lua.
  *   <p>fc:<k>      hash  flow-control key: parallelism, rate (0 = none), period (s), count (admitted,
  *                        unfinished), rstart (ms), rcount (admitted this period), createdAt,
  *                        paused, pinP, pinR (0|1: parallelism / rate+period pinned)
@@ -33,7 +36,7 @@
  *   <p>fcwait:<k>  list  ids of the key's messages waiting for admission, oldest first (not in due)
  *   <p>fcwake      zset  key -> start of its next rate period, while messages wait for the rate
  *   A flow-control message's hash also has `fc` (key), `fcdue` and once admitted `fcslot`. The
- *   logic is in lua/flow-includes.ts.
+ *   logic is in lua/includes/fc-*.lua.
  */
 export const QUEUE_PREFIX = "stashd:{stashd:q}:v1:";
 
@@ -60,4 +63,5 @@ export const queueKeys = {
   flowControlKeys: `${QUEUE_PREFIX}fckeys`,
   flowControl: (key: string): string => `${QUEUE_PREFIX}fc:${key}`,
   flowControlWait: (key: string): string => `${QUEUE_PREFIX}fcwait:${key}`,
+  flowControlWake: `${QUEUE_PREFIX}fcwake`,
 } as const;

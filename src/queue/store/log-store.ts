@@ -3,7 +3,7 @@ import type { Reply } from "../../shared/redis/resp.js";
 import type { MessageMeta, MessageState } from "../domain/message.js";
 import { queueKeys as K } from "./keys.js";
 import { collectPage, type Page } from "./paging.js";
-import { asArray, asText, checked } from "./scripts.js";
+import { asArray, asText, checked } from "./replies.js";
 
 /** One state change as the transitions wrote it to the log stream. */
 export interface LogEvent {

@@ -3,14 +3,9 @@ import type { RedisPool } from "../../shared/redis/pool.js";
 import type { Arg } from "../../shared/redis/resp.js";
 import type { DlqMeta, MessageMeta, MessageState } from "../domain/message.js";
 import { queueKeys as K } from "./keys.js";
-import { CANCEL } from "./lua/cancel.js";
-import { DLQ_RETRY } from "./lua/dlq.js";
-import { ENQUEUE } from "./lua/enqueue.js";
-import { FINISH } from "./lua/finish.js";
-import { REAP } from "./lua/reap.js";
-import { RENEW } from "./lua/renew.js";
-import { CLAIM_FAIR } from "./fair-claim.js";
-import { asArray, asBuffer, asInt, asText, checked, Script } from "./scripts.js";
+import { ScriptCode } from "./codes.js";
+import { asArray, asBuffer, asInt, asText, checked } from "./replies.js";
+import { transitions } from "./transitions.js";
 
 /** A message to create: its meta, raw body and first due time. */
 export interface NewMessage {
@@ -51,6 +46,10 @@ export interface ClaimFairness {
 
 export type Outcome = "DELIVERED" | "RETRY" | "FAILED";
 
+/** What finish reports: recorded, finished as CANCELED instead, or the lease was lost. */
+export type FinishResult =
+  typeof ScriptCode.ok | typeof ScriptCode.canceled | typeof ScriptCode.leaseLost;
+
 export interface FinishArgs {
   id: string;
   token: string;
@@ -61,16 +60,6 @@ export interface FinishArgs {
   dlq?: DlqMeta | undefined;
   children: NewMessage[];
 }
-
-const scripts = {
-  enqueue: new Script(ENQUEUE),
-  claim: new Script(CLAIM_FAIR),
-  finish: new Script(FINISH),
-  reap: new Script(REAP),
-  renew: new Script(RENEW),
-  cancel: new Script(CANCEL),
-  dlqRetry: new Script(DLQ_RETRY),
-};
 
 export const newLeaseToken = (): string => randomBytes(9).toString("base64url");
 
@@ -108,7 +97,7 @@ export class MessageStore {
     dedup?: { key: string; windowMs: number; response: string },
     lease?: { token: string; leaseMs: number },
   ): Promise<{ stored: true } | { stored: false; response: string }> {
-    const reply = await scripts.enqueue.run(
+    const reply = await transitions.enqueue.run(
       this.pool,
       [K.due, K.pending, K.log, K.dedup(dedup?.key ?? "-"), K.active],
       [
@@ -121,7 +110,7 @@ export class MessageStore {
       ],
     );
     const [flag, existing] = asArray(reply);
-    if (flag && asInt(flag) === 1) return { stored: true };
+    if (flag && asInt(flag) === ScriptCode.ok) return { stored: true };
     return { stored: false, response: asText(existing) ?? "[]" };
   }
 
@@ -137,7 +126,7 @@ export class MessageStore {
     fair: ClaimFairness = { cap: 0, scan: limit, inflight: [] },
   ): Promise<{ claimed: Claimed[]; skipped: number }> {
     const token = newLeaseToken();
-    const reply = await scripts.claim.run(
+    const reply = await transitions.claim.run(
       this.pool,
       [K.due, K.active, K.log],
       [
@@ -164,9 +153,9 @@ export class MessageStore {
     return { claimed, skipped: skipped ? asInt(skipped) : 0 };
   }
 
-  /** 1 done, 2 cancelled meanwhile, -1 the lease was lost (result dropped). */
-  async finish(now: number, a: FinishArgs): Promise<number> {
-    const reply = await scripts.finish.run(
+  /** Records the attempt's outcome (see lua/finish.lua). */
+  async finish(now: number, a: FinishArgs): Promise<FinishResult> {
+    const reply = await transitions.finish.run(
       this.pool,
       [K.due, K.active, K.pending, K.log, K.dlq],
       [
@@ -181,13 +170,13 @@ export class MessageStore {
         ...a.children.flatMap(messageArgs),
       ],
     );
-    return asInt(reply);
+    return asInt(reply) as FinishResult;
   }
 
   /** `now` is for the log and flow-control periods; lease expiry is judged on Redis's clock. */
   async reap(now: number, limit = 1000): Promise<number> {
     const keys = [K.active, K.due, K.pending, K.log];
-    return asInt(await scripts.reap.run(this.pool, keys, [...this.head(now), String(limit)]));
+    return asInt(await transitions.reap.run(this.pool, keys, [...this.head(now), String(limit)]));
   }
 
   /**
@@ -197,7 +186,7 @@ export class MessageStore {
   async renew(leaseMs: number, held: readonly [string, string][]): Promise<Set<string>> {
     if (held.length === 0) return new Set();
     const args = [K.prefix, String(leaseMs), ...held.flat()];
-    const reply = await scripts.renew.run(this.pool, [K.active], args);
+    const reply = await transitions.renew.run(this.pool, [K.active], args);
     return new Set(asArray(reply).map((r) => asText(r) ?? ""));
   }
 
@@ -212,17 +201,17 @@ export class MessageStore {
   async cancel(now: number, ids: readonly string[]): Promise<number> {
     if (ids.length === 0) return 0;
     const keys = [K.due, K.pending, K.log];
-    return asInt(await scripts.cancel.run(this.pool, keys, [...this.head(now), ...ids]));
+    return asInt(await transitions.cancel.run(this.pool, keys, [...this.head(now), ...ids]));
   }
 
   /** Moves a DLQ entry back as the new message `m` (body taken from the entry); false if gone. */
   async retryDlq(now: number, dlqId: string, m: NewMessage): Promise<boolean> {
-    const reply = await scripts.dlqRetry.run(
+    const reply = await transitions.dlqRetry.run(
       this.pool,
       [K.dlq, K.due, K.pending, K.log],
       [...this.head(now), dlqId, ...messageArgs({ ...m, body: Buffer.alloc(0) })],
     );
-    return asInt(reply) === 1;
+    return asInt(reply) === ScriptCode.ok;
   }
 
   async get(id: string): Promise<StoredMessage | undefined> {

@@ -2,9 +2,10 @@ import { AppError } from "../../shared/errors.js";
 import type { RedisPool } from "../../shared/redis/pool.js";
 import type { Arg, Reply } from "../../shared/redis/resp.js";
 import { queueKeys as K } from "./keys.js";
-import { QUEUE_CONFIG, QUEUE_DELETE, QUEUE_ENQUEUE } from "./lua/queue.js";
+import { ScriptCode } from "./codes.js";
 import type { NewMessage } from "./message-store.js";
-import { asArray, asInt, asText, checked, Script } from "./scripts.js";
+import { asArray, asInt, asText, checked } from "./replies.js";
+import { transitions } from "./transitions.js";
 
 /** The Queue object of spec 2.5; every field always present (the Python SDK reads all six). */
 export interface QueueInfo {
@@ -27,19 +28,13 @@ export interface QueueChange {
 
 const NIL: Reply = { kind: "nil", array: false };
 
-const scripts = {
-  enqueue: new Script(QUEUE_ENQUEUE),
-  config: new Script(QUEUE_CONFIG),
-  delete: new Script(QUEUE_DELETE),
-};
-
 function messageArgs(m: NewMessage): Arg[] {
   const { meta } = m;
   return [meta.messageId, JSON.stringify(meta), m.body, String(m.dueAt), String(meta.timeoutMs)];
 }
 
 /**
- * FIFO queues (one method per Lua transition in lua/queue.ts, plus reads). Admission into slots
+ * FIFO queues (one method per Lua transition, lua/queue-*.lua, plus reads). Admission into slots
  * happens inside the scripts; callers wake their dispatcher when a script reports admissions.
  */
 export class QueueStore {
@@ -64,7 +59,7 @@ export class QueueStore {
     messages: NewMessage[],
     dedup?: { key: string; windowMs: number; response: string },
   ): Promise<{ stored: true; admitted: number } | { stored: false; response: string }> {
-    const reply = await scripts.enqueue.run(
+    const reply = await transitions.queueEnqueue.run(
       this.pool,
       [K.due, K.pending, K.log, K.dedup(dedup?.key ?? "-"), K.queues],
       [
@@ -77,18 +72,19 @@ export class QueueStore {
       ],
     );
     const [flag, second] = asArray(reply);
-    if (flag && asInt(flag) === -1) throw this.tooMany();
-    if (flag && asInt(flag) === 1) return { stored: true, admitted: second ? asInt(second) : 0 };
+    const code = flag ? asInt(flag) : undefined;
+    if (code === ScriptCode.tooManyQueues) throw this.tooMany();
+    if (code === ScriptCode.ok) return { stored: true, admitted: second ? asInt(second) : 0 };
     return { stored: false, response: asText(second) ?? "[]" };
   }
 
   /**
-   * Applies a change; the number of messages it admitted, or -1 when the queue is missing (and
-   * not to be created). Throws 412 when creating it would exceed the max queues.
+   * Applies a change; the number of messages it admitted, or undefined when the queue is missing
+   * (and not to be created). Throws 412 when creating it would exceed the max queues.
    */
-  async configure(now: number, name: string, change: QueueChange): Promise<number> {
+  async configure(now: number, name: string, change: QueueChange): Promise<number | undefined> {
     const paused = change.paused === undefined ? "" : change.paused ? "1" : "0";
-    const reply = await scripts.config.run(
+    const reply = await transitions.queueConfig.run(
       this.pool,
       [K.queue(name), K.queues, K.due],
       [
@@ -102,8 +98,8 @@ export class QueueStore {
       ],
     );
     const n = asInt(reply);
-    if (n === -2) throw this.tooMany();
-    return n;
+    if (n === ScriptCode.tooManyQueues) throw this.tooMany();
+    return n === ScriptCode.queueMissing ? undefined : n;
   }
 
   private tooMany(): AppError {
@@ -113,8 +109,8 @@ export class QueueStore {
   /** Deletes the queue and cancels its waiting messages; false when it did not exist. */
   async delete(now: number, name: string): Promise<boolean> {
     const keys = [K.queue(name), K.queues, K.queueWait(name), K.pending, K.log];
-    const reply = await scripts.delete.run(this.pool, keys, [...this.head(now), name]);
-    return asInt(reply) === 1;
+    const reply = await transitions.queueDelete.run(this.pool, keys, [...this.head(now), name]);
+    return asInt(reply) === ScriptCode.ok;
   }
 
   async get(name: string): Promise<QueueInfo | undefined> {

@@ -2,14 +2,9 @@ import { AppError } from "../../shared/errors.js";
 import type { RedisPool } from "../../shared/redis/pool.js";
 import type { PublishOptions } from "../domain/publish-options.js";
 import { queueKeys as K } from "./keys.js";
-import {
-  SCHEDULE_ADVANCE,
-  SCHEDULE_CLAIM,
-  SCHEDULE_DELETE,
-  SCHEDULE_PAUSE,
-  SCHEDULE_SAVE,
-} from "./lua/schedule.js";
-import { asArray, asBuffer, asInt, asText, checked, Script } from "./scripts.js";
+import { ScriptCode } from "./codes.js";
+import { asArray, asBuffer, asInt, asText, checked } from "./replies.js";
+import { transitions } from "./transitions.js";
 
 /** What a schedule produces on each tick: the parsed publish configuration, minus timing. */
 export type ScheduleOptions = Omit<
@@ -47,19 +42,11 @@ export interface StoredSchedule {
   error: string;
 }
 
-const scripts = {
-  save: new Script(SCHEDULE_SAVE),
-  claim: new Script(SCHEDULE_CLAIM),
-  advance: new Script(SCHEDULE_ADVANCE),
-  pause: new Script(SCHEDULE_PAUSE),
-  remove: new Script(SCHEDULE_DELETE),
-};
-
 const FINAL = new Set(["DELIVERED", "FAILED", "CANCELED"]);
 
 const FIELDS = ["def", "body", "next", "last", "paused", "states", "error"];
 
-/** Schedules in the queue Redis; every change is one script of store/lua/schedule.ts. */
+/** Schedules in the queue Redis; every change is one script, lua/schedule-*.lua. */
 export class ScheduleStore {
   constructor(
     private readonly pool: RedisPool,
@@ -69,12 +56,12 @@ export class ScheduleStore {
   /** Creates or replaces; a new schedule beyond `maxSchedules` is refused with 412. */
   async save(def: ScheduleDef, body: Buffer, next: number): Promise<void> {
     const id = def.scheduleId;
-    const saved = await scripts.save.run(
+    const saved = await transitions.scheduleSave.run(
       this.pool,
       [K.schedule(id), K.schedules, K.scheduleDue],
       [id, JSON.stringify(def), body, String(next), String(this.maxSchedules)],
     );
-    if (asInt(saved) === 0) {
+    if (asInt(saved) === ScriptCode.tooManySchedules) {
       throw new AppError(
         "precondition_failed",
         `max number of schedules (${this.maxSchedules}) reached`,
@@ -93,7 +80,7 @@ export class ScheduleStore {
       error?: string | undefined;
     },
   ): Promise<boolean> {
-    const reply = await scripts.advance.run(
+    const reply = await transitions.scheduleAdvance.run(
       this.pool,
       [K.schedule(id), K.scheduleDue],
       [
@@ -105,22 +92,23 @@ export class ScheduleStore {
         fire.error ?? "",
       ],
     );
-    return asInt(reply) === 1;
+    return asInt(reply) === ScriptCode.ok;
   }
 
   /** Pauses, or resumes with the given next tick; false when the schedule does not exist. */
   async setPaused(id: string, paused: boolean, next: number): Promise<boolean> {
-    const reply = await scripts.pause.run(
+    const reply = await transitions.schedulePause.run(
       this.pool,
       [K.schedule(id), K.scheduleDue],
       [id, paused ? "1" : "0", String(next)],
     );
-    return asInt(reply) === 1;
+    return asInt(reply) === ScriptCode.ok;
   }
 
   async delete(id: string): Promise<boolean> {
     const keys = [K.schedule(id), K.schedules, K.scheduleDue];
-    return asInt(await scripts.remove.run(this.pool, keys, [id])) === 1;
+    const reply = await transitions.scheduleDelete.run(this.pool, keys, [id]);
+    return asInt(reply) === ScriptCode.ok;
   }
 
   async get(id: string): Promise<StoredSchedule | undefined> {
@@ -138,7 +126,7 @@ export class ScheduleStore {
   /** Leases up to `limit` due schedules to this process (see scheduleClaim); their ids. */
   async claim(now: number, limit: number, leaseMs: number): Promise<string[]> {
     const args = [String(now), String(limit), String(leaseMs)];
-    const reply = await scripts.claim.run(this.pool, [K.scheduleDue], args);
+    const reply = await transitions.scheduleClaim.run(this.pool, [K.scheduleDue], args);
     return asArray(reply).map((r) => asText(r) ?? "");
   }
 

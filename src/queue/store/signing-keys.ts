@@ -1,15 +1,13 @@
 import type { RedisPool } from "../../shared/redis/pool.js";
 import { newSigningKey } from "../domain/ids.js";
 import { queueKeys as K } from "./keys.js";
-import { ROTATE_KEYS } from "./lua/keys.js";
-import { asArray, asText, checked, Script } from "./scripts.js";
+import { asArray, asText, checked } from "./replies.js";
+import { transitions } from "./transitions.js";
 
 export interface SigningKeyPair {
   current: string;
   next: string;
 }
-
-const rotate = new Script(ROTATE_KEYS);
 
 /**
  * The signing keys live in the queue Redis, so every stashd process sharing it signs with the
@@ -48,7 +46,11 @@ export class SigningKeys {
   }
 
   async rotate(): Promise<SigningKeyPair> {
-    const reply = await rotate.run(this.pool, [K.signingKeys], [newSigningKey()]);
+    const reply = await transitions.rotateSigningKeys.run(
+      this.pool,
+      [K.signingKeys],
+      [newSigningKey()],
+    );
     const [current, next] = asArray(reply).map((r) => asText(r) ?? "");
     this.cached = { current: current ?? "", next: next ?? "" };
     this.fetchedAt = Date.now();

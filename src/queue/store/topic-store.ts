@@ -1,8 +1,9 @@
 import { AppError } from "../../shared/errors.js";
 import type { RedisPool } from "../../shared/redis/pool.js";
 import { queueKeys as K } from "./keys.js";
-import { TOPIC_UPDATE } from "./lua/topic.js";
-import { asArray, asText, checked, Script } from "./scripts.js";
+import { ScriptCode } from "./codes.js";
+import { asArray, asInt, asText, checked } from "./replies.js";
+import { transitions } from "./transitions.js";
 
 export interface Endpoint {
   name?: string | undefined;
@@ -17,8 +18,6 @@ export interface UrlGroup {
   /** Default publish headers (PATCH /v2/topics/{name}), lower-case names. */
   headers: Record<string, string[]>;
 }
-
-const update = new Script(TOPIC_UPDATE);
 
 /** URL groups ("topics"), one JSON value per group, changed only through the topicUpdate script. */
 export class TopicStore {
@@ -39,12 +38,12 @@ export class TopicStore {
 
   /** Applies an update; false when the group does not exist (remove, headers). */
   async update(op: "add" | "remove" | "headers", name: string, arg: unknown): Promise<boolean> {
-    const reply = await update.run(
+    const reply = await transitions.topicUpdate.run(
       this.pool,
       [K.topic(name), K.topics],
       [op, String(Date.now()), name, JSON.stringify(arg)],
     );
-    return !(reply.kind === "int" && reply.value === "-1");
+    return !(reply.kind === "int" && asInt(reply) === ScriptCode.urlGroupMissing);
   }
 
   async delete(name: string): Promise<boolean> {

@@ -1,0 +1,143 @@
+import { AppError } from "../shared/errors.js";
+
+/**
+ * The command-in-the-body form (beside url-args.ts, the command in the path): a lossless reader
+ * for JSON command bodies, `["SET","k",1e3,true]` and `[["GET","k"],…]`.
+ *
+ * `JSON.parse` would turn `9007199254740993` into `9007199254740992` and `1.50` into `1.5`, so
+ * numbers are kept as their exact source text. Strings stay as their UTF-8 bytes (unescaped
+ * strings are sliced from the body without decoding). Booleans become "true"/"false". Anything
+ * else (null, objects, deeper nesting) is refused with a 400.
+ */
+export type ParsedValue = Buffer | string | ParsedValue[];
+
+const WS = new Set([0x20, 0x09, 0x0a, 0x0d]);
+
+class Reader {
+  pos = 0;
+  constructor(readonly buf: Buffer) {}
+
+  skipWs(): void {
+    while (this.pos < this.buf.length && WS.has(this.buf[this.pos] as number)) this.pos++;
+  }
+
+  fail(what: string): never {
+    throw new AppError("bad_request", `ERR invalid JSON body: ${what} at byte ${this.pos}`);
+  }
+
+  value(depth: number): ParsedValue {
+    this.skipWs();
+    const c = this.buf[this.pos];
+    if (c === 0x22) return this.string();
+    if (c === 0x5b) {
+      if (depth >= 2) this.fail("nested arrays are not command arguments");
+      return this.array(depth + 1);
+    }
+    if (c === 0x74 && this.literal("true")) return "true";
+    if (c === 0x66 && this.literal("false")) return "false";
+    if (c === 0x6e && this.literal("null")) this.fail("null is not a command argument");
+    if (c === 0x7b) this.fail("objects are not command arguments");
+    return this.number();
+  }
+
+  literal(word: string): boolean {
+    if (this.buf.toString("latin1", this.pos, this.pos + word.length) !== word) return false;
+    this.pos += word.length;
+    return true;
+  }
+
+  array(depth: number): ParsedValue[] {
+    this.pos++; // [
+    const items: ParsedValue[] = [];
+    this.skipWs();
+    if (this.buf[this.pos] === 0x5d) {
+      this.pos++;
+      return items;
+    }
+    for (;;) {
+      items.push(this.value(depth));
+      this.skipWs();
+      const c = this.buf[this.pos++];
+      if (c === 0x5d) return items;
+      if (c !== 0x2c) {
+        this.pos--;
+        this.fail("expected , or ]");
+      }
+    }
+  }
+
+  string(): Buffer {
+    const start = ++this.pos;
+    let escaped = false;
+    for (;;) {
+      const c = this.buf[this.pos];
+      if (c === undefined) this.fail("unterminated string");
+      if (c === 0x22) break;
+      if (c < 0x20) this.fail("control character in string");
+      if (c === 0x5c) {
+        escaped = true;
+        this.pos++;
+      }
+      this.pos++;
+    }
+    const end = this.pos++;
+    if (!escaped) return this.buf.subarray(start, end);
+    try {
+      return Buffer.from(JSON.parse(this.buf.toString("utf8", start - 1, end + 1)) as string);
+    } catch {
+      this.pos = start;
+      return this.fail("invalid escape in string");
+    }
+  }
+
+  number(): string {
+    const match = /^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?/.exec(
+      this.buf.toString("latin1", this.pos, Math.min(this.buf.length, this.pos + 400)),
+    );
+    if (!match || match[0].length === 0) this.fail("unexpected token");
+    this.pos += match[0].length;
+    return match[0];
+  }
+}
+
+function parseTop(body: Buffer): ParsedValue[] {
+  const reader = new Reader(body);
+  reader.skipWs();
+  if (reader.buf[reader.pos] !== 0x5b) reader.fail("expected a JSON array");
+  const top = reader.array(1);
+  reader.skipWs();
+  if (reader.pos !== body.length) reader.fail("unexpected data after the array");
+  return top;
+}
+
+/** `["CMD", arg, …]` → argv. */
+export function parseCommand(body: Buffer): (Buffer | string)[] {
+  const top = parseTop(body);
+  if (top.length === 0) throw new AppError("bad_request", "ERR empty command");
+  return top.map((v) => {
+    if (Array.isArray(v)) {
+      throw new AppError(
+        "bad_request",
+        "ERR invalid JSON body: arguments must be strings, numbers or booleans",
+      );
+    }
+    return v;
+  });
+}
+
+/** `[["CMD", arg, …], …]` → list of argv; an empty list is refused. */
+export function parseCommandList(body: Buffer): (Buffer | string)[][] {
+  const top = parseTop(body);
+  if (top.length === 0)
+    throw new AppError("bad_request", "ERR empty pipeline: send at least one command");
+  return top.map((item) => {
+    if (!Array.isArray(item)) {
+      throw new AppError(
+        "bad_request",
+        "ERR invalid JSON body: expected an array of command arrays",
+      );
+    }
+    if (item.length === 0) throw new AppError("bad_request", "ERR empty command in the list");
+    return item as (Buffer | string)[];
+  });
+}

@@ -1,0 +1,29 @@
+/**
+ * The status codes queue scripts return, one number per meaning. The Lua side has the same table
+ * in lua/includes/codes.lua (test/queue/lua-contracts.test.ts compares them). A script that
+ * returns a count (messages admitted, cancelled) returns it as is, >= 0; refusals are negative.
+ */
+export const ScriptCode = {
+  /** Nothing changed: the entry or schedule does not exist, or another process advanced it. */
+  unchanged: 0,
+  /** Stored, done, changed or deleted. */
+  ok: 1,
+  /** finish: the message was cancelled while in flight and finished as CANCELED. */
+  canceled: 2,
+  /** enqueue, queueEnqueue: the dedup key was taken; the first publish's response follows. */
+  duplicate: 3,
+  /** finish: the lease was lost (the reaper returned the message; the result is dropped). */
+  leaseLost: -1,
+  /** queueConfig: the queue does not exist and is not to be created. */
+  queueMissing: -2,
+  /** queueEnqueue, queueConfig: creating the queue would exceed the max number of queues. */
+  tooManyQueues: -3,
+  /** flowControlManage: the flow-control key does not exist. */
+  flowControlKeyMissing: -4,
+  /** topicUpdate: the URL group does not exist (remove, headers). */
+  urlGroupMissing: -5,
+  /** scheduleSave: creating the schedule would exceed the max number of schedules. */
+  tooManySchedules: -6,
+} as const;
+
+export type ScriptCode = (typeof ScriptCode)[keyof typeof ScriptCode];

@@ -1,0 +1,34 @@
+-- cancel: cancels messages. A waiting message is removed at once (CANCEL_REQUESTED, CANCELED); an
+-- in-flight one is marked CANCEL_REQUESTED and finishes as CANCELED unless that attempt succeeds
+-- (in-flight messages may still be delivered: docs/qstash-protocol.md 2.4).
+--
+--@keys due pending log
+-- ARGV[1] key prefix  ARGV[2] now  ARGV[3] log cutoff  ARGV[4..] message ids
+-- Returns the number of messages cancelled. A cancelled queue message leaves its queue's wait list
+-- or frees its slot (queueForget), and likewise for its flow-control key (fcRelease).
+--@include keys
+--@include add-log
+--@include queue-forget
+--@include fc-release
+local now, cutoff = ARGV[2], ARGV[3]
+local n = 0
+for i = 4, #ARGV do
+  local id = ARGV[i]
+  local h = Key.message(id)
+  local f = redis.call('HMGET', h, 'state', 'meta')
+  if f[1] == 'ACTIVE' then
+    redis.call('HSET', h, 'state', 'CANCEL_REQUESTED')
+    addLog(KEYS[3], cutoff, now, id, 'CANCEL_REQUESTED', f[2], '{}')
+    n = n + 1
+  elseif f[1] and f[1] ~= 'CANCEL_REQUESTED' then
+    redis.call('ZREM', KEYS[1], id)
+    redis.call('ZREM', KEYS[2], id)
+    queueForget(h, id, KEYS[1])
+    fcRelease(h, id, KEYS[1], now)
+    redis.call('DEL', h)
+    addLog(KEYS[3], cutoff, now, id, 'CANCEL_REQUESTED', f[2], '{}')
+    addLog(KEYS[3], cutoff, now, id, 'CANCELED', f[2], '{}')
+    n = n + 1
+  end
+end
+return n

@@ -1,0 +1,241 @@
+import { expect } from "vitest";
+import type { MessageMeta } from "../../src/queue/domain/message.js";
+import { DlqStore } from "../../src/queue/store/dlq-store.js";
+import { FlowControlStore } from "../../src/queue/store/flow-control-store.js";
+import { MessageStore, type NewMessage } from "../../src/queue/store/message-store.js";
+import { QueueStore } from "../../src/queue/store/queue-store.js";
+import { ScheduleStore, type ScheduleDef } from "../../src/queue/store/schedule-store.js";
+import { SigningKeys } from "../../src/queue/store/signing-keys.js";
+import { TopicStore } from "../../src/queue/store/topic-store.js";
+import { parseRedisUrl } from "../../src/shared/redis/connection.js";
+import type { RedisPool } from "../../src/shared/redis/pool.js";
+import type { Arg, Reply } from "../../src/shared/redis/resp.js";
+import { eventually } from "../harness/eventually.js";
+import { testPool } from "../harness/redis.js";
+
+const USER = "scripted";
+
+/** A Redis glob matching exactly `key`. */
+const exactly = (key: string): string => key.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
+
+/**
+ * A pool for the queue stores that runs every script call (EVAL/EVALSHA) as the ACL user
+ * `scripted`, reconfigured before each call to reach only the keys the call declares plus the
+ * `families` (glob patterns of the names includes/keys.lua builds). Other commands (the stores'
+ * plain reads, SCRIPT LOAD) run as the default user. Key refusals are collected in `refusals`,
+ * the SHAs of the scripts that ran in `ran`.
+ */
+export class ScriptGuard {
+  readonly refusals: string[] = [];
+  readonly ran: string[] = [];
+  private queue: Promise<unknown> = Promise.resolve();
+
+  private constructor(
+    private readonly admin: RedisPool,
+    private readonly restricted: RedisPool,
+    private readonly families: readonly string[],
+  ) {}
+
+  static async start(url: string, families: readonly string[]): Promise<ScriptGuard> {
+    const admin = testPool(url, 1);
+    await admin.exec(["ACL", "SETUSER", USER, "on", ">pw", "+@all", "resetkeys"]);
+    const restricted = testPool({ ...parseRedisUrl(url), username: USER, password: "pw" }, 1);
+    return new ScriptGuard(admin, restricted, families);
+  }
+
+  /** Stands in for the stores' RedisPool (they use exec and execMany only). */
+  get pool(): RedisPool {
+    const guard = {
+      exec: (argv: readonly Arg[]) => this.exec(argv),
+      execMany: (commands: readonly (readonly Arg[])[]) => this.admin.execMany(commands),
+    };
+    return guard as unknown as RedisPool;
+  }
+
+  async close(): Promise<void> {
+    await this.restricted.close();
+    await this.admin.close();
+  }
+
+  private exec(argv: readonly Arg[]): Promise<Reply> {
+    if (!String(argv[0]).toUpperCase().startsWith("EVAL")) return this.admin.exec(argv);
+    // One call at a time: the user's key permissions are set for this call's keys.
+    const run = this.queue.then(() => this.runRestricted(argv));
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  private async runRestricted(argv: readonly Arg[]): Promise<Reply> {
+    const keys = argv.slice(3, 3 + Number(String(argv[2]))).map(String);
+    const allowed = [...keys.map(exactly), ...this.families].map((p) => `~${p}`);
+    await this.admin.exec(["ACL", "SETUSER", USER, "resetkeys", ...allowed]);
+    const reply = await this.restricted.exec(argv);
+    if (isKeyRefusal(reply)) this.refusals.push(reply.kind === "error" ? reply.value : "");
+    if (reply.kind !== "error" && String(argv[0]).toUpperCase() === "EVALSHA") {
+      this.ran.push(String(argv[1]));
+    }
+    return reply;
+  }
+}
+
+/** Redis refused a key to the script's user: a declared key (NOPERM) or one inside the script. */
+export function isKeyRefusal(reply: Reply): boolean {
+  return reply.kind === "error" && /NOPERM|can't access at least one of the keys/.test(reply.value);
+}
+
+const MIN = 60_000;
+
+function message(id: string, now: number, extra: Partial<MessageMeta> = {}): NewMessage {
+  const meta: MessageMeta = {
+    messageId: id,
+    url: "http://127.0.0.1:9/never",
+    method: "POST",
+    header: {},
+    createdAt: now,
+    notBefore: now,
+    maxRetries: 3,
+    timeoutMs: 1000,
+    depth: 0,
+    ...extra,
+  };
+  return { meta, body: Buffer.from(`body of ${id}`), dueAt: now };
+}
+
+/**
+ * Drives every queue transition through the real stores on `pool`, along the paths that reach
+ * each helper: leases, retries, the DLQ, callbacks, cancels, FIFO queue slots, flow-control
+ * admission and wake-up, schedules, URL groups and signing keys.
+ */
+export async function runEveryTransition(pool: RedisPool): Promise<void> {
+  const messages = new MessageStore(pool, MIN);
+  const queues = new QueueStore(pool, MIN, 100);
+  const now = Date.now();
+  await messagePaths(messages, new DlqStore(pool), now);
+  await queuePaths(messages, queues, now);
+  await flowControlPaths(messages, new FlowControlStore(pool), now);
+  await otherPaths(pool, now);
+}
+
+async function messagePaths(messages: MessageStore, dlq: DlqStore, now: number): Promise<void> {
+  const dedup = { key: "d1", windowMs: MIN, response: "[]" };
+  expect(await messages.enqueue(now, [message("m1", now)], dedup)).toEqual({ stored: true });
+  expect((await messages.enqueue(now, [message("m2", now)], dedup)).stored).toBe(false);
+  await messages.enqueue(now, [message("m3", now)], undefined, { token: "t0", leaseMs: MIN });
+  const {
+    claimed: [first],
+  } = await messages.claim(now, 1, MIN);
+  if (!first) throw new Error("nothing claimed");
+  const held = [
+    [first.meta.messageId, first.token] as [string, string],
+    ["m3", "stale"] as [string, string],
+  ];
+  expect(await messages.renew(MIN, held)).toEqual(new Set(["m3"]));
+  const retry = { token: first.token, attempt: "{}", children: [] };
+  await messages.finish(now, {
+    id: first.meta.messageId,
+    outcome: "RETRY",
+    nextDue: now,
+    ...retry,
+  });
+  const {
+    claimed: [again],
+  } = await messages.claim(now, 1, MIN);
+  if (!again) throw new Error("retry not claimed");
+  const failed = {
+    ...again.meta,
+    dlqId: "dlq-1",
+    failedAt: now,
+    responseStatus: 500,
+    responseHeader: {},
+    responseBodyBase64: "",
+  };
+  const callback = message("cb1", now);
+  await messages.finish(now, {
+    id: again.meta.messageId,
+    token: again.token,
+    outcome: "FAILED",
+    attempt: "{}",
+    dlq: failed,
+    children: [callback],
+  });
+  await messages.finish(now, {
+    id: "m3",
+    token: "wrong",
+    outcome: "DELIVERED",
+    attempt: "{}",
+    children: [],
+  });
+  await messages.cancel(now, ["m3", "cb1"]);
+  expect(await messages.retryDlq(now, "dlq-1", message("m4", now))).toBe(true);
+  await messages.enqueue(now, [message("m5", now)], undefined, { token: "t1", leaseMs: 1 });
+  await messages.cancel(now, ["m5"]);
+  await messages.enqueue(now, [message("m6", now)], undefined, { token: "t2", leaseMs: 1 });
+  await eventually(async () => expect(await messages.reap(now)).toBeGreaterThan(0));
+  expect(await dlq.delete(["dlq-1", "dlq-none"])).toBe(0);
+}
+
+async function queuePaths(messages: MessageStore, queues: QueueStore, now: number): Promise<void> {
+  const q = { queueName: "q1" };
+  const stored = await queues.enqueue(now, "q1", [message("q-a", now, q), message("q-b", now, q)]);
+  expect(stored).toEqual({ stored: true, admitted: 1 });
+  await queues.configure(now, "q1", { parallelism: 1, paused: false, create: false });
+  const { claimed } = await messages.claim(now, 10, MIN);
+  const head = claimed.find((c) => c.meta.messageId === "q-a");
+  if (!head) throw new Error("queue head not claimed");
+  const children = [message("q-cb", now, q)];
+  await messages.finish(now, {
+    id: "q-a",
+    token: head.token,
+    outcome: "DELIVERED",
+    attempt: "{}",
+    children,
+  });
+  await queues.enqueue(now, "q1", [message("q-c", now, q)]);
+  await messages.cancel(now, ["q-c", "q-cb"]);
+  expect(await queues.configure(now, "missing", { create: false })).toBeUndefined();
+  expect(await queues.delete(now, "q1")).toBe(true);
+}
+
+async function flowControlPaths(
+  messages: MessageStore,
+  flow: FlowControlStore,
+  now: number,
+): Promise<void> {
+  // Unlimited parallelism, one per period: the second message waits for the rate (fcwake).
+  const flowControl = { key: "k1", parallelism: 0, rate: 1, period: 1 };
+  const batch = ["f1", "f2", "f3"].map((id) => message(id, now, { flowControl }));
+  await messages.enqueue(now, batch);
+  for (const action of ["pause", "resume", "resetRate", "reset"] as const)
+    await flow.manage("k1", now, { action });
+  await flow.manage("k1", now, { action: "pin", parallelism: 2, rate: 2, period: 1 });
+  await flow.manage("k1", now, { action: "unpin", parallelism: true, rate: true });
+  expect(await flow.manage("missing", now, { action: "pause" })).toBeUndefined();
+  await messages.cancel(now, ["f1", "f3"]);
+  await messages.reap(now + 5_000);
+}
+
+async function otherPaths(pool: RedisPool, now: number): Promise<void> {
+  const schedules = new ScheduleStore(pool, 10);
+  const def: ScheduleDef = {
+    scheduleId: "s1",
+    cron: "* * * * *",
+    destination: "http://127.0.0.1:9/",
+    options: { method: "POST", header: {}, maxRetries: 0, timeoutMs: 1000 },
+    delayMs: 0,
+    createdAt: now,
+  };
+  await schedules.save(def, Buffer.from("b"), now);
+  const [claimed] = await schedules.claim(now, 1, MIN);
+  expect(claimed).toBe("s1");
+  expect(await schedules.advance("s1", now, { last: now, next: now + MIN, states: {} })).toBe(true);
+  expect(await schedules.setPaused("s1", true, 0)).toBe(true);
+  expect(await schedules.delete("s1")).toBe(true);
+  const topics = new TopicStore(pool);
+  await topics.update("add", "g1", [{ url: "http://127.0.0.1:9/a" }]);
+  await topics.update("headers", "g1", { "x-a": ["1"] });
+  await topics.update("remove", "g1", [{ url: "http://127.0.0.1:9/a" }]);
+  expect(await topics.update("headers", "g1", {})).toBe(false);
+  const keys = new SigningKeys(pool, MIN);
+  await keys.init({ current: "c", next: "n" }, true);
+  expect((await keys.rotate()).current).toBe("n");
+}
