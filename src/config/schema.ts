@@ -1,3 +1,4 @@
+import type { LogLevel } from "../shared/log.js";
 /**
  * Every stashd setting, with its environment variable, default and meaning.
  *
@@ -287,8 +288,6 @@ export const SETTINGS = {
 } as const satisfies Record<string, SettingSpec>;
 
 export type SettingName = keyof typeof SETTINGS;
-
-export type LogLevel = "debug" | "info" | "warn" | "error" | "silent";
 
 type ValueOf<K extends SettingKind> = K extends "string"
   ? string

@@ -17,7 +17,7 @@ export interface Principal {
 }
 
 const READONLY_USER = "default_ro";
-/** Reads only; SCAN and KEYS are refused as the spec's "powerful read commands". */
+/** Reads only; SCAN and KEYS are refused as Upstash's "powerful read commands" (docs/redis-rest-protocol.md). */
 const READONLY_RULES = [
   "reset",
   "on",

@@ -1,5 +1,3 @@
-import type { LogLevel } from "../config/schema.js";
-
 /**
  * A small structured logger: one line per event on stderr, `time level [scope] message {fields}`.
  * Callers never pass secrets; `redact()` masks the password part of URLs for when they log one.
@@ -11,6 +9,9 @@ export interface Logger {
   error(msg: string, fields?: Record<string, unknown>): void;
   child(scope: string): Logger;
 }
+
+/** Log levels, most verbose first; `silent` logs nothing. */
+export type LogLevel = "debug" | "info" | "warn" | "error" | "silent";
 
 const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 99 };
 

@@ -235,6 +235,9 @@ async function otherPaths(pool: RedisPool, now: number): Promise<void> {
   await topics.update("headers", "g1", { "x-a": ["1"] });
   await topics.update("remove", "g1", [{ url: "http://127.0.0.1:9/a" }]);
   expect(await topics.update("headers", "g1", {})).toBe(false);
+  await topics.update("add", "g2", [{ url: "http://127.0.0.1:9/b" }]);
+  expect(await topics.delete("g2")).toBe(true);
+  expect(await topics.delete("g2")).toBe(false);
   const keys = new SigningKeys(pool, MIN);
   await keys.init({ current: "c", next: "n" }, true);
   expect((await keys.rotate()).current).toBe("n");

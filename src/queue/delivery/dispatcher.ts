@@ -325,7 +325,7 @@ export class Dispatcher {
   }
 }
 
-/** Outgoing headers of spec 4.1. */
+/** Outgoing headers of docs/qstash-protocol.md §4.1. */
 function deliveryHeaders(meta: MessageMeta, retried: number, signature: string) {
   const headers: Record<string, string | string[]> = { ...meta.header };
   headers["User-Agent"] = "Upstash-QStash";

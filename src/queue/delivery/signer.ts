@@ -1,7 +1,7 @@
 import { createHash, createHmac } from "node:crypto";
 import { newJwtId } from "../domain/ids.js";
 
-/** Lifetime of a delivery signature (spec section 5: exp = iat + 300). */
+/** Lifetime of a delivery signature (docs/qstash-protocol.md §5: exp = iat + 300). */
 const LIFETIME_S = 300;
 
 const b64url = (data: Buffer | string): string => Buffer.from(data).toString("base64url");
@@ -10,7 +10,7 @@ const b64url = (data: Buffer | string): string => Buffer.from(data).toString("ba
 const HEADER = b64url(JSON.stringify({ alg: "HS256", typ: "JWT" }));
 
 /**
- * `Upstash-Signature` (spec section 5): HS256 JWT keyed with the signing key's UTF-8 bytes.
+ * `Upstash-Signature` (docs/qstash-protocol.md §5): HS256 JWT keyed with the signing key's UTF-8 bytes.
  * `sub` is the exact URL called; `body` is the base64url SHA-256 of the delivered bytes with `=`
  * padding as the real service sends it; `nbf` is 0 (the service dropped nbf = iat to avoid clock
  * skew failures, and the Python SDK requires the claim to be present).

@@ -44,7 +44,7 @@ export function buildMeta(
 
 /**
  * The dedup key of a publish: the explicit id, or for content-based dedup a hash of destination,
- * body, Content-Type and forwarded headers (spec section 3).
+ * body, Content-Type and forwarded headers (docs/qstash-protocol.md §3).
  */
 export function dedupKey(opts: PublishOptions, destination: string, body: Buffer) {
   if (opts.dedupId) return `id:${opts.dedupId}`;
@@ -56,7 +56,7 @@ export function dedupKey(opts: PublishOptions, destination: string, body: Buffer
 
 /**
  * A DLQ retry's message: the original configuration with a new id, where any publish header
- * given on the retry request overrides the original value (spec 2.8).
+ * given on the retry request overrides the original value (docs/qstash-protocol.md §2.8).
  */
 export function retriedMeta(
   original: MessageMeta,

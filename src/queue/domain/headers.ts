@@ -13,9 +13,3 @@ export function addHeader(target: Headers, name: string, value: string): void {
   const key = canonicalHeader(name);
   (target[key] ??= []).push(value);
 }
-
-/** Node's incoming header value (string | string[] | undefined) as a list. */
-export function headerValues(value: string | string[] | undefined): string[] {
-  if (value === undefined) return [];
-  return Array.isArray(value) ? value : [value];
-}

@@ -1,6 +1,6 @@
 /**
  * What the queue stores for each message (the `meta` JSON of its hash; the body is kept apart as
- * raw bytes). Message states (spec 6.6), each entered by one Lua transition in store/lua:
+ * raw bytes). Message states (docs/qstash-protocol.md §6.6), each entered by one Lua transition in store/lua:
  *
  *   CREATED (enqueue) -> ACTIVE (claim) -> DELIVERED (finish)
  *                                       -> ERROR, RETRY (finish) -> ACTIVE ...
@@ -68,7 +68,7 @@ export interface MessageMeta {
   queueName?: string | undefined;
   labels?: string[] | undefined;
   redact?: Redaction | undefined;
-  /** Flow-control key and config (spec 3.3); callbacks do not inherit it. */
+  /** Flow-control key and config (docs/qstash-protocol.md §3.3); callbacks do not inherit it. */
   flowControl?: FlowControl | undefined;
   /** 0 for a published message, parent depth + 1 for callbacks (bounded by config). */
   depth: number;

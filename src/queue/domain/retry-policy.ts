@@ -10,17 +10,17 @@ const SERVER_DELAY_HEADERS = [
   "X-Ratelimit-Reset-Tokens",
 ];
 
-/** Only 2xx is success (spec 6.1). */
+/** Only 2xx is success (docs/qstash-protocol.md §6.1). */
 export const isSuccess = (r: AttemptResult): boolean => r.status >= 200 && r.status < 300;
 
-/** 489 with `Upstash-NonRetryable-Error: true` fails at once (spec 6.4). */
+/** 489 with `Upstash-NonRetryable-Error: true` fails at once (docs/qstash-protocol.md §6.4). */
 export function isNonRetryable(r: AttemptResult): boolean {
   const flag = r.header["Upstash-Nonretryable-Error"]?.[0];
   return r.status === 489 && flag?.trim().toLowerCase() === "true";
 }
 
 /**
- * Delay before retry number `retried + 1` (spec 6.2/6.3): a `Retry-After`-family response header
+ * Delay before retry number `retried + 1` (docs/qstash-protocol.md §6.2/§6.3): a `Retry-After`-family response header
  * when it says at most a day; else the `Upstash-Retry-Delay` expression (ms); else the default
  * min(86400, e^(2.5n)) in units of `scaleMs` (1000 in production: seconds).
  */

@@ -9,7 +9,7 @@ type Item = Record<string, unknown>;
 type ItemHeaders = Record<string, string>;
 
 /**
- * POST /v2/batch (spec 2.3): a JSON array of `{destination, headers, body, queue}`, each a publish
+ * POST /v2/batch (docs/qstash-protocol.md §2.3): a JSON array of `{destination, headers, body, queue}`, each a publish
  * (or an enqueue with `queue`). Accepts the JS shape (lower-case header keys, `body`/`queue`
  * omitted), Python's (`null`) and Go's (`""`, an empty queue meaning none). Answers 201 with an
  * array in request order: per item what publish answers (an object, or an array for a URL group)

@@ -7,7 +7,7 @@ import { decode, readRaw, reply } from "./util.js";
 const GROUP_NAME = /^[A-Za-z0-9_.-]+$/;
 
 /**
- * POST /v2/publish/{destination} (spec 2.1): to a URL (raw in the path, plus the destination's
+ * POST /v2/publish/{destination} (docs/qstash-protocol.md §2.1): to a URL (raw in the path, plus the destination's
  * own query string) or a URL group (fan-out, bare array response). 201 when stored; a duplicate
  * within the dedup window gets 202 with the first publish's ids and `deduplicated: true`.
  */

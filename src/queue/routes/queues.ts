@@ -5,7 +5,7 @@ import { checkQueueName, submit } from "./submit.js";
 import { decode, notFound, readJsonObject, readRaw, reply } from "./util.js";
 
 /**
- * POST /v2/enqueue/{queue}/{destination} (spec 2.2): a publish into a FIFO queue, created with
+ * POST /v2/enqueue/{queue}/{destination} (docs/qstash-protocol.md §2.2): a publish into a FIFO queue, created with
  * parallelism 1 on first use. Same headers, body and responses as publish.
  */
 export const enqueue: Handler = async (ctx, r) => {
@@ -27,7 +27,7 @@ export const enqueue: Handler = async (ctx, r) => {
 };
 
 /**
- * POST /v2/queues `{"queueName", "parallelism", "paused"}` (spec 2.5): upsert. A missing field
+ * POST /v2/queues `{"queueName", "parallelism", "paused"}` (docs/qstash-protocol.md §2.5): upsert. A missing field
  * keeps the current value (defaults 1 and false for a new queue); parallelism 0 (Go's unset) is
  * taken as 1. Answers 200 with an empty body; 412 above the max parallelism or max queues.
  */

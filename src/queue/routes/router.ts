@@ -17,7 +17,7 @@ import * as topics from "./topics.js";
 /**
  * Route table: `METHOD pattern` over the path segments after `/v2/`, matched case-insensitively
  * (the Go SDK sends `/v2/Schedules`); `*` is one segment, `**` the raw rest. A trailing slash
- * (empty last segment) is the collection route (spec 0.1).
+ * (empty last segment) is the collection route (docs/qstash-protocol.md §0.1).
  */
 const ROUTES: [string, Handler][] = [
   ["POST publish **", publish],

@@ -2,7 +2,7 @@ import { bodyFields, flowControlFields, redactHeaders } from "../domain/render.j
 import type { StoredSchedule } from "../store/schedule-store.js";
 import type { QueueContext } from "./context.js";
 
-/** `lastScheduleStates` values (spec 7.4). */
+/** `lastScheduleStates` values (docs/qstash-protocol.md §7.4). */
 const STATE_OF: Record<string, string> = {
   DELIVERED: "SUCCESS",
   FAILED: "FAIL",
@@ -10,7 +10,7 @@ const STATE_OF: Record<string, string> = {
 };
 
 /**
- * API shape of schedules (spec 7.5). Always present: scheduleId, cron, destination, method,
+ * API shape of schedules (docs/qstash-protocol.md §7.5). Always present: scheduleId, cron, destination, method,
  * header, retries, delay and timeout (seconds), callback and failureCallback ('' when unset),
  * createdAt, lastScheduleTime and nextScheduleTime (ms, 0 when none), lastScheduleStates,
  * isPaused. `body` is omitted when empty (JS-T: a replacement without a body has none).

@@ -3,7 +3,7 @@ import { parsePublishOptions, type ConfigValues } from "../domain/publish-option
 import { produce } from "../produce/produce.js";
 import type { QueueContext } from "./context.js";
 
-/** Queue names (spec 2.2): alphanumeric, `-`, `_`, `.`. */
+/** Queue names (docs/qstash-protocol.md §2.2): alphanumeric, `-`, `_`, `.`. */
 const QUEUE_NAME = /^[A-Za-z0-9_.-]+$/;
 
 export function checkQueueName(name: string): string {

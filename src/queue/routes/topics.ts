@@ -15,7 +15,7 @@ function groupName(segment: string | undefined): string {
   return name;
 }
 
-/** API shape (spec 2.7): endpoints contain only `name` (when set) and `url`. */
+/** API shape (docs/qstash-protocol.md §2.7): endpoints contain only `name` (when set) and `url`. */
 function render(g: UrlGroup): Record<string, unknown> {
   return { name: g.name, createdAt: g.createdAt, updatedAt: g.updatedAt, endpoints: g.endpoints };
 }

@@ -2,7 +2,7 @@ import { Cron } from "croner";
 import { AppError } from "../../shared/errors.js";
 
 /**
- * `Upstash-Cron` (spec 2.6): a standard 5-field cron, evaluated in UTC unless prefixed with
+ * `Upstash-Cron` (docs/qstash-protocol.md §2.6): a standard 5-field cron, evaluated in UTC unless prefixed with
  * `CRON_TZ=<IANA zone> `; surrounding whitespace is trimmed. Parsing and next-tick computation
  * are croner's (5-part mode, day-of-month OR day-of-week as in Vixie cron); the public API takes
  * exactly 5 fields, so a tick is always a whole minute.

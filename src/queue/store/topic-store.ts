@@ -1,4 +1,3 @@
-import { AppError } from "../../shared/errors.js";
 import type { RedisPool } from "../../shared/redis/pool.js";
 import { queueKeys as K } from "./keys.js";
 import { ScriptCode } from "./codes.js";
@@ -47,13 +46,8 @@ export class TopicStore {
   }
 
   async delete(name: string): Promise<boolean> {
-    const [del] = await this.pool.execMany([
-      ["DEL", K.topic(name)],
-      ["SREM", K.topics, name],
-    ]);
-    if (!del || del.kind !== "int")
-      throw new AppError("backend_unavailable", "topic delete failed");
-    return del.value !== "0";
+    const reply = await transitions.topicDelete.run(this.pool, [K.topic(name), K.topics], [name]);
+    return asInt(reply) === 1;
   }
 }
 

@@ -39,5 +39,6 @@ export const transitions = {
   schedulePause: load("schedule-pause"),
   scheduleDelete: load("schedule-delete"),
   topicUpdate: load("topic-update"),
+  topicDelete: load("topic-delete"),
   rotateSigningKeys: load("rotate-signing-keys"),
 } as const;
