@@ -8,7 +8,7 @@
  *   any waiting state -> CANCEL_REQUESTED, CANCELED (cancel); ACTIVE -> CANCEL_REQUESTED (cancel)
  *   -> CANCELED (finish/reap); an expired lease: ACTIVE -> RETRY (reap)
  */
-import type { FlowControl } from "./flow-control.js";
+import type { FlowControl } from "./flow-control-config.js";
 
 export type Headers = Record<string, string[]>;
 

@@ -1,7 +1,7 @@
 import type { Config } from "../../config/schema.js";
 import { AppError } from "../../shared/errors.js";
 import { parseDuration } from "./duration.js";
-import { parseFlowControl } from "./flow-control.js";
+import { parseFlowControl } from "./flow-control-config.js";
 import { addHeader } from "./headers.js";
 import type { CallbackOptions, Headers, MessageMeta, Redaction } from "./message.js";
 import { compileRetryDelay } from "./retry-delay.js";

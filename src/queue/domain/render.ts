@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import type { FlowControl } from "./flow-control.js";
+import type { FlowControl } from "./flow-control-config.js";
 import type { DlqMeta, Headers, MessageMeta, Redaction } from "./message.js";
 
 /**

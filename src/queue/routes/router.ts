@@ -4,7 +4,7 @@ import { AppError } from "../../shared/errors.js";
 import { sendError } from "../../shared/http/respond.js";
 import type { Handler, QueueContext, QueueRequest } from "./context.js";
 import * as dlq from "./dlq.js";
-import { getKeys, rotateKeys } from "./keys.js";
+import { getKeys, rotateKeys } from "./signing-keys.js";
 import * as flow from "./flow-control.js";
 import { listLogs } from "./logs.js";
 import { cancelMany, cancelMessage, getMessage } from "./messages.js";

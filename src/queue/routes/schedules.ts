@@ -1,5 +1,5 @@
 import { AppError } from "../../shared/errors.js";
-import { newScheduleId } from "../scheduler/ids.js";
+import { newScheduleId } from "../scheduler/schedule-id.js";
 import { parseCron } from "../scheduler/cron.js";
 import { checkDestinations } from "../delivery/destination-policy.js";
 import { parsePublishOptions, type PublishOptions } from "../domain/publish-options.js";
