@@ -35,7 +35,18 @@ beforeAll(async () => {
   dataDir = mkdtempSync(path.join(os.tmpdir(), "stashd-logs-"));
   child = spawn(
     process.execPath,
-    [BIN, "start", "--data-dir", dataDir, "--kv-port", "0", "--queue-port", "0"],
+    [
+      BIN,
+      "start",
+      "--data-dir",
+      dataDir,
+      "--kv-port",
+      "0",
+      "--queue-port",
+      "0",
+      "--admin-port",
+      "0",
+    ],
     {
       env: { STASHD_LOG_LEVEL: "debug", STASHD_MANAGED_RESTART_MAX_BACKOFF_MS: "200" },
       stdio: ["ignore", "pipe", "pipe"],
