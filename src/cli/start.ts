@@ -4,6 +4,7 @@ import { envLines } from "./credentials.js";
 import type { Invocation } from "./main.js";
 
 const SIGNALS = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
+const PARENT_POLL_MS = 200;
 
 /**
  * `stashd start`: runs until SIGINT, SIGTERM or SIGHUP (or, when started by `npm start`'s
@@ -26,6 +27,7 @@ export async function runStart(inv: Invocation): Promise<number> {
     process.once("disconnect", () => onSignal("launcher exited"));
     process.channel?.unref();
   }
+  if (inv.config().stopWithParent) watchParent(() => onSignal("parent process exited"));
   const starting = start({ flags: inv.flags });
   const first = await Promise.race([starting, requested]);
   if (typeof first === "string") {
@@ -72,4 +74,15 @@ function banner(stashd: Stashd): void {
       ]
     : [`  tokens: \`${creds}\` (not written to logs)`];
   process.stderr.write(`${[...head, ...tail, "  stop with Ctrl-C"].join("\n")}\n`);
+}
+
+/** Calls `gone` once this process is orphaned (re-parented when its parent exits). */
+function watchParent(gone: () => void): void {
+  const parent = process.ppid;
+  const timer = setInterval(() => {
+    if (process.ppid === parent) return;
+    clearInterval(timer);
+    gone();
+  }, PARENT_POLL_MS);
+  timer.unref();
 }

@@ -121,6 +121,12 @@ export const SETTINGS = {
     default: "info",
     doc: "debug, info, warn, error or silent.",
   },
+  stopWithParent: {
+    env: "STASHD_STOP_WITH_PARENT",
+    kind: "bool",
+    default: false,
+    doc: "true: `stashd start` stops when its parent process exits. `npx stashd start` sets it (npm's shell does not pass signals on).",
+  },
   logFormat: {
     env: "STASHD_LOG_FORMAT",
     kind: "log-format",
