@@ -61,8 +61,13 @@ export function spawnStashd(args: string[], env: NodeJS.ProcessEnv = {}): Spawne
   return spawnCollecting(process.execPath, [BIN, ...args], env);
 }
 
-export function spawnCollecting(cmd: string, args: string[], env: NodeJS.ProcessEnv): Spawned {
-  const child = spawn(cmd, args, { env, stdio: ["ignore", "pipe", "pipe"] });
+export function spawnCollecting(
+  cmd: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  cwd?: string,
+): Spawned {
+  const child = spawn(cmd, args, { env, cwd, stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   child.stdout?.on("data", (d: Buffer) => (out += d.toString()));
   child.stderr?.on("data", (d: Buffer) => (out += d.toString()));
