@@ -104,7 +104,7 @@ describe("queue metrics", () => {
       retryBackoffMs: 20,
     });
     try {
-      const claimed = await new MessageStore(pool, 60_000).claim(Date.now() + 7_200_000, 10, 1);
+      const { claimed } = await new MessageStore(pool, 60_000).claim(Date.now() + 7_200_000, 10, 1);
       expect(claimed.map((c) => c.body.toString())).toContain("r");
     } finally {
       await pool.close();
