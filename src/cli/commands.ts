@@ -138,6 +138,15 @@ export function findCommand(words: string[]): CommandSpec | undefined {
   );
 }
 
+/** `stashd queue reset-token …` for a group word (`queue`, `db`); undefined for other words. */
+export function groupUsage(group: string): string | undefined {
+  const subs = COMMANDS.filter((c) => c.name.startsWith(`${group} `));
+  if (subs.length === 0) return undefined;
+  return subs
+    .map((c) => `stashd ${c.name}${c.args ? ` ${c.args}` : ""} [--data-dir DIR]`)
+    .join(", or ");
+}
+
 export function commandHelp(cmd: CommandSpec): string {
   const width = Math.max(...cmd.options.map((o) => optionLabel(o).length), 10);
   const lines = [...cmd.options, HELP].map((o) => `  ${optionLabel(o).padEnd(width)}  ${o.doc}`);

@@ -3,7 +3,14 @@ import { parseArgs } from "node:util";
 import { loadConfig, type FlagValues } from "../config/load.js";
 import type { Config } from "../config/schema.js";
 import { AppError, messageOf } from "../shared/errors.js";
-import { commandHelp, findCommand, parseOptions, usage, type CommandSpec } from "./commands.js";
+import {
+  commandHelp,
+  findCommand,
+  groupUsage,
+  parseOptions,
+  usage,
+  type CommandSpec,
+} from "./commands.js";
 import { printCredentials } from "./credentials.js";
 import { runDb } from "./db.js";
 import { runQueue } from "./queue.js";
@@ -33,6 +40,10 @@ export async function main(argv: string[]): Promise<number> {
   // The command's words come first: `stashd db create NAME --redis-url …`.
   const words = argv.slice(0, 2).filter((a) => !a.startsWith("-"));
   const cmd = findCommand(words);
+  if (!cmd && first !== undefined && groupUsage(first)) {
+    process.stderr.write(`stashd: usage: ${groupUsage(first)}\n`);
+    return 1;
+  }
   if (!cmd) {
     process.stderr.write(
       `stashd: unknown command ${JSON.stringify(words.join(" "))}\n\n${usage()}`,
