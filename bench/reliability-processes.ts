@@ -162,7 +162,18 @@ for (let i = 0; i < 3; i++) {
 function startProc(p: Proc): void {
   p.child = spawn(
     process.execPath,
-    ["bin/stashd", "start", "--data-dir", p.dir, "--kv-port", "0", "--queue-port", String(p.port)],
+    [
+      "bin/stashd",
+      "start",
+      "--data-dir",
+      p.dir,
+      "--kv-port",
+      "0",
+      "--queue-port",
+      String(p.port),
+      "--admin-port",
+      "0",
+    ],
     {
       stdio: ["ignore", "ignore", "pipe"],
       env: {

@@ -1,11 +1,15 @@
+import type { RequestListener } from "node:http";
 import { rmSync } from "node:fs";
-import { loadConfig, type ConfigOverrides } from "./config/load.js";
+import type { AdminListener } from "./admin/server.js";
+import { loadConfig, type ConfigOverrides, type FlagValues } from "./config/load.js";
 import type { Config } from "./config/schema.js";
 import type { DatabaseCredentials } from "./kv/databases.js";
-import { startKvService } from "./kv/service.js";
+import { ensureDefaultDatabase } from "./kv/default-database.js";
+import { startKvService, type KvService } from "./kv/service.js";
 import { startQueueService, type QueueService } from "./queue/service.js";
-import { createLogger } from "./shared/log.js";
-import { runtimeFile, writeRuntime } from "./runtime.js";
+import { createLogger, type Logger } from "./shared/log.js";
+import { acquireInstanceLock, runtimeFile, writeRuntime } from "./runtime.js";
+import { adminFor } from "./admin/wiring.js";
 
 export type { Config } from "./config/schema.js";
 export type { DatabaseCredentials } from "./kv/databases.js";
@@ -13,6 +17,8 @@ export type { DatabaseCredentials } from "./kv/databases.js";
 export interface StartOptions extends ConfigOverrides {
   /** Environment to read settings from (default: process.env). */
   env?: NodeJS.ProcessEnv;
+  /** Command-line values as typed (the CLI), validated like environment variables. */
+  flags?: FlagValues;
 }
 
 export interface Stashd {
@@ -34,39 +40,96 @@ export interface Stashd {
     currentSigningKey: string;
     nextSigningKey: string;
   };
-  /** Graceful stop: finishes in-flight requests, closes streams, stops managed Redis servers. */
+  /** The admin listener (/healthz, /readyz, /metrics); undefined when STASHD_ADMIN=false. */
+  admin:
+    | {
+        url: string;
+        port: number;
+        /** Serves a handler under a path prefix (for a web console); it authenticates itself. */
+        mount(prefix: string, handler: RequestListener): void;
+      }
+    | undefined;
+  /**
+   * Graceful stop, bounded by STASHD_SHUTDOWN_GRACE_MS: finishes in-flight requests and
+   * deliveries, closes streams, stops managed Redis servers, releases the data dir.
+   */
   stop(): Promise<void>;
 }
 
 /**
  * Starts stashd in this process. For users' own test suites:
  *
- *   const stashd = await start({ dataDir: tmp, kvPort: 0, queuePort: 0 });
+ *   const stashd = await start({ dataDir: tmp, kvPort: 0, queuePort: 0, adminPort: 0 });
  *   process.env.UPSTASH_REDIS_REST_URL = stashd.kv.url;
  *   process.env.UPSTASH_REDIS_REST_TOKEN = stashd.kv.token;
  *   …
  *   await stashd.stop();
+ *
+ * The data dir is locked for the life of the instance: a second start on it (in this or another
+ * process) is refused with the running one's pid and URLs.
  */
 export async function start(options: StartOptions = {}): Promise<Stashd> {
-  const { env, ...overrides } = options;
-  const config = loadConfig(overrides, env);
-  const logger = createLogger(config.logLevel);
+  const { env, flags, ...overrides } = options;
+  const config = loadConfig(overrides, env, flags);
+  const logger = createLogger(config.logLevel, "stashd", { format: config.logFormat });
+  const release = acquireInstanceLock(config.dataDir);
+  try {
+    ensureDefaultDatabase(config);
+    return await startServices(config, logger, release);
+  } catch (err) {
+    release();
+    throw err;
+  }
+}
+
+async function startServices(config: Config, logger: Logger, release: () => void): Promise<Stashd> {
   const kv = await startKvService(config, logger.child("kv"));
   let queue: QueueService;
+  let admin: AdminListener | undefined;
   try {
     queue = await startQueueService(config, logger.child("queue"));
   } catch (err) {
     await kv.close();
     throw err;
   }
+  try {
+    admin = config.adminEnabled ? await adminFor(config, kv, queue, logger) : undefined;
+  } catch (err) {
+    await Promise.all([kv.close(), queue.close()]);
+    throw err;
+  }
   writeRuntime(config.dataDir, {
     pid: process.pid,
     kvUrl: kv.url,
     queueUrl: queue.url,
+    ...(admin ? { adminUrl: admin.url } : {}),
     startedAt: new Date().toISOString(),
   });
+  return assemble(config, logger, kv, queue, admin, release);
+}
+
+function assemble(
+  config: Config,
+  logger: Logger,
+  kv: KvService,
+  queue: QueueService,
+  admin: AdminListener | undefined,
+  release: () => void,
+): Stashd {
   const main = kv.databases().find((d) => d.name === "default") ?? kv.databases()[0];
   let stopping: Promise<void> | undefined;
+  const stop = async (): Promise<void> => {
+    const started = Date.now();
+    admin?.markStopping();
+    try {
+      await Promise.all([kv.close(), queue.close()]);
+      await admin?.close(0);
+    } finally {
+      rmSync(runtimeFile(config.dataDir), { force: true });
+      release();
+      logger.info("stopped", { ms: Date.now() - started });
+    }
+  };
   return {
     config,
     kv: {
@@ -83,11 +146,7 @@ export async function start(options: StartOptions = {}): Promise<Stashd> {
       currentSigningKey: queue.currentSigningKey,
       nextSigningKey: queue.nextSigningKey,
     },
-    stop: () => {
-      stopping ??= Promise.all([kv.close(), queue.close()])
-        .then(() => undefined)
-        .finally(() => rmSync(runtimeFile(config.dataDir), { force: true }));
-      return stopping;
-    },
+    admin: admin && { url: admin.url, port: admin.port, mount: admin.mount },
+    stop: () => (stopping ??= stop()),
   };
 }

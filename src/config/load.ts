@@ -1,9 +1,13 @@
 import { AppError } from "../shared/errors.js";
 import { SETTINGS, type Config, type SettingName, type SettingSpec } from "./schema.js";
 
-const LOG_LEVELS = new Set(["debug", "info", "warn", "error", "silent"]);
+const LOG_LEVELS = ["debug", "info", "warn", "error", "silent"];
+const LOG_FORMATS = ["auto", "json", "pretty"];
 
 export type ConfigOverrides = { [K in SettingName]?: Config[K] | undefined };
+
+/** Command-line values as typed, by setting name; validated like the environment. */
+export type FlagValues = { [K in SettingName]?: string | undefined };
 
 /**
  * Builds the configuration: defaults, then the environment, then explicit overrides (CLI flags or
@@ -13,19 +17,24 @@ export type ConfigOverrides = { [K in SettingName]?: Config[K] | undefined };
 export function loadConfig(
   overrides: ConfigOverrides = {},
   env: NodeJS.ProcessEnv = process.env,
+  flags: FlagValues = {},
 ): Config {
   const out: Record<string, unknown> = {};
   for (const [name, spec] of Object.entries(SETTINGS) as [SettingName, SettingSpec][]) {
     const override = overrides[name];
-    if (override !== undefined) {
-      out[name] = validate(spec, String(override), `option ${name}`);
-      continue;
-    }
+    const flag = flags[name];
     const raw = env[spec.env];
-    out[name] =
-      raw === undefined || raw === "" ? spec.default : validate(spec, raw, `variable ${spec.env}`);
+    if (override !== undefined) out[name] = validate(spec, String(override), `option ${name}`);
+    else if (flag !== undefined) out[name] = validate(spec, flag, `option --${flagName(name)}`);
+    else if (raw === undefined || raw === "") out[name] = spec.default;
+    else out[name] = validate(spec, raw, `variable ${spec.env}`);
   }
   return Object.freeze(out) as Config;
+}
+
+/** `kvPort` → `kv-port`: the command-line spelling of a setting. */
+export function flagName(name: SettingName): string {
+  return name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
 }
 
 function validate(spec: SettingSpec, raw: string, where: string): string | number | boolean {
@@ -36,14 +45,19 @@ function validate(spec: SettingSpec, raw: string, where: string): string | numbe
     case "optional-string":
       return raw;
     case "log-level":
-      if (!LOG_LEVELS.has(raw))
-        throw invalid(where, raw, "one of debug, info, warn, error, silent");
-      return raw;
+      return oneOf(LOG_LEVELS, raw, where);
+    case "log-format":
+      return oneOf(LOG_FORMATS, raw, where);
     case "port":
       return toInt(raw, where, 0, 65535);
     case "int":
       return toInt(raw, where, 0, Number.MAX_SAFE_INTEGER);
   }
+}
+
+function oneOf(allowed: string[], raw: string, where: string): string {
+  if (!allowed.includes(raw)) throw invalid(where, raw, `one of ${allowed.join(", ")}`);
+  return raw;
 }
 
 /** true/false, 1/0, yes/no, on/off (any case). */

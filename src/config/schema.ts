@@ -1,4 +1,4 @@
-import type { LogLevel } from "../shared/log.js";
+import type { LogFormat, LogLevel } from "../shared/log.js";
 /**
  * Every stashd setting, with its environment variable, default and meaning.
  *
@@ -8,7 +8,8 @@ import type { LogLevel } from "../shared/log.js";
  * with millisecond schedules.
  */
 
-export type SettingKind = "string" | "int" | "port" | "optional-string" | "log-level" | "bool";
+export type SettingKind =
+  "string" | "int" | "port" | "optional-string" | "log-level" | "log-format" | "bool";
 
 export interface SettingSpec {
   /** Environment variable that sets it. */
@@ -113,13 +114,45 @@ export const SETTINGS = {
     env: "STASHD_SHUTDOWN_GRACE_MS",
     kind: "int",
     default: 10_000,
-    doc: "Time in-flight requests get to finish on SIGINT/SIGTERM.",
+    doc: "Upper bound for in-flight requests and deliveries to finish on SIGINT/SIGTERM; the rest are cut off (unfinished deliveries are redelivered).",
   },
   logLevel: {
     env: "STASHD_LOG_LEVEL",
     kind: "log-level",
     default: "info",
     doc: "debug, info, warn, error or silent.",
+  },
+  stopWithParent: {
+    env: "STASHD_STOP_WITH_PARENT",
+    kind: "bool",
+    default: false,
+    doc: "true: `stashd start` stops when its parent process exits. `npx stashd start` sets it (npm's shell does not pass signals on).",
+  },
+  logFormat: {
+    env: "STASHD_LOG_FORMAT",
+    kind: "log-format",
+    default: "auto",
+    doc: "json (one JSON object a line), pretty (for people), or auto: pretty on a terminal, json otherwise.",
+  },
+
+  // ---- Admin listener (health, readiness, metrics) ----
+  adminEnabled: {
+    env: "STASHD_ADMIN",
+    kind: "bool",
+    default: true,
+    doc: "Serve /healthz, /readyz and /metrics (Prometheus) on the admin listener, without a token.",
+  },
+  adminHost: {
+    env: "STASHD_ADMIN_HOST",
+    kind: "string",
+    default: "127.0.0.1",
+    doc: "Address of the admin listener (0.0.0.0 in a container, for probes and scrapes).",
+  },
+  adminPort: {
+    env: "STASHD_ADMIN_PORT",
+    kind: "port",
+    default: 8081,
+    doc: "Port of the admin listener (0 picks a free port).",
   },
 
   // ---- Queue (QStash-compatible message queue) ----
@@ -295,9 +328,11 @@ type ValueOf<K extends SettingKind> = K extends "string"
     ? string | undefined
     : K extends "log-level"
       ? LogLevel
-      : K extends "bool"
-        ? boolean
-        : number;
+      : K extends "log-format"
+        ? LogFormat
+        : K extends "bool"
+          ? boolean
+          : number;
 
 /** The validated, frozen configuration handed to every part of stashd. */
 export type Config = {

@@ -3,7 +3,9 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { AppError } from "../shared/errors.js";
 import { readBody } from "../shared/http/body.js";
 import { sendError, sendJson } from "../shared/http/respond.js";
+import { labelRequest } from "../shared/instrument.js";
 import type { Logger } from "../shared/log.js";
+import { metrics } from "../shared/metrics.js";
 import { serializeReply, type Arg, type Reply } from "../shared/redis/resp.js";
 import type { Principal } from "./database.js";
 import type { DatabaseManager } from "./databases.js";
@@ -89,6 +91,11 @@ export class KvHttpHandler {
     if (!principal) throw new AppError("unauthorized", UNAUTHORIZED);
     const format = formatOf(req);
     const first = url.segments[0]?.toString().toLowerCase();
+    if (
+      first !== undefined &&
+      (STREAMS.has(first) || first === "pipeline" || first === "multi-exec")
+    )
+      labelRequest(req, first);
     if (first !== undefined && STREAMS.has(first)) {
       await this.stream(principal, first as StreamKind, url, req, res, headers);
       return;
@@ -111,7 +118,9 @@ export class KvHttpHandler {
       }
       return;
     }
-    sendSingle(res, await runSingle(principal, commandOf(url, body)), format, headers, method);
+    const argv = commandOf(url, body);
+    labelRequest(req, argv[0]?.toString().toUpperCase() ?? "", true);
+    sendSingle(res, await runSingle(principal, argv), format, headers, method);
   }
 
   private async stream(
@@ -132,7 +141,10 @@ export class KvHttpHandler {
       headers,
       track: (end) => {
         this.streams.add(end);
-        return () => this.streams.delete(end);
+        metrics.sseOpened();
+        return () => {
+          if (this.streams.delete(end)) metrics.sseClosed();
+        };
       },
     });
   }

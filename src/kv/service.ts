@@ -1,5 +1,6 @@
 import type { Config } from "../config/schema.js";
 import { listen, type RunningHttpServer } from "../shared/http/server.js";
+import { instrument } from "../shared/instrument.js";
 import type { Logger } from "../shared/log.js";
 import { DatabaseManager, type DatabaseCredentials } from "./databases.js";
 import { KvHttpHandler } from "./http.js";
@@ -19,7 +20,7 @@ export async function startKvService(config: Config, logger: Logger): Promise<Kv
   const handler = new KvHttpHandler({ manager, logger, sseKeepAliveMs: config.sseKeepAliveMs });
   let http: RunningHttpServer;
   try {
-    http = await listen(handler.handle, {
+    http = await listen(instrument(handler.handle, { service: "kv", logger }), {
       host: config.host,
       port: config.kvPort,
       requestTimeoutMs: config.requestTimeoutMs,

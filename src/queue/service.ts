@@ -2,6 +2,7 @@ import path from "node:path";
 import type { Config } from "../config/schema.js";
 import { messageOf } from "../shared/errors.js";
 import { listen } from "../shared/http/server.js";
+import { instrument } from "../shared/instrument.js";
 import type { Logger } from "../shared/log.js";
 import { parseRedisUrl, type RedisEndpoint } from "../shared/redis/connection.js";
 import { ManagedRedis } from "../shared/redis/managed.js";
@@ -30,6 +31,9 @@ export interface QueueService {
   /** Current signing keys (as of start; GET /v2/keys has the live ones). */
   currentSigningKey: string;
   nextSigningKey: string;
+  /** The queue Redis, for readiness checks and scrape-time gauges (src/admin). */
+  pool: RedisPool;
+  managed: ManagedRedis | undefined;
   close(): Promise<void>;
 }
 
@@ -133,7 +137,10 @@ async function assemble(
     flowControl: new FlowControlStore(pool),
   };
   const server = await listen(
-    createQueueHandler(ctx, () => tokens.current()),
+    instrument(
+      createQueueHandler(ctx, () => tokens.current()),
+      { service: "queue", logger: log },
+    ),
     {
       host: config.host,
       port: config.queuePort,
@@ -155,12 +162,18 @@ async function assemble(
     token: creds.token,
     currentSigningKey: pair.current,
     nextSigningKey: pair.next,
+    pool,
+    managed,
+    // One grace period bounds both the HTTP requests and the deliveries in flight; the pool
+    // closes only after the dispatcher recorded every attempt whose response arrived.
     close: async () => {
       clearInterval(expiry);
       tokens.stop();
-      await server.close(config.shutdownGraceMs);
-      await scheduler.stop();
-      await dispatcher.stop(config.shutdownGraceMs);
+      await Promise.all([
+        server.close(config.shutdownGraceMs),
+        scheduler.stop(),
+        dispatcher.stop(config.shutdownGraceMs),
+      ]);
       await client.close();
       await pool.close();
       await managed?.stop();

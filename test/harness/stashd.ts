@@ -20,6 +20,7 @@ export async function startStashd(options: StartOptions = {}): Promise<TestStash
   const stashd = await start({
     kvPort: 0,
     queuePort: 0,
+    adminPort: 0,
     host: "127.0.0.1",
     logLevel: "warn",
     registryPollMs: 20,

@@ -49,7 +49,18 @@ beforeAll(async () => {
   dataDir = mkdtempSync(path.join(os.tmpdir(), "stashd-cli-"));
   server = spawn(
     process.execPath,
-    [BIN, "start", "--data-dir", dataDir, "--kv-port", "0", "--queue-port", "0"],
+    [
+      BIN,
+      "start",
+      "--data-dir",
+      dataDir,
+      "--kv-port",
+      "0",
+      "--queue-port",
+      "0",
+      "--admin-port",
+      "0",
+    ],
     {
       env: { STASHD_REGISTRY_POLL_MS: "20" },
       stdio: ["ignore", "ignore", "pipe"],
@@ -144,11 +155,15 @@ describe("stashd CLI", () => {
 
   it("starts with the default relative data dir, as `npm start` does", async () => {
     const cwd = mkdtempSync(path.join(os.tmpdir(), "stashd-cli-cwd-"));
-    const child = spawn(process.execPath, [BIN, "start", "--kv-port", "0", "--queue-port", "0"], {
-      cwd,
-      env: {},
-      stdio: ["ignore", "ignore", "pipe"],
-    });
+    const child = spawn(
+      process.execPath,
+      [BIN, "start", "--kv-port", "0", "--queue-port", "0", "--admin-port", "0"],
+      {
+        cwd,
+        env: {},
+        stdio: ["ignore", "ignore", "pipe"],
+      },
+    );
     let err = "";
     child.stderr?.on("data", (d: Buffer) => (err += d.toString()));
     try {

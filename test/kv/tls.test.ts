@@ -96,7 +96,18 @@ beforeAll(async () => {
   );
   stashd = spawn(
     process.execPath,
-    [BIN, "start", "--data-dir", path.join(dir, "data"), "--kv-port", "0", "--queue-port", "0"],
+    [
+      BIN,
+      "start",
+      "--data-dir",
+      path.join(dir, "data"),
+      "--kv-port",
+      "0",
+      "--queue-port",
+      "0",
+      "--admin-port",
+      "0",
+    ],
     {
       env: {
         STASHD_KV_REDIS_URL: `rediss://:tls-secret@localhost:${port}`,

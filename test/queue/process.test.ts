@@ -33,7 +33,18 @@ function credentials(): QueueCreds {
 function startServer(): ChildProcess {
   return spawn(
     process.execPath,
-    [BIN, "start", "--data-dir", dataDir, "--kv-port", "0", "--queue-port", "0"],
+    [
+      BIN,
+      "start",
+      "--data-dir",
+      dataDir,
+      "--kv-port",
+      "0",
+      "--queue-port",
+      "0",
+      "--admin-port",
+      "0",
+    ],
     {
       env: {
         STASHD_QUEUE_LEASE_MS: "300",

@@ -57,7 +57,18 @@ beforeAll(async () => {
   dataDir = mkdtempSync(path.join(os.tmpdir(), "stashd-queue-token-"));
   server = spawn(
     process.execPath,
-    [BIN, "start", "--data-dir", dataDir, "--kv-port", "0", "--queue-port", "0"],
+    [
+      BIN,
+      "start",
+      "--data-dir",
+      dataDir,
+      "--kv-port",
+      "0",
+      "--queue-port",
+      "0",
+      "--admin-port",
+      "0",
+    ],
     { env: { STASHD_REGISTRY_POLL_MS: "20" }, stdio: ["ignore", "ignore", "pipe"] },
   );
   server.stderr?.on("data", (d: Buffer) => (logs += d.toString()));

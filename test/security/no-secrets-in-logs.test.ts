@@ -35,7 +35,18 @@ beforeAll(async () => {
   dataDir = mkdtempSync(path.join(os.tmpdir(), "stashd-logs-"));
   child = spawn(
     process.execPath,
-    [BIN, "start", "--data-dir", dataDir, "--kv-port", "0", "--queue-port", "0"],
+    [
+      BIN,
+      "start",
+      "--data-dir",
+      dataDir,
+      "--kv-port",
+      "0",
+      "--queue-port",
+      "0",
+      "--admin-port",
+      "0",
+    ],
     {
       env: { STASHD_LOG_LEVEL: "debug", STASHD_MANAGED_RESTART_MAX_BACKOFF_MS: "200" },
       stdio: ["ignore", "pipe", "pipe"],
@@ -116,5 +127,32 @@ describe("logs at level debug", () => {
     expect(secrets(c).length).toBeGreaterThanOrEqual(9);
     const leaked = secrets(c).filter((s) => output.includes(s));
     expect(leaked).toEqual([]);
+    expectRequestLines(output);
   });
 });
+
+/**
+ * One JSON line per request (logs are JSON when stderr is not a terminal): method, route or
+ * command, status, duration and bytes, and nothing else from the request (no URL: KV paths hold
+ * keys and values, query strings may hold tokens). Then a final "stopped" line.
+ */
+function expectRequestLines(out: string): void {
+  const entries = out
+    .split("\n")
+    .filter((l) => l.startsWith("{"))
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+  const requests = entries.filter((e) => e.msg === "request");
+  const routes = requests.map((e) => `${String(e.scope)} ${String(e.route)} ${String(e.status)}`);
+  expect(routes).toContain("stashd:kv SET 200");
+  expect(routes).toContain("stashd:kv SET 400");
+  expect(routes).toContain("stashd:kv unmatched 401");
+  expect(routes).toContain("stashd:queue POST publish ** 201");
+  expect(routes).toContain("stashd:queue unmatched 401");
+  for (const e of requests) {
+    expect(Object.keys(e).sort()).toEqual(
+      ["bytes", "level", "method", "ms", "msg", "route", "scope", "status", "time"].sort(),
+    );
+  }
+  expect(entries.at(-1)).toMatchObject({ msg: "stopped", scope: "stashd" });
+  expect(out).not.toContain("/x?qstash_token");
+}

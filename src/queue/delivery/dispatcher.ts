@@ -1,6 +1,7 @@
 import type { Config } from "../../config/schema.js";
 import { messageOf } from "../../shared/errors.js";
 import type { Logger } from "../../shared/log.js";
+import { metrics } from "../../shared/metrics.js";
 import { newDlqId } from "../domain/ids.js";
 import type { AttemptResult, DlqMeta, MessageMeta } from "../domain/message.js";
 import { isNonRetryable, isSuccess, retryDelayMs } from "../domain/retry-policy.js";
@@ -25,6 +26,8 @@ const CLAIM_BATCH = 64;
  * further behind than this waits for those destinations to free slots (docs/queue.md, Fairness).
  */
 const CLAIM_SCAN = 1024;
+/** After the grace period: time for aborted attempts to unwind and arrived ones to be recorded. */
+const FINISH_AFTER_ABORT_MS = 2_000;
 
 type DispatcherConfig = Pick<
   Config,
@@ -157,23 +160,33 @@ export class Dispatcher {
     this.leases.cancel(ids);
   }
 
-  /** Stops claiming; waits up to `graceMs` for in-flight deliveries (their leases cover the rest). */
+  /**
+   * Stops claiming; waits up to `graceMs` for in-flight deliveries. Then attempts still waiting
+   * for their response are aborted unrecorded (their leases return them: redelivered later), and
+   * the outcomes of those whose response arrived are recorded before this resolves, so the
+   * caller may close the Redis pool afterwards.
+   */
   async stop(graceMs: number): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
     clearInterval(this.reaper);
     // Leases stay renewed through the grace period: an attempt still running must not be handed
     // to another process meanwhile.
-    if (this.inflight > 0) {
-      await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, graceMs);
-        this.idleWaiters.push(() => {
-          clearTimeout(t);
-          resolve();
-        });
-      });
-    }
+    await this.idle(graceMs);
+    this.leases.abandonAll("stashd is stopping");
+    await this.idle(FINISH_AFTER_ABORT_MS);
     this.leases.stop();
+  }
+
+  private async idle(timeoutMs: number): Promise<void> {
+    if (this.inflight <= 0) return;
+    await new Promise<void>((resolve) => {
+      const t = setTimeout(resolve, timeoutMs);
+      this.idleWaiters.push(() => {
+        clearTimeout(t);
+        resolve();
+      });
+    });
   }
 
   private async pump(): Promise<void> {
@@ -310,6 +323,7 @@ export class Dispatcher {
     // be delivered again, a duplicate if this attempt succeeded.
     if (done === ScriptCode.leaseLost)
       this.log.warn("lease lost before the outcome was recorded", { id: meta.messageId });
+    else metrics.delivery(outcome === "DELIVERED" ? "delivered" : final ? "failed" : "retry");
     // A queue message's finish may admit the queue's next message (due now): claim it.
     if (meta.queueName !== undefined) this.wake();
     const wakeAt = Math.min(nextDue ?? Infinity, ...children.map((m) => m.dueAt));
@@ -318,7 +332,9 @@ export class Dispatcher {
 
   private async reap(): Promise<void> {
     try {
-      if ((await this.store.reap(Date.now())) > 0) this.wake();
+      const reaped = await this.store.reap(Date.now());
+      metrics.leasesReaped(reaped);
+      if (reaped > 0) this.wake();
     } catch (err) {
       this.log.warn("lease reaper failed", { err: messageOf(err) });
     }

@@ -69,6 +69,13 @@ export class LeaseKeeper {
     clearInterval(this.watchdog);
   }
 
+  /** Aborts every attempt whose request is still running (shutdown); settled ones are kept. */
+  abandonAll(reason: string): void {
+    for (const lease of [...this.held.values()]) {
+      if (!lease.settled) this.abandon(lease, reason);
+    }
+  }
+
   /** Starts keeping a lease; its controller aborts the attempt when it must be abandoned. */
   hold(id: string, token: string, until: number): AbortController {
     const lease: Lease = { id, token, until, abort: new AbortController(), settled: false };

@@ -2,6 +2,7 @@ import { timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { AppError } from "../../shared/errors.js";
 import { sendError } from "../../shared/http/respond.js";
+import { labelRequest } from "../../shared/instrument.js";
 import type { Handler, QueueContext, QueueRequest } from "./context.js";
 import * as dlq from "./dlq.js";
 import { getKeys, rotateKeys } from "./signing-keys.js";
@@ -109,6 +110,7 @@ async function handle(
   const method = (req.method ?? "GET").toUpperCase();
   const route = ROUTES.find(([pattern]) => match(pattern, method, segments));
   if (!route) throw new AppError("not_found", `no route for ${method} /v2/${rawPath}`);
+  labelRequest(req, route[0]);
   const r: QueueRequest = { req, res, method, segments, rawPath, rawQuery, query };
   await route[1](ctx, r);
 }

@@ -1,6 +1,7 @@
 import type { Config } from "../../config/schema.js";
 import { messageOf } from "../../shared/errors.js";
 import type { Logger } from "../../shared/log.js";
+import { metrics } from "../../shared/metrics.js";
 import type { Dispatcher } from "../delivery/dispatcher.js";
 import type { MessageStore } from "../store/message-store.js";
 import type { QueueStore } from "../store/queue-store.js";
@@ -115,6 +116,7 @@ export class Scheduler {
         if (s.paused || s.next > now) return; // changed meanwhile
         try {
           const result = await fireSchedule(fireDeps, s, now);
+          metrics.scheduleTick(now - s.next);
           if (result.dueAt !== undefined) dispatcher.wake(result.dueAt);
         } catch (err) {
           this.failed = true;

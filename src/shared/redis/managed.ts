@@ -5,6 +5,7 @@ import os from "node:os";
 import path from "node:path";
 import { AppError, messageOf } from "../errors.js";
 import type { Logger } from "../log.js";
+import { metrics } from "../metrics.js";
 import { RedisConnection, type RedisEndpoint } from "./connection.js";
 
 export interface ManagedRedisOptions {
@@ -63,6 +64,14 @@ export class ManagedRedis {
     clearTimeout(timer);
   }
 
+  /** Whether the child is up (false while it is being restarted, or after stop). */
+  get running(): boolean {
+    const child = this.child;
+    return (
+      !this.stopping && child !== undefined && child.exitCode === null && child.signalCode === null
+    );
+  }
+
   /** Pid of the running child, for fault-injection tests. */
   get pid(): number | undefined {
     return this.child?.pid;
@@ -107,7 +116,14 @@ export class ManagedRedis {
       child.once("exit", onStartupExit);
     });
     spawnFailed.catch(() => undefined);
-    await Promise.race([waitUntilReady(this.endpoint, () => this.stopping), spawnFailed]);
+    let failed = false;
+    await Promise.race([
+      waitUntilReady(this.endpoint, () => this.stopping || failed),
+      spawnFailed.catch((err: unknown) => {
+        failed = true; // stops the readiness loop, which would keep the process alive 15 s
+        throw err;
+      }),
+    ]);
     // Only our own listener: stop() may be waiting on "exit" of this child already.
     if (onStartupExit) child.off("exit", onStartupExit);
     child.on("exit", (code, signal) => this.onUnexpectedExit(code, signal));
@@ -124,6 +140,7 @@ export class ManagedRedis {
       signal,
       inMs: delay,
     });
+    metrics.managedRedisRestart(path.basename(this.opts.dir));
     this.restartTimer = setTimeout(() => {
       this.spawnAndWait().then(
         () => this.opts.logger.info("managed redis-server is back", { dir: this.opts.dir }),

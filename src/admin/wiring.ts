@@ -1,0 +1,40 @@
+import type { Config } from "../config/schema.js";
+import { readRegistry } from "../kv/registry.js";
+import type { KvService } from "../kv/service.js";
+import type { QueueService } from "../queue/service.js";
+import type { Logger } from "../shared/log.js";
+import { queueGaugeRegistry } from "./queue-gauges.js";
+import { checkReadiness } from "./readiness.js";
+import { startAdmin, type AdminListener } from "./server.js";
+
+/** Longest a readiness PING may take before the check counts as failing. */
+const READY_PING_TIMEOUT_MS = 2_000;
+
+/** The admin listener of one stashd instance, wired to its services. */
+export function adminFor(
+  config: Config,
+  kv: KvService,
+  queue: QueueService,
+  logger: Logger,
+): Promise<AdminListener> {
+  const timeoutMs = Math.min(READY_PING_TIMEOUT_MS, config.redisConnectTimeoutMs);
+  return startAdmin({
+    host: config.adminHost,
+    port: config.adminPort,
+    requestTimeoutMs: config.requestTimeoutMs,
+    logger: logger.child("admin"),
+    registries: [queueGaugeRegistry(queue.pool)],
+    readiness: () =>
+      checkReadiness({
+        databases: () =>
+          kv.databases().flatMap((c) => {
+            const db = kv.manager.get(c.name);
+            return db ? [db] : [];
+          }),
+        registered: () => readRegistry(config.dataDir).map((r) => r.name),
+        queuePool: queue.pool,
+        queueManaged: queue.managed,
+        timeoutMs,
+      }),
+  });
+}

@@ -1,0 +1,88 @@
+import { start, type Stashd } from "../index.js";
+import { messageOf } from "../shared/errors.js";
+import { envLines } from "./credentials.js";
+import type { Invocation } from "./main.js";
+
+const SIGNALS = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
+const PARENT_POLL_MS = 200;
+
+/**
+ * `stashd start`: runs until SIGINT, SIGTERM or SIGHUP (or, when started by `npm start`'s
+ * launcher, until that parent goes away), then stops gracefully. Signal handlers are in place
+ * before anything starts, so a signal during startup still stops the managed redis-servers. A
+ * second signal exits at once. Returns the exit code; bin/stashd exits with it right away.
+ */
+export async function runStart(inv: Invocation): Promise<number> {
+  let stopRequested: ((reason: string) => void) | undefined;
+  const requested = new Promise<string>((resolve) => (stopRequested = resolve));
+  let signals = 0;
+  const onSignal = (reason: string): void => {
+    if (++signals > 1) process.exit(130);
+    process.stderr.write(`stashd: ${reason}, shutting down\n`);
+    stopRequested?.(reason);
+  };
+  for (const s of SIGNALS) process.on(s, () => onSignal(`${s} received`));
+  if (process.connected) {
+    // Launched with an IPC channel (scripts/start.mjs): its end means the launcher is gone.
+    process.once("disconnect", () => onSignal("launcher exited"));
+    process.channel?.unref();
+  }
+  if (inv.config().stopWithParent) watchParent(() => onSignal("parent process exited"));
+  const starting = start({ flags: inv.flags });
+  const first = await Promise.race([starting, requested]);
+  if (typeof first === "string") {
+    // A signal during startup: stop as soon as it is up (or report why it could not start).
+    await (await starting).stop();
+    return 0;
+  }
+  const stashd = first;
+  banner(stashd);
+  await requested;
+  try {
+    await stashd.stop();
+    return 0;
+  } catch (err) {
+    process.stderr.write(`stashd: shutdown error: ${messageOf(err)}\n`);
+    return 1;
+  }
+}
+
+/**
+ * The ready .env block on a terminal (a person is there to copy it); without a terminal the
+ * banner ends up in log files, so tokens are left out and `stashd credentials` named instead.
+ */
+function banner(stashd: Stashd): void {
+  const { dataDir } = stashd.config;
+  const head = [
+    "stashd is running",
+    `  Redis REST API (UPSTASH_REDIS_REST_URL): ${stashd.kv.url}`,
+    `  message queue (QSTASH_URL): ${stashd.queue.url}`,
+    ...(stashd.admin ? [`  admin (health, readiness, metrics): ${stashd.admin.url}`] : []),
+  ];
+  const creds = `stashd credentials --data-dir ${dataDir}`;
+  const tail = process.stderr.isTTY
+    ? [
+        "",
+        "# .env for the Upstash SDKs (also printed by `" + creds + "`):",
+        ...envLines({
+          kvUrl: stashd.kv.url,
+          databases: stashd.kv.databases(),
+          queueUrl: stashd.queue.url,
+          queue: stashd.queue,
+        }),
+        "",
+      ]
+    : [`  tokens: \`${creds}\` (not written to logs)`];
+  process.stderr.write(`${[...head, ...tail, "  stop with Ctrl-C"].join("\n")}\n`);
+}
+
+/** Calls `gone` once this process is orphaned (re-parented when its parent exits). */
+function watchParent(gone: () => void): void {
+  const parent = process.ppid;
+  const timer = setInterval(() => {
+    if (process.ppid === parent) return;
+    clearInterval(timer);
+    gone();
+  }, PARENT_POLL_MS);
+  timer.unref();
+}

@@ -1,0 +1,104 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+
+/**
+ * The process's event metrics (Prometheus, through prom-client). Code that sees an event calls one
+ * of the small functions of `metrics` below; nothing else here needs to be passed around. Values
+ * that live in Redis (queue depth, DLQ size) are not tracked here but read when scraped (see
+ * src/admin/queue-gauges.ts). Served by the admin listener at /metrics; the names and what they
+ * mean are listed in docs/operations.md, Metrics.
+ *
+ * One registry per process: several stashd instances started in one process (tests) add up.
+ */
+export const registry = new Registry();
+collectDefaultMetrics({ register: registry });
+
+const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+const httpRequests = new Counter({
+  name: "stashd_http_requests_total",
+  help: "HTTP requests answered, by service, route (queue) or command (KV), and status.",
+  labelNames: ["service", "route", "status"],
+  registers: [registry],
+});
+const httpDuration = new Histogram({
+  name: "stashd_http_request_duration_seconds",
+  help: "Time from a request's arrival to its response's end, by service and route or command.",
+  labelNames: ["service", "route"],
+  buckets: LATENCY_BUCKETS,
+  registers: [registry],
+});
+const backendErrors = new Counter({
+  name: "stashd_backend_errors_total",
+  help: "Requests answered 5xx (a Redis unreachable or failing, or a bug), by service.",
+  labelNames: ["service"],
+  registers: [registry],
+});
+const sseOpen = new Gauge({
+  name: "stashd_sse_streams_open",
+  help: "Server-sent event streams (subscribe, psubscribe, monitor) open now.",
+  registers: [registry],
+});
+const deliveries = new Counter({
+  name: "stashd_queue_deliveries_total",
+  help: "Delivery attempts recorded, by outcome: delivered, retry (will be retried), failed (to the DLQ).",
+  labelNames: ["outcome"],
+  registers: [registry],
+});
+const retries = new Counter({
+  name: "stashd_queue_retries_total",
+  help: "Failed attempts that were scheduled for another try.",
+  registers: [registry],
+});
+const leaseReaps = new Counter({
+  name: "stashd_queue_lease_reaps_total",
+  help: "Messages whose delivery lease expired and were returned to the ready set.",
+  registers: [registry],
+});
+const scheduleTicks = new Counter({
+  name: "stashd_queue_schedule_ticks_total",
+  help: "Cron schedule ticks fired by this process.",
+  registers: [registry],
+});
+const scheduleLateness = new Histogram({
+  name: "stashd_queue_schedule_lateness_seconds",
+  help: "How long after its due time a schedule tick fired.",
+  buckets: [0.01, 0.05, 0.1, 0.5, 1, 2, 5, 15, 60, 300],
+  registers: [registry],
+});
+const managedRestarts = new Counter({
+  name: "stashd_managed_redis_restarts_total",
+  help: "Restarts of a managed redis-server after it exited unexpectedly, by server.",
+  labelNames: ["server"],
+  registers: [registry],
+});
+
+export type DeliveryOutcome = "delivered" | "retry" | "failed";
+
+/** The hooks other modules call. Each is one counter or gauge update. */
+export const metrics = {
+  httpRequest(service: string, route: string, status: number, seconds: number): void {
+    httpRequests.inc({ service, route, status: String(status) });
+    httpDuration.observe({ service, route }, seconds);
+    if (status >= 500) backendErrors.inc({ service });
+  },
+  sseOpened(): void {
+    sseOpen.inc();
+  },
+  sseClosed(): void {
+    sseOpen.dec();
+  },
+  delivery(outcome: DeliveryOutcome): void {
+    deliveries.inc({ outcome });
+    if (outcome === "retry") retries.inc();
+  },
+  leasesReaped(count: number): void {
+    if (count > 0) leaseReaps.inc(count);
+  },
+  scheduleTick(latenessMs: number): void {
+    scheduleTicks.inc();
+    scheduleLateness.observe(Math.max(0, latenessMs) / 1000);
+  },
+  managedRedisRestart(server: string): void {
+    managedRestarts.inc({ server });
+  },
+};
