@@ -13,6 +13,7 @@ Usage:
   stashd start [--host H] [--kv-port N] [--queue-port N] [--data-dir DIR] [--log-level L]
   stashd credentials [--data-dir DIR] [--json]
   stashd db create NAME [--redis-url URL] [--max-request-size BYTES] [--daily-request-limit N]
+                        [--script-time-limit MS] [--allow-migrate]
   stashd db list [--json]
   stashd db reset-password NAME
   stashd db delete NAME
@@ -30,6 +31,8 @@ const OPTIONS = {
   "redis-url": { type: "string" },
   "max-request-size": { type: "string" },
   "daily-request-limit": { type: "string" },
+  "script-time-limit": { type: "string" },
+  "allow-migrate": { type: "boolean" },
   json: { type: "boolean" },
   help: { type: "boolean", short: "h" },
 } as const;
@@ -181,6 +184,8 @@ function runDb(sub: string | undefined, name: string | undefined, values: Values
       ...(values["redis-url"] ? { redisUrl: values["redis-url"] } : {}),
       ...numberOption("maxRequestBytes", values["max-request-size"]),
       ...numberOption("dailyRequestLimit", values["daily-request-limit"]),
+      ...numberOption("scriptTimeLimitMs", values["script-time-limit"]),
+      ...(values["allow-migrate"] ? { allowMigrate: true } : {}),
     });
     const creds = credentialsOf(record);
     process.stdout.write(

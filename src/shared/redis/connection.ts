@@ -65,8 +65,11 @@ export interface ConnectionOptions {
    * stopped mid-reply, a mode we did not expect) is never reused.
    */
   replyTimeoutMs?: number;
-  /** Called once when a reply marked `watched` has been the next one owed for `afterMs`. */
-  stall?: { afterMs: number; onStall: () => void };
+  /**
+   * `onStall` is called once when a reply marked `watched` has been the next one owed for
+   * `afterMs()` (read at each check, so the caller may change it while connections stay open).
+   */
+  stall?: { afterMs: () => number; onStall: () => void };
 }
 
 export interface ExchangeOptions {
@@ -280,7 +283,7 @@ export class RedisConnection {
   private armTimer(): void {
     if (this.timer !== undefined || this.closedError) return;
     const { replyTimeoutMs, stall } = this.options;
-    const delays = [replyTimeoutMs, stall && !this.stallReported ? stall.afterMs : undefined];
+    const delays = [replyTimeoutMs, stall && !this.stallReported ? stall.afterMs() : undefined];
     const next = Math.min(...delays.map((d) => (d === undefined ? Infinity : d)));
     if (next === Infinity) return;
     const wait = Math.max(1, this.waitingSince + next - Date.now());
@@ -298,7 +301,7 @@ export class RedisConnection {
       this.fail(new Error(`no reply within ${replyTimeoutMs} ms`));
       return;
     }
-    if (stall && !this.stallReported && waited >= stall.afterMs) {
+    if (stall && !this.stallReported && waited >= stall.afterMs()) {
       this.stallReported = true;
       if (batch.watched?.has(batch.replies.length)) stall.onStall();
     }

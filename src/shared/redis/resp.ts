@@ -51,31 +51,34 @@ export function encodeCommands(commands: readonly (readonly Arg[])[]): Buffer {
 
 /** The exact RESP2 bytes of a parsed reply. */
 export function serializeReply(reply: Reply): Buffer {
-  const out: Buffer[] = [];
-  writeReply(reply, out);
-  return Buffer.concat(out);
+  return Buffer.concat([...replyPieces(reply)]);
 }
 
-function writeReply(reply: Reply, out: Buffer[]): void {
+/** The exact RESP2 bytes of a parsed reply, piece by piece (values are not copied). */
+export function* replyPieces(reply: Reply): Generator<Buffer> {
   switch (reply.kind) {
     case "simple":
-      out.push(Buffer.from("+"), reply.value, Buffer.from(CRLF));
+      yield Buffer.from("+");
+      yield reply.value;
+      yield Buffer.from(CRLF);
       return;
     case "bulk":
-      out.push(Buffer.from(`$${reply.value.length}${CRLF}`), reply.value, Buffer.from(CRLF));
+      yield Buffer.from(`$${reply.value.length}${CRLF}`);
+      yield reply.value;
+      yield Buffer.from(CRLF);
       return;
     case "int":
-      out.push(Buffer.from(`:${reply.value}${CRLF}`));
+      yield Buffer.from(`:${reply.value}${CRLF}`);
       return;
     case "error":
-      out.push(Buffer.from(`-${reply.value}${CRLF}`));
+      yield Buffer.from(`-${reply.value}${CRLF}`);
       return;
     case "nil":
-      out.push(Buffer.from(reply.array ? `*-1${CRLF}` : `$-1${CRLF}`));
+      yield Buffer.from(reply.array ? `*-1${CRLF}` : `$-1${CRLF}`);
       return;
     case "array":
-      out.push(Buffer.from(`*${reply.value.length}${CRLF}`));
-      for (const item of reply.value) writeReply(item, out);
+      yield Buffer.from(`*${reply.value.length}${CRLF}`);
+      for (const item of reply.value) yield* replyPieces(item);
   }
 }
 
