@@ -177,8 +177,9 @@ export class KvDatabase {
       this.killer = undefined;
       return this.kill();
     }
+    // SCRIPT KILL for EVAL scripts; a busy function answers it BUSY and takes FUNCTION KILL.
     let reply = await conn.send(["SCRIPT", "KILL"]);
-    if (reply.kind === "error" && reply.value.startsWith("NOTBUSY")) {
+    if (reply.kind === "error" && !reply.value.startsWith("UNKILLABLE")) {
       reply = await conn.send(["FUNCTION", "KILL"]);
     }
     if (reply.kind !== "error") {

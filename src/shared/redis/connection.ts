@@ -75,7 +75,11 @@ export interface ConnectionOptions {
 export interface ExchangeOptions {
   /** Budget for all replies of the call (see RespParser); replies past it become errors. */
   maxReplyBytes?: number;
-  /** Indexes of the commands whose wait counts for `ConnectionOptions.stall`. */
+  /**
+   * Indexes of the commands whose wait counts for `ConnectionOptions.stall`. A connection counts
+   * as stalled on them while any is unanswered, even behind other replies: Redis holds back every
+   * reply on a connection while a script sent on it runs.
+   */
   watched?: ReadonlySet<number>;
 }
 
@@ -91,7 +95,8 @@ interface Batch {
   readonly expected: number;
   bytes: number;
   readonly budget: number;
-  readonly watched: ReadonlySet<number> | undefined;
+  /** Index of the last watched command, -1 for none. */
+  readonly lastWatched: number;
   readonly resolve: (result: Exchange) => void;
   readonly reject: (err: Error) => void;
 }
@@ -197,7 +202,7 @@ export class RedisConnection {
         expected: commands.length,
         bytes: 0,
         budget: opts.maxReplyBytes ?? Infinity,
-        watched: opts.watched,
+        lastWatched: Math.max(-1, ...(opts.watched ?? [])),
         resolve,
         reject,
       });
@@ -303,10 +308,20 @@ export class RedisConnection {
     }
     if (stall && !this.stallReported && waited >= stall.afterMs()) {
       this.stallReported = true;
-      if (batch.watched?.has(batch.replies.length)) stall.onStall();
+      if (this.awaitsWatched()) stall.onStall();
     }
     this.armTimer();
   };
+
+  /** Whether a watched command is still unanswered (in any waiting call: see `watched`). */
+  private awaitsWatched(): boolean {
+    const head = this.queue[this.head];
+    if (head && head.lastWatched >= head.replies.length) return true;
+    for (let i = this.head + 1; i < this.queue.length; i++) {
+      if ((this.queue[i]?.lastWatched ?? -1) >= 0) return true;
+    }
+    return false;
+  }
 
   private fail(err: Error): void {
     if (this.closedError) return;
