@@ -1,5 +1,5 @@
 import http from "node:http";
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { credentialsOf } from "../../src/kv/databases.js";
 import { createDatabase } from "../../src/kv/registry.js";
 import { RedisConnection, parseRedisUrl } from "../../src/shared/redis/connection.js";
@@ -17,6 +17,18 @@ const { stashd, redis } = useGateway(
   ["--lua-time-limit", String(SCRIPT_LIMIT_MS)],
 );
 const LOOP = "while true do end";
+
+// A failed run must not leave the test's redis-server spinning (a busy server ignores SIGTERM).
+afterAll(async () => {
+  const operator = await backend();
+  await operator
+    .sendMany([
+      ["SCRIPT", "KILL"],
+      ["FUNCTION", "KILL"],
+    ])
+    .catch(() => undefined);
+  operator.destroy();
+});
 
 /** A request that must be answered within `ms` (never hangs the test). */
 async function timed(

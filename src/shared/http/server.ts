@@ -91,10 +91,13 @@ function answerClientError(
   }
   const [status, text] = CLIENT_ERRORS[err.code ?? ""] ?? [400, "malformed HTTP request"];
   const detail = status === 408 ? ` ${opts.requestTimeoutMs} ms` : "";
-  const body = JSON.stringify({ error: `${opts.errorPrefix ?? ""}${text}${detail}` });
+  const json = JSON.stringify({ error: `${opts.errorPrefix ?? ""}${text}${detail}` });
+  // A HEAD request gets the headers only (its client would read a body as a next response).
+  const raw = (err as { rawPacket?: Buffer }).rawPacket;
+  const body = raw?.subarray(0, 5).toString("latin1") === "HEAD " ? "" : json;
   socket.end(
     `HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? ""}\r\n` +
-      `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n` +
+      `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(json)}\r\n` +
       `connection: close\r\n\r\n${body}`,
   );
 }
