@@ -100,6 +100,17 @@ export const COMMANDS: CommandSpec[] = [
         arg: "N",
         doc: "Commands per UTC day and process, 0 = off (default STASHD_KV_DAILY_REQUEST_LIMIT).",
       },
+      {
+        flag: "script-time-limit",
+        type: "string",
+        arg: "MS",
+        doc: "Longest a Lua script or function may run before it is killed (default STASHD_KV_SCRIPT_TIME_LIMIT_MS).",
+      },
+      {
+        flag: "allow-migrate",
+        type: "boolean",
+        doc: "Let the standard token run MIGRATE (it makes the Redis connect to another host).",
+      },
       DATA_DIR,
     ],
   },

@@ -58,6 +58,8 @@ async function create(inv: Invocation, dataDir: string, name: string): Promise<n
     ...(typeof redisUrl === "string" ? { redisUrl } : {}),
     ...wholeNumber("maxRequestBytes", "max-request-size", inv.values["max-request-size"]),
     ...wholeNumber("dailyRequestLimit", "daily-request-limit", inv.values["daily-request-limit"]),
+    ...wholeNumber("scriptTimeLimitMs", "script-time-limit", inv.values["script-time-limit"]),
+    ...(inv.values["allow-migrate"] === true ? { allowMigrate: true } : {}),
   });
   const creds = credentialsOf(record);
   process.stdout.write(

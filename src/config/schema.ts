@@ -74,6 +74,30 @@ export const SETTINGS = {
     default: 0,
     doc: "Default daily command limit per database and process, 0 = off.",
   },
+  kvMaxCommandsPerRequest: {
+    env: "STASHD_KV_MAX_COMMANDS_PER_REQUEST",
+    kind: "int",
+    default: 100_000,
+    doc: "Most commands in one pipeline or transaction (`ERR max commands per request exceeded`).",
+  },
+  kvMaxReplyBytes: {
+    env: "STASHD_KV_MAX_REPLY_BYTES",
+    kind: "int",
+    default: 16 * 1024 * 1024,
+    doc: "Largest reply per request: bytes from Redis plus 48 per element; replies past it become `ERR reply too large` errors.",
+  },
+  kvScriptTimeLimitMs: {
+    env: "STASHD_KV_SCRIPT_TIME_LIMIT_MS",
+    kind: "int",
+    default: 5_000,
+    doc: "A Lua script or function running longer is killed (SCRIPT/FUNCTION KILL) and its request answered with an error.",
+  },
+  kvCommandTimeoutMs: {
+    env: "STASHD_KV_COMMAND_TIMEOUT_MS",
+    kind: "int",
+    default: 15_000,
+    doc: "A backend connection owing replies that receives nothing for this long is closed and replaced (503).",
+  },
   sseKeepAliveMs: {
     env: "STASHD_SSE_KEEPALIVE_MS",
     kind: "int",

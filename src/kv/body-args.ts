@@ -100,19 +100,53 @@ class Reader {
   }
 }
 
-function parseTop(body: Buffer): ParsedValue[] {
+/** Longest stretch of parsing before other requests get a turn (see `parseTop`). */
+const SLICE_MS = 5;
+
+/**
+ * The items of the top-level array. Parsing yields to the event loop every SLICE_MS, so a 10 MB
+ * body of a million tiny commands never holds up other requests; with `maxItems`, an array longer
+ * than that is refused as soon as the item past it is read.
+ */
+async function parseTop(body: Buffer, maxItems = Infinity): Promise<ParsedValue[]> {
   const reader = new Reader(body);
   reader.skipWs();
   if (reader.buf[reader.pos] !== 0x5b) reader.fail("expected a JSON array");
-  const top = reader.array(1);
+  reader.pos++;
+  const items: ParsedValue[] = [];
+  reader.skipWs();
+  let sliceStart = performance.now();
+  if (reader.buf[reader.pos] === 0x5d) reader.pos++;
+  else {
+    for (;;) {
+      items.push(reader.value(1));
+      if (items.length > maxItems) {
+        throw new AppError(
+          "request_too_large",
+          `ERR max commands per request exceeded: at most ${maxItems} in one pipeline or transaction`,
+        );
+      }
+      reader.skipWs();
+      const c = reader.buf[reader.pos++];
+      if (c === 0x5d) break;
+      if (c !== 0x2c) {
+        reader.pos--;
+        reader.fail("expected , or ]");
+      }
+      if ((items.length & 255) === 0 && performance.now() - sliceStart > SLICE_MS) {
+        await new Promise((resolve) => setImmediate(resolve));
+        sliceStart = performance.now();
+      }
+    }
+  }
   reader.skipWs();
   if (reader.pos !== body.length) reader.fail("unexpected data after the array");
-  return top;
+  return items;
 }
 
 /** `["CMD", arg, …]` → argv. */
-export function parseCommand(body: Buffer): (Buffer | string)[] {
-  const top = parseTop(body);
+export async function parseCommand(body: Buffer): Promise<(Buffer | string)[]> {
+  const top = await parseTop(body);
   if (top.length === 0) throw new AppError("bad_request", "ERR empty command");
   return top.map((v) => {
     if (Array.isArray(v)) {
@@ -125,9 +159,15 @@ export function parseCommand(body: Buffer): (Buffer | string)[] {
   });
 }
 
-/** `[["CMD", arg, …], …]` → list of argv; an empty list is refused. */
-export function parseCommandList(body: Buffer): (Buffer | string)[][] {
-  const top = parseTop(body);
+/**
+ * `[["CMD", arg, …], …]` → list of argv; an empty list is refused, and so is one of more than
+ * `maxCommands` (STASHD_KV_MAX_COMMANDS_PER_REQUEST).
+ */
+export async function parseCommandList(
+  body: Buffer,
+  maxCommands = Infinity,
+): Promise<(Buffer | string)[][]> {
+  const top = await parseTop(body, maxCommands);
   if (top.length === 0)
     throw new AppError("bad_request", "ERR empty pipeline: send at least one command");
   return top.map((item) => {

@@ -1,9 +1,13 @@
 import type { Config } from "../config/schema.js";
-import { AppError } from "../shared/errors.js";
+import { AppError, messageOf } from "../shared/errors.js";
 import type { Logger } from "../shared/log.js";
-import type { RedisEndpoint } from "../shared/redis/connection.js";
+import {
+  RedisConnection,
+  type ConnectionOptions,
+  type RedisEndpoint,
+} from "../shared/redis/connection.js";
 import type { ManagedRedis } from "../shared/redis/managed.js";
-import { RedisPool } from "../shared/redis/pool.js";
+import { RedisPool, type PoolOptions } from "../shared/redis/pool.js";
 import { parseCommandTable, type CommandTable } from "./policy.js";
 import type { DatabaseRecord } from "./registry.js";
 import { ScriptAliases } from "./rewrite.js";
@@ -49,6 +53,10 @@ export class KvDatabase {
   private table: Promise<CommandTable> | undefined;
   private day = "";
   private dayCount = 0;
+  /** Scripts killed for running past the time limit; lets replies say why they were killed. */
+  scriptKills = 0;
+  private killer: Promise<RedisConnection> | undefined;
+  private killing = false;
 
   constructor(
     readonly record: DatabaseRecord,
@@ -57,11 +65,7 @@ export class KvDatabase {
     private readonly logger: Logger,
     readonly managed?: ManagedRedis,
   ) {
-    const poolOpts = {
-      size: config.kvPoolSize,
-      connectTimeoutMs: config.redisConnectTimeoutMs,
-      retryBackoffMs: config.redisRetryBackoffMs,
-    };
+    const poolOpts = this.poolOptions(config.kvPoolSize);
     this.admin = new RedisPool(endpoint, poolOpts);
     const roPassword = readonlyUserPassword(endpoint.password ?? JSON.stringify(endpoint));
     this.readonlyPool = new RedisPool(
@@ -76,6 +80,22 @@ export class KvDatabase {
 
   get maxRequestBytes(): number {
     return this.record.maxRequestBytes ?? this.config.kvMaxRequestBytes;
+  }
+
+  get maxReplyBytes(): number {
+    return this.config.kvMaxReplyBytes;
+  }
+
+  get maxCommandsPerRequest(): number {
+    return this.config.kvMaxCommandsPerRequest;
+  }
+
+  get scriptTimeLimitMs(): number {
+    return this.record.scriptTimeLimitMs ?? this.config.kvScriptTimeLimitMs;
+  }
+
+  get allowMigrate(): boolean {
+    return this.record.allowMigrate === true;
   }
 
   /** The pool a principal's commands run on; Redis's ACLs enforce what each may do. */
@@ -131,7 +151,71 @@ export class KvDatabase {
     }
   }
 
+  /**
+   * Kills the script or function running on the backend (called when a script call has waited
+   * past the time limit). Runs on a private connection, since every pooled one may be waiting
+   * behind the script. A script that already wrote cannot be killed (Redis answers UNKILLABLE):
+   * that is logged; the database stays busy until the script ends (see docs/reliability.md).
+   */
+  killSlowScript(): void {
+    if (this.killing) return;
+    this.killing = true;
+    void this.kill()
+      .catch((err: unknown) =>
+        this.logger.warn("could not kill a slow script", { db: this.name, err: messageOf(err) }),
+      )
+      .finally(() => (this.killing = false));
+  }
+
+  private async kill(): Promise<void> {
+    this.killer ??= RedisConnection.open(this.endpoint, this.config.redisConnectTimeoutMs, {
+      replyTimeoutMs: this.config.kvCommandTimeoutMs,
+    });
+    this.killer.catch(() => (this.killer = undefined));
+    const conn = await this.killer;
+    if (!conn.alive) {
+      this.killer = undefined;
+      return this.kill();
+    }
+    // SCRIPT KILL for EVAL scripts; a busy function answers it BUSY and takes FUNCTION KILL.
+    let reply = await conn.send(["SCRIPT", "KILL"]);
+    if (reply.kind === "error" && !reply.value.startsWith("UNKILLABLE")) {
+      reply = await conn.send(["FUNCTION", "KILL"]);
+    }
+    if (reply.kind !== "error") {
+      this.scriptKills++;
+      this.logger.warn("killed a script that ran past the time limit", {
+        db: this.name,
+        limitMs: this.scriptTimeLimitMs,
+      });
+    } else if (reply.value.startsWith("UNKILLABLE")) {
+      this.logger.error(
+        "a script that already wrote runs past the time limit and cannot be killed; the database answers BUSY until it ends",
+        { db: this.name, limitMs: this.scriptTimeLimitMs },
+      );
+    }
+  }
+
+  private poolOptions(size: number): PoolOptions {
+    const connection: ConnectionOptions = {
+      replyTimeoutMs: this.config.kvCommandTimeoutMs,
+      stall: { afterMs: () => this.scriptTimeLimitMs, onStall: () => this.killSlowScript() },
+    };
+    return {
+      size,
+      connectTimeoutMs: this.config.redisConnectTimeoutMs,
+      retryBackoffMs: this.config.redisRetryBackoffMs,
+      connection,
+    };
+  }
+
   async close(): Promise<void> {
+    const killer = this.killer;
+    this.killer = undefined;
+    void killer?.then(
+      (c) => c.destroy(),
+      () => undefined,
+    );
     await Promise.all([
       this.admin.close(),
       this.readonlyPool.close(),
@@ -148,11 +232,7 @@ export class KvDatabase {
       this.dropIdleAclPools(now);
       const pool = new RedisPool(
         { ...this.endpoint, username: creds.username, password: creds.password },
-        {
-          size: 1,
-          connectTimeoutMs: this.config.redisConnectTimeoutMs,
-          retryBackoffMs: this.config.redisRetryBackoffMs,
-        },
+        this.poolOptions(1),
       );
       entry = { pool, usedAt: now };
       this.aclPools.set(key, entry);

@@ -116,7 +116,7 @@ export class DatabaseManager {
         await db.close();
         this.logger.info("database removed", { db: name });
       } else if (next.password !== db.record.password || !sameLimits(next, db.record)) {
-        Object.assign(db.record, next);
+        replaceRecord(db.record, next);
       }
     }
     for (const record of records) {
@@ -150,6 +150,7 @@ export class DatabaseManager {
       bin: this.config.redisServerBin,
       appendfsync: "everysec",
       maxRestartBackoffMs: this.config.managedRestartMaxBackoffMs,
+      luaTimeLimitMs: record.scriptTimeLimitMs ?? this.config.kvScriptTimeLimitMs,
       logger: log,
     });
     const endpoint: RedisEndpoint = await managed.start();
@@ -158,8 +159,19 @@ export class DatabaseManager {
   }
 }
 
+/** Updates a running database's record in place, options removed from the file included. */
+function replaceRecord(target: DatabaseRecord, next: DatabaseRecord): void {
+  for (const key of Object.keys(target)) if (!(key in next)) Reflect.deleteProperty(target, key);
+  Object.assign(target, next);
+}
+
 function sameLimits(a: DatabaseRecord, b: DatabaseRecord): boolean {
-  return a.maxRequestBytes === b.maxRequestBytes && a.dailyRequestLimit === b.dailyRequestLimit;
+  return (
+    a.maxRequestBytes === b.maxRequestBytes &&
+    a.dailyRequestLimit === b.dailyRequestLimit &&
+    a.scriptTimeLimitMs === b.scriptTimeLimitMs &&
+    a.allowMigrate === b.allowMigrate
+  );
 }
 
 export function credentialsOf(record: DatabaseRecord): DatabaseCredentials {

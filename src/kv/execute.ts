@@ -1,10 +1,11 @@
 import { AppError } from "../shared/errors.js";
-import type { Arg, Reply } from "../shared/redis/resp.js";
 import type { Principal } from "./database.js";
+import { REPLY_TOO_LARGE, type Arg, type Reply } from "../shared/redis/resp.js";
+import type { RedisPool } from "../shared/redis/pool.js";
 import { refusalOf } from "./policy.js";
 import { upstashError } from "./reply.js";
 import { rewriteCommand } from "./rewrite.js";
-import { gatewayCommand, isRestToken } from "./gateway-commands.js";
+import { gatewayCommand, isRestToken, type GatewayHandler } from "./gateway-commands.js";
 import { JsonBatch } from "./json/batch.js";
 
 /**
@@ -17,39 +18,123 @@ import { JsonBatch } from "./json/batch.js";
 
 const errorReply = (value: string): Reply => ({ kind: "error", value });
 
+/**
+ * Commands per backend round trip. A pipeline is sent a slice at a time (each after the previous
+ * one's replies), so one huge request never holds a connection, or Redis, for long: other
+ * requests' commands get in between the slices.
+ */
+const SLICE = 1000;
+/** Commands that run a Lua script or function: their waits are watched against the time limit. */
+const SCRIPT_CALLS = new Set(["eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro"]);
+
+function scriptCalls(commands: readonly Arg[][]): Set<number> {
+  const watched = new Set<number>();
+  commands.forEach((argv, i) => isScriptCall(argv) && watched.add(i));
+  return watched;
+}
+
+function isScriptCall(argv: readonly Arg[]): boolean {
+  const name = argv[0];
+  return name !== undefined && name.length <= 10 && SCRIPT_CALLS.has(name.toString().toLowerCase());
+}
+
 export async function runSingle(p: Principal, argv: Arg[]): Promise<Reply> {
   const [reply] = await runPipeline(p, [argv]);
   return reply as Reply;
 }
 
-export async function runPipeline(p: Principal, commands: Arg[][]): Promise<Reply[]> {
-  p.db.countCommands(commands.length);
-  const table = await p.db.commandTable();
-  const replies: (Reply | Promise<Reply> | undefined)[] = new Array<Reply | undefined>(
-    commands.length,
-  );
-  const toSend: Arg[][] = [];
-  const sendIndex: number[] = [];
-  const special: [number, NonNullable<ReturnType<typeof gatewayCommand>>][] = [];
-  const json = new JsonBatch(p.db, table);
-  commands.forEach((argv, i) => {
-    const refusal = refusalOf(argv, table);
-    const handler = refusal === undefined ? gatewayCommand(argv) : undefined;
-    const script = refusal === undefined && !handler ? json.rewrite(argv, i) : undefined;
-    if (refusal !== undefined) replies[i] = errorReply(refusal);
-    else if (handler) special.push([i, handler]);
-    else if (script !== undefined && !Array.isArray(script)) replies[i] = script;
-    else {
-      toSend.push(script ?? rewriteCommand(argv, p.db.aliases));
-      sendIndex.push(i);
-    }
-  });
-  if (toSend.length > 0) {
-    const pool = p.db.poolFor(p);
-    const sent = await pool.execMany(toSend);
-    sent.forEach((reply, j) => (replies[sendIndex[j] as number] = reply));
-    await json.settle(replies as Reply[], commands, pool);
+/** What is left of a request's reply budget (STASHD_KV_MAX_REPLY_BYTES), and reply wording. */
+class RequestReplies {
+  private left: number;
+  private readonly killsBefore: number;
+
+  constructor(private readonly p: Principal) {
+    this.left = p.db.maxReplyBytes;
+    this.killsBefore = p.db.scriptKills;
   }
+
+  /** Sends one slice within the budget, its script calls watched against the time limit. */
+  async exchange(
+    target: Pick<RedisPool, "exchange">,
+    commands: Arg[][],
+    watched = scriptCalls(commands),
+  ): Promise<Reply[]> {
+    const sent = await target.exchange(commands, {
+      maxReplyBytes: Math.max(0, this.left),
+      watched,
+    });
+    this.left -= sent.bytes;
+    return sent.replies.map((r) => this.explain(r, true));
+  }
+
+  /** Replaces the backend's wording for the limits the gateway enforces (EXEC's items too). */
+  private explain(reply: Reply, top: boolean): Reply {
+    if (reply.kind === "array") {
+      if (!top || !reply.value.some((r) => r.kind === "error")) return reply;
+      const items = reply.value.map((r) => this.explain(r, false));
+      return items.some((r, i) => r !== reply.value[i]) ? { kind: "array", value: items } : reply;
+    }
+    if (reply.kind !== "error") return reply;
+    const db = this.p.db;
+    if (reply.value.startsWith(REPLY_TOO_LARGE)) {
+      return errorReply(
+        `${REPLY_TOO_LARGE}: this request's replies exceed the max reply size of ${db.maxReplyBytes} bytes (STASHD_KV_MAX_REPLY_BYTES)`,
+      );
+    }
+    if (
+      db.scriptKills > this.killsBefore &&
+      /killed by user with (SCRIPT|FUNCTION) KILL/i.test(reply.value)
+    ) {
+      return errorReply(
+        `ERR script killed: it ran longer than this database's script time limit of ${db.scriptTimeLimitMs} ms`,
+      );
+    }
+    return reply;
+  }
+}
+
+function countCommands(p: Principal, n: number): void {
+  if (n > p.db.maxCommandsPerRequest) {
+    throw new AppError(
+      "request_too_large",
+      `ERR max commands per request exceeded: at most ${p.db.maxCommandsPerRequest} in one pipeline or transaction`,
+    );
+  }
+  p.db.countCommands(n);
+}
+
+export async function runPipeline(p: Principal, commands: Arg[][]): Promise<Reply[]> {
+  countCommands(p, commands.length);
+  const table = await p.db.commandTable();
+  const replies: (Reply | undefined)[] = new Array<Reply | undefined>(commands.length);
+  const special: [number, GatewayHandler][] = [];
+  const json = new JsonBatch(p.db, table);
+  const budget = new RequestReplies(p);
+  const pool = p.db.poolFor(p);
+  const policy = { allowMigrate: p.db.allowMigrate };
+  let sentAny = false;
+  for (let from = 0; from < commands.length; from += SLICE) {
+    const toSend: Arg[][] = [];
+    const sendIndex: number[] = [];
+    for (let i = from; i < Math.min(from + SLICE, commands.length); i++) {
+      const argv = commands[i] as Arg[];
+      const refusal = refusalOf(argv, table, policy);
+      const handler = refusal === undefined ? gatewayCommand(argv) : undefined;
+      const script = refusal === undefined && !handler ? json.rewrite(argv, i) : undefined;
+      if (refusal !== undefined) replies[i] = errorReply(refusal);
+      else if (handler) special.push([i, handler]);
+      else if (script !== undefined && !Array.isArray(script)) replies[i] = script;
+      else {
+        toSend.push(script ?? rewriteCommand(argv, p.db.aliases));
+        sendIndex.push(i);
+      }
+    }
+    if (toSend.length === 0) continue;
+    sentAny = true;
+    const sent = await budget.exchange(pool, toSend);
+    sent.forEach((reply, j) => (replies[sendIndex[j] as number] = reply));
+  }
+  if (sentAny) await json.settle(replies as Reply[], commands, pool);
   // Gateway-handled commands run after the batch they came in (documented in compatibility.md).
   for (const [i, handler] of special) replies[i] = await handler(p, commands[i] as Arg[]);
   return replies as Reply[];
@@ -57,15 +142,17 @@ export async function runPipeline(p: Principal, commands: Arg[][]): Promise<Repl
 
 /**
  * MULTI … EXEC on one exclusively held connection. Returns EXEC's per-command replies (runtime
- * errors stay per item); throws a 400 when the transaction is refused or Redis aborts it.
+ * errors stay per item); throws a 400 when the transaction is refused or Redis aborts it. The
+ * queued commands go out a slice at a time; EXEC's reply counts against the reply budget whole.
  */
 export async function runTransaction(p: Principal, commands: Arg[][]): Promise<Reply[]> {
-  p.db.countCommands(commands.length);
+  countCommands(p, commands.length);
   const table = await p.db.commandTable();
+  const policy = { allowMigrate: p.db.allowMigrate };
   for (const argv of commands) {
     const refusal = isRestToken(argv)
       ? "ERR ACL RESTTOKEN is not allowed in a transaction"
-      : refusalOf(argv, table);
+      : refusalOf(argv, table, policy);
     if (refusal !== undefined) {
       throw new AppError(
         "command_refused",
@@ -86,15 +173,7 @@ export async function runTransaction(p: Principal, commands: Arg[][]): Promise<R
     return script ?? rewriteCommand(argv, p.db.aliases);
   });
   const pool = p.db.poolFor(p);
-  const conn = await pool.acquire();
-  let replies: Reply[];
-  try {
-    replies = await conn.sendMany([["MULTI"], ...rewritten, ["EXEC"]]);
-  } catch (err) {
-    pool.discard(conn);
-    throw err;
-  }
-  pool.release(conn);
+  const replies = await runOnExclusive(p, pool, rewritten);
   json.rename(replies, 1);
   const exec = replies[replies.length - 1] as Reply;
   if (exec.kind === "array") {
@@ -105,4 +184,25 @@ export async function runTransaction(p: Principal, commands: Arg[][]): Promise<R
   const text = exec.kind === "error" ? exec.value : "ERR transaction aborted";
   const cause = first?.kind === "error" && first !== exec ? ` (${upstashError(first.value)})` : "";
   throw new AppError("redis_error", `${upstashError(text)}${cause}`);
+}
+
+/** MULTI, the commands in slices, EXEC: every reply, MULTI's first and EXEC's last. */
+async function runOnExclusive(p: Principal, pool: RedisPool, commands: Arg[][]): Promise<Reply[]> {
+  const conn = await pool.acquire();
+  const budget = new RequestReplies(p);
+  const replies: Reply[] = [];
+  try {
+    replies.push(await conn.send(["MULTI"]));
+    for (let from = 0; from < commands.length; from += SLICE) {
+      for (const r of await conn.sendMany(commands.slice(from, from + SLICE))) replies.push(r);
+    }
+    const scripts = commands.some(isScriptCall);
+    const [exec] = await budget.exchange(conn, [["EXEC"]], new Set(scripts ? [0] : []));
+    replies.push(exec as Reply);
+  } catch (err) {
+    pool.discard(conn);
+    throw err;
+  }
+  pool.release(conn);
+  return replies;
 }

@@ -2,16 +2,16 @@ import { randomBytes } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { AppError } from "../shared/errors.js";
 import { readBody } from "../shared/http/body.js";
-import { sendError, sendJson } from "../shared/http/respond.js";
+import { sendError, streamBody } from "../shared/http/respond.js";
 import { labelRequest } from "../shared/instrument.js";
 import type { Logger } from "../shared/log.js";
 import { metrics } from "../shared/metrics.js";
-import { serializeReply, type Arg, type Reply } from "../shared/redis/resp.js";
+import { replyPieces, type Arg, type Reply } from "../shared/redis/resp.js";
 import type { Principal } from "./database.js";
 import type { DatabaseManager } from "./databases.js";
 import { runPipeline, runSingle, runTransaction } from "./execute.js";
 import { parseCommand, parseCommandList } from "./body-args.js";
-import { renderItem } from "./reply.js";
+import { itemPieces } from "./reply.js";
 import { openStream, type StreamKind } from "./sse.js";
 import { parseUrl, type UrlParts } from "./url-args.js";
 
@@ -104,23 +104,18 @@ export class KvHttpHandler {
     if (first === "pipeline" || first === "multi-exec") {
       if (!body)
         throw new AppError("method_not_allowed", `ERR /${first} takes POST with a JSON body`);
-      const commands = parseCommandList(body);
+      const commands = await parseCommandList(body, principal.db.maxCommandsPerRequest);
       if (first === "multi-exec") {
-        sendList(
-          res,
-          await runTransaction(principal, commands),
-          { base64: format.base64, resp2: false },
-          headers,
-          method,
-        );
+        const replies = await runTransaction(principal, commands);
+        await sendList(res, replies, { base64: format.base64, resp2: false }, headers, method);
       } else {
-        sendList(res, await runPipeline(principal, commands), format, headers, method);
+        await sendList(res, await runPipeline(principal, commands), format, headers, method);
       }
       return;
     }
-    const argv = commandOf(url, body);
+    const argv = await commandOf(url, body);
     labelRequest(req, argv[0]?.toString().toUpperCase() ?? "", true);
-    sendSingle(res, await runSingle(principal, argv), format, headers, method);
+    await sendSingle(res, await runSingle(principal, argv), format, headers, method);
   }
 
   private async stream(
@@ -204,7 +199,7 @@ function readLimitedBody(req: IncomingMessage, p: Principal): Promise<Buffer> {
 }
 
 /** `/CMD/a/b?x=y` with an optional body: path segments, then the body, then query fields. */
-function commandOf(url: UrlParts, body: Buffer | undefined): Arg[] {
+async function commandOf(url: UrlParts, body: Buffer | undefined): Promise<Arg[]> {
   if (url.segments.length === 0) {
     if (body === undefined || body.length === 0) {
       throw new AppError(
@@ -220,16 +215,17 @@ function commandOf(url: UrlParts, body: Buffer | undefined): Arg[] {
   return argv;
 }
 
+/** Replies are written with backpressure (streamBody): a slow reader costs the reply, no more. */
 function sendSingle(
   res: ServerResponse,
   reply: Reply,
   format: Format,
   headers: Record<string, string>,
   method: string,
-): void {
+): Promise<void> {
   const status = reply.kind === "error" ? 400 : 200;
-  if (format.resp2) return sendBytes(res, status, serializeReply(reply), headers, method);
-  sendJsonOrHead(res, status, renderItem(reply, format.base64), headers, method);
+  const pieces = format.resp2 ? replyPieces(reply) : itemPieces(reply, format.base64);
+  return streamBody(res, status, withType(headers, format), pieces, method === "HEAD");
 }
 
 function sendList(
@@ -238,45 +234,27 @@ function sendList(
   format: Format,
   headers: Record<string, string>,
   method: string,
-): void {
-  if (format.resp2)
-    return sendBytes(res, 200, Buffer.concat(replies.map(serializeReply)), headers, method);
-  sendJsonOrHead(
-    res,
-    200,
-    `[${replies.map((r) => renderItem(r, format.base64)).join(",")}]`,
-    headers,
-    method,
-  );
+): Promise<void> {
+  const pieces = format.resp2 ? listBytes(replies) : listJson(replies, format.base64);
+  return streamBody(res, 200, withType(headers, format), pieces, method === "HEAD");
 }
 
-function sendJsonOrHead(
-  res: ServerResponse,
-  status: number,
-  body: string,
-  headers: Record<string, string>,
-  method: string,
-): void {
-  if (method !== "HEAD") return sendJson(res, status, body, headers);
-  res.writeHead(status, {
-    ...headers,
-    "content-type": "application/json",
-    "content-length": Buffer.byteLength(body),
-  });
-  res.end();
+function* listBytes(replies: Reply[]): Generator<Buffer> {
+  for (const reply of replies) yield* replyPieces(reply);
 }
 
-function sendBytes(
-  res: ServerResponse,
-  status: number,
-  body: Buffer,
-  headers: Record<string, string>,
-  method: string,
-): void {
-  res.writeHead(status, {
+function* listJson(replies: Reply[], base64: boolean): Generator<string> {
+  yield "[";
+  for (let i = 0; i < replies.length; i++) {
+    if (i > 0) yield ",";
+    yield* itemPieces(replies[i] as Reply, base64);
+  }
+  yield "]";
+}
+
+function withType(headers: Record<string, string>, format: Format): Record<string, string> {
+  return {
     ...headers,
-    "content-type": "application/octet-stream",
-    "content-length": body.length,
-  });
-  res.end(method === "HEAD" ? undefined : body);
+    "content-type": format.resp2 ? "application/octet-stream" : "application/json",
+  };
 }

@@ -7,18 +7,18 @@ import { parseUrl, percentDecode } from "./url-args.js";
 const text = (args: (Buffer | string)[]): string[] => args.map((a) => a.toString());
 
 describe("JSON command bodies", () => {
-  it("keeps number lexemes, booleans and escapes", () => {
+  it("keeps number lexemes, booleans and escapes", async () => {
     expect(
       text(
-        parseCommand(
+        await parseCommand(
           Buffer.from(' [ "SET" , "k\\u00fc\\n", 12345678901234567890, -1.50e+3, true, false ] '),
         ),
       ),
     ).toEqual(["SET", "kü\n", "12345678901234567890", "-1.50e+3", "true", "false"]);
   });
 
-  it("reads a list of commands", () => {
-    expect(parseCommandList(Buffer.from('[["GET","a"],["INCR","b"]]')).map(text)).toEqual([
+  it("reads a list of commands", async () => {
+    expect((await parseCommandList(Buffer.from('[["GET","a"],["INCR","b"]]'))).map(text)).toEqual([
       ["GET", "a"],
       ["INCR", "b"],
     ]);
@@ -26,10 +26,16 @@ describe("JSON command bodies", () => {
 
   it.each(["", "[", '["a",]', '["a" "b"]', "[01]", '["a"] x', '[["a",["b"]]]', '["\u0001"]'])(
     "refuses %j",
-    (body) => {
-      expect(() => parseCommandList(Buffer.from(body))).toThrow(/^ERR /);
+    async (body) => {
+      await expect(parseCommandList(Buffer.from(body))).rejects.toThrow(/^ERR /);
     },
   );
+
+  it("refuses a list longer than the command cap as soon as it passes it", async () => {
+    const body = Buffer.from(JSON.stringify(Array.from({ length: 10 }, () => ["PING"])) + "junk");
+    await expect(parseCommandList(body, 9)).rejects.toThrow(/^ERR max commands per request/);
+    expect(await parseCommandList(body.subarray(0, body.length - 4), 10)).toHaveLength(10);
+  });
 });
 
 describe("URL commands", () => {

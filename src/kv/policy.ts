@@ -2,9 +2,10 @@ import type { Arg, Reply } from "../shared/redis/resp.js";
 
 /**
  * What the gateway refuses, derived from the backend's own `COMMAND` table (flags and ACL
- * categories) plus a few human decisions below. Refused commands never reach a pooled
- * connection, so no request can leave one blocked, subscribed, inside MULTI, logged in as another
- * user or on another database.
+ * categories of commands and subcommands) plus a few human decisions below. Refused commands
+ * never reach a pooled connection, so no request can leave one blocked, subscribed, inside MULTI,
+ * in the Lua debugger, logged in as another user or on another database, nor stop the server.
+ * The full list and its reasons: docs/compatibility.md, "Refused commands".
  */
 export interface CommandInfo {
   readonly flags: ReadonlySet<string>;
@@ -13,20 +14,27 @@ export interface CommandInfo {
 
 export type CommandTable = ReadonlyMap<string, CommandInfo>;
 
-/** Parses the RESP2 reply of `COMMAND` into name → flags and categories. */
+/**
+ * Parses the RESP2 reply of `COMMAND` into name → flags and categories; subcommands (Redis 7+)
+ * are entered as `container|sub` (`script|debug`).
+ */
 export function parseCommandTable(reply: Reply): CommandTable {
   const table = new Map<string, CommandInfo>();
-  if (reply.kind !== "array") return table;
-  for (const entry of reply.value) {
+  if (reply.kind === "array") addEntries(table, reply.value);
+  return table;
+}
+
+function addEntries(table: Map<string, CommandInfo>, entries: readonly Reply[]): void {
+  for (const entry of entries) {
     if (entry.kind !== "array") continue;
-    const [name, , flags, , , , categories] = entry.value;
+    const [name, , flags, , , , categories, , , subcommands] = entry.value;
     if (name?.kind !== "bulk" && name?.kind !== "simple") continue;
     table.set(name.value.toString().toLowerCase(), {
       flags: new Set(textsOf(flags)),
       categories: new Set(textsOf(categories).map((c) => c.replace(/^@/, ""))),
     });
+    if (subcommands?.kind === "array") addEntries(table, subcommands.value);
   }
-  return table;
 }
 
 function textsOf(reply: Reply | undefined): string[] {
@@ -70,6 +78,19 @@ const ADMIN_REFUSED = new Set([
   "readwrite",
   "asking",
 ]);
+/**
+ * Commands and subcommands flagged `admin` that stay allowed: ACL management (RESTTOKEN users),
+ * reading the configuration, diagnostics. Every other `admin` one (SAVE, PFDEBUG, CLIENT PAUSE,
+ * …) is refused, and so is everything flagged `no_multi` (SYNC, PSYNC, SAVE, SHUTDOWN: they take
+ * over the connection or stop the server).
+ */
+const ADMIN_ALLOWED =
+  /^(acl\|.*|config\|get|config\|resetstat|latency\|.*|slowlog\|.*|bgsave|bgrewriteaof|module\|list)$/;
+/**
+ * Change a connection's mode with no flag to say so: the Lua debugger takes the connection over
+ * (and with YES forks a child that outlives the request).
+ */
+const MODE_CHANGING = new Set(["script|debug"]);
 /** Subcommands of CONFIG that would change the managed server's files or password. */
 const CONFIG_REFUSED = new Set(["set", "rewrite"]);
 /** ACL users that stashd itself logs in as. */
@@ -80,8 +101,18 @@ const notInRest = (name: string): string =>
 const notAvailable = (name: string, why: string): string =>
   `ERR Command is not available: '${name}'. ${why}`;
 
+/** Per-database choices that change what is refused. */
+export interface PolicyOptions {
+  /** MIGRATE makes Redis connect to any host and send it keys; off unless the database says so. */
+  allowMigrate?: boolean;
+}
+
 /** Why the gateway refuses this command, or undefined when it may run. */
-export function refusalOf(argv: readonly Arg[], table: CommandTable): string | undefined {
+export function refusalOf(
+  argv: readonly Arg[],
+  table: CommandTable,
+  opts: PolicyOptions = {},
+): string | undefined {
   const first = argv[0];
   if (first === undefined) return "ERR empty command";
   const name = first.toString().toLowerCase();
@@ -91,6 +122,12 @@ export function refusalOf(argv: readonly Arg[], table: CommandTable): string | u
     return name === "monitor"
       ? notInRest(upper)
       : notAvailable(upper, "It would affect the server every token shares.");
+  }
+  if (name === "migrate" && !opts.allowMigrate) {
+    return notAvailable(
+      upper,
+      "It makes the server connect to another host; enable it per database with `stashd db create --allow-migrate`.",
+    );
   }
   if (info?.categories.has("transaction")) return notInRest(upper) + "; use /multi-exec";
   if (
@@ -104,7 +141,26 @@ export function refusalOf(argv: readonly Arg[], table: CommandTable): string | u
   if (info?.flags.has("blocking") && !isNonBlockingRead(name, argv)) {
     return notAvailable(upper, "Blocking commands are not supported over REST.");
   }
-  return subcommandRefusal(name, argv);
+  return serverRefusal(name, argv, table) ?? subcommandRefusal(name, argv);
+}
+
+/** Refusals derived from `admin` / `no_multi` flags, and the mode-changing subcommands. */
+function serverRefusal(
+  name: string,
+  argv: readonly Arg[],
+  table: CommandTable,
+): string | undefined {
+  const sub = argv[1]?.toString().toLowerCase();
+  const full = sub !== undefined && table.has(`${name}|${sub}`) ? `${name}|${sub}` : name;
+  const shown = full.replace("|", " ").toUpperCase();
+  if (MODE_CHANGING.has(full)) {
+    return notAvailable(shown, "It would change the mode of a connection other requests share.");
+  }
+  const flags = table.get(full)?.flags;
+  if (flags?.has("no_multi") || (flags?.has("admin") && !ADMIN_ALLOWED.test(full))) {
+    return notAvailable(shown, "It would affect the server every token shares.");
+  }
+  return undefined;
 }
 
 /** XREAD and XREADGROUP are flagged blocking but only block with a BLOCK option. */

@@ -21,6 +21,13 @@ export interface DatabaseRecord {
   maxRequestBytes?: number;
   /** Per-database override of STASHD_KV_DAILY_REQUEST_LIMIT (0 = off). */
   dailyRequestLimit?: number;
+  /** Per-database override of STASHD_KV_SCRIPT_TIME_LIMIT_MS. */
+  scriptTimeLimitMs?: number;
+  /**
+   * MIGRATE makes Redis open a connection to any host and send it keys: refused unless set
+   * (`db create --allow-migrate`).
+   */
+  allowMigrate?: boolean;
   createdAt: string;
 }
 
@@ -51,9 +58,15 @@ export function newPassword(): string {
   return randomBytes(32).toString("base64url");
 }
 
-export type CreateOptions = Partial<
-  Pick<DatabaseRecord, "redisUrl" | "maxRequestBytes" | "dailyRequestLimit">
->;
+const OPTIONAL_FIELDS = [
+  "redisUrl",
+  "maxRequestBytes",
+  "dailyRequestLimit",
+  "scriptTimeLimitMs",
+  "allowMigrate",
+] as const;
+
+export type CreateOptions = Partial<Pick<DatabaseRecord, (typeof OPTIONAL_FIELDS)[number]>>;
 
 export function createDatabase(
   dataDir: string,
@@ -80,9 +93,9 @@ function addRecord(dataDir: string, name: string, opts: CreateOptions): Database
     password: newPassword(),
     createdAt: new Date().toISOString(),
   };
-  if (opts.redisUrl !== undefined) record.redisUrl = opts.redisUrl;
-  if (opts.maxRequestBytes !== undefined) record.maxRequestBytes = opts.maxRequestBytes;
-  if (opts.dailyRequestLimit !== undefined) record.dailyRequestLimit = opts.dailyRequestLimit;
+  for (const field of OPTIONAL_FIELDS) {
+    if (opts[field] !== undefined) Object.assign(record, { [field]: opts[field] });
+  }
   writeRegistry(dataDir, [...records, record]);
   return record;
 }

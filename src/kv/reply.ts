@@ -1,3 +1,4 @@
+import { StringDecoder } from "node:string_decoder";
 import type { Reply } from "../shared/redis/resp.js";
 
 /**
@@ -43,6 +44,57 @@ function isOk(value: Buffer): boolean {
 export function renderItem(reply: Reply, base64: boolean): string {
   if (reply.kind === "error") return `{"error":${JSON.stringify(upstashError(reply.value))}}`;
   return `{"result":${renderValue(reply, base64, true)}}`;
+}
+
+/** Strings longer than this are rendered in pieces of this many bytes (a multiple of 3). */
+const PIECE = 48 * 1024;
+
+/**
+ * `renderValue` piece by piece, for replies written with backpressure: a long string comes out in
+ * slices (base64 of 3-byte-aligned slices, or UTF-8 decoded across slice boundaries), so no piece
+ * is much longer than PIECE and the whole text never exists at once. Joined, the pieces equal
+ * `renderValue(reply, base64, top)`.
+ */
+export function* valuePieces(reply: Reply, base64: boolean, top: boolean): Generator<string> {
+  if (reply.kind === "array") {
+    yield "[";
+    for (let i = 0; i < reply.value.length; i++) {
+      if (i > 0) yield ",";
+      yield* valuePieces(reply.value[i] as Reply, base64, false);
+    }
+    yield "]";
+  } else if ((reply.kind === "bulk" || reply.kind === "simple") && reply.value.length > PIECE) {
+    yield* stringPieces(reply.value, base64 && !(top && isOk(reply.value)));
+  } else {
+    yield renderValue(reply, base64, top);
+  }
+}
+
+function* stringPieces(value: Buffer, base64: boolean): Generator<string> {
+  yield '"';
+  const decoder = base64 ? undefined : new StringDecoder("utf8");
+  for (let at = 0; at < value.length; at += PIECE) {
+    const slice = value.subarray(at, at + PIECE);
+    yield decoder ? escaped(decoder.write(slice)) : slice.toString("base64");
+  }
+  if (decoder) yield escaped(decoder.end());
+  yield '"';
+}
+
+/** JSON string escaping without the quotes. */
+function escaped(text: string): string {
+  return JSON.stringify(text).slice(1, -1);
+}
+
+/** `renderItem` piece by piece (see valuePieces). */
+export function* itemPieces(reply: Reply, base64: boolean): Generator<string> {
+  if (reply.kind === "error") {
+    yield renderItem(reply, base64);
+    return;
+  }
+  yield '{"result":';
+  yield* valuePieces(reply, base64, true);
+  yield "}";
 }
 
 /**

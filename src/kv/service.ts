@@ -24,6 +24,7 @@ export async function startKvService(config: Config, logger: Logger): Promise<Kv
       host: config.host,
       port: config.kvPort,
       requestTimeoutMs: config.requestTimeoutMs,
+      errorPrefix: "ERR ",
     });
   } catch (err) {
     await manager.close();

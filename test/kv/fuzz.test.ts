@@ -9,13 +9,47 @@ import { command, useGateway } from "./helpers.js";
  * nesting, huge arrays, invalid UTF-8, random bytes, wrong tokens). Every answer must be a
  * non-5xx status with a JSON `{"error"}` or a result, and the gateway must keep serving.
  */
-const { stashd } = useGateway({ kvMaxRequestBytes: 256 * 1024 });
+const { stashd } = useGateway(
+  {
+    kvMaxRequestBytes: 256 * 1024,
+    kvMaxCommandsPerRequest: 10_000,
+    kvMaxReplyBytes: 64 * 1024,
+    kvScriptTimeLimitMs: 50,
+    kvCommandTimeoutMs: 2000,
+  },
+  ["--lua-time-limit", "50"],
+);
 const SEED = 20261122;
 const REQUESTS = 1500;
 let lastRequest = "";
 
+/** Issue 11 shapes: commands that would stop a database or hang a pooled connection. */
+const HOSTILE = [
+  ["SCRIPT", "DEBUG", "SYNC"],
+  ["SCRIPT", "DEBUG", "YES"],
+  ["EVAL_RO", "while true do end", "0"],
+  ["EVAL", "local i = 0 while true do i = i + 1 end", "0"],
+  ["CLIENT", "PAUSE", "100000"],
+  ["CLIENT", "REPLY", "OFF"],
+  ["MONITOR"],
+  ["SSUBSCRIBE", "c"],
+  ["SAVE"],
+  ["MIGRATE", "127.0.0.1", "1", "fz:k", "0", "100"],
+  ["SETRANGE", "fz:big", "100000", "x"],
+  ["GET", "fz:big"],
+  ["LRANGE", "fz:list", "0", "-1"],
+];
+
+function hostileBody(rand: () => number): Buffer {
+  const one = (): string[] => pick(rand, HOSTILE);
+  const n = Math.floor(rand() * 4);
+  if (n === 0) return Buffer.from(JSON.stringify(one()));
+  if (n === 1) return Buffer.from(`[${'["PING"],'.repeat(10_000)}["PING"]]`);
+  return Buffer.from(JSON.stringify([one(), ["PING"], one()]));
+}
+
 function bodyFor(rand: () => number): Buffer {
-  const kind = Math.floor(rand() * 9);
+  const kind = Math.floor(rand() * 10);
   const bytes = (n: number): Buffer =>
     Buffer.from(Array.from({ length: n }, () => Math.floor(rand() * 256)));
   switch (kind) {
@@ -39,6 +73,8 @@ function bodyFor(rand: () => number): Buffer {
       return Buffer.from(`["SET","fz:k",${"9".repeat(Math.floor(rand() * 400))}]`);
     case 7:
       return Buffer.alloc(300 * 1024, 0x61);
+    case 8:
+      return hostileBody(rand);
     default:
       return Buffer.from('[["GET","fz:a"],["SET"],[],[1,2,3],"x"]');
   }
@@ -60,6 +96,10 @@ function pathFor(rand: () => number): string {
     "/incrby/fz:n/99999999999999999999999",
     "/eval/return%20redis.call('ping')/0",
     "/?" + "a=b&".repeat(200),
+    "/pipeline",
+    "/multi-exec",
+    "/script/debug/yes",
+    "/get/fz:big",
   ]);
 }
 
@@ -70,6 +110,7 @@ function send(
 ): Promise<{ status: number; body: string }> {
   const body = bodyFor(rand);
   const headers: http.OutgoingHttpHeaders = {
+    ...(rand() < 0.01 ? manyHeaders(3000) : {}),
     authorization: pick(rand, [
       `Bearer ${token}`,
       `Bearer ${token}`,
@@ -84,8 +125,12 @@ function send(
   };
   const method = pick(rand, ["POST", "POST", "GET", "PUT", "HEAD", "DELETE", "PATCH", "OPTIONS"]);
   const path = pathFor(rand);
-  lastRequest = `${method} ${path.slice(0, 40)} ${body.length} ${body.subarray(0, 60).toString("latin1")} ${JSON.stringify(headers)}`;
+  lastRequest = `${method} ${path.slice(0, 40)} ${body.length} ${body.subarray(0, 60).toString("latin1")} ${JSON.stringify(headers).slice(0, 300)}`;
   return rawRequest(port, method, path, headers, body);
+}
+
+function manyHeaders(n: number): http.OutgoingHttpHeaders {
+  return Object.fromEntries(Array.from({ length: n }, (_, i) => [`x-h${i}`, "v"]));
 }
 
 describe("hostile input", () => {
@@ -100,5 +145,8 @@ describe("hostile input", () => {
     );
     expect([...run.statuses.keys()].every((s) => s < 500)).toBe(true);
     expect((await command(stashd(), ["PING"])).body).toEqual({ result: "PONG" });
+    expect((await command(stashd(), ["PING"], { token: stashd().kv.readonlyToken })).body).toEqual({
+      result: "PONG",
+    });
   });
 });

@@ -3,15 +3,18 @@ import { startRedis, type TestRedis } from "../harness/redis.js";
 import { startStashd, type TestStashd } from "../harness/stashd.js";
 import type { StartOptions } from "../../src/index.js";
 
-/** A real redis-server and a stashd fronting it, for one test file. */
-export function useGateway(options: StartOptions = {}): {
+/** A real redis-server (started with `redisArgs`) and a stashd fronting it, for one test file. */
+export function useGateway(
+  options: StartOptions = {},
+  redisArgs: string[] = [],
+): {
   redis: () => TestRedis;
   stashd: () => TestStashd;
 } {
   let redis: TestRedis | undefined;
   let stashd: TestStashd | undefined;
   beforeAll(async () => {
-    redis = await startRedis();
+    redis = await startRedis(redisArgs);
     stashd = await startStashd({ kvRedisUrl: redis.url, ...options });
   });
   afterAll(async () => {

@@ -39,3 +39,101 @@ export function sendError(
   });
   sendJson(res, 500, JSON.stringify({ error: "ERR internal error" }), headers);
 }
+
+/** Bytes gathered into one socket write. */
+const WRITE_BYTES = 64 * 1024;
+/** Longest stretch of rendering before other requests get a turn. */
+const SLICE_MS = 5;
+
+/**
+ * Writes a body produced piece by piece, with backpressure: pieces are joined into writes of about
+ * WRITE_BYTES, a write waits for `drain` when the client reads slower than we produce, and the
+ * producer pauses every SLICE_MS so other requests are served meanwhile. A slow reader thus costs
+ * what the producer holds (the reply) plus one write, never a second rendered copy of the body.
+ * A body that fits one write goes out with Content-Length, as before; longer ones are chunked.
+ * HEAD: the pieces are only counted, for Content-Length. Stops early when the client goes away.
+ */
+export async function streamBody(
+  res: ServerResponse,
+  status: number,
+  headers: Record<string, string | number>,
+  pieces: Iterable<string | Buffer>,
+  head = false,
+): Promise<void> {
+  const source = pieces[Symbol.iterator]();
+  let slice = performance.now();
+  const pause = async (): Promise<void> => {
+    if (performance.now() - slice < SLICE_MS) return;
+    await new Promise((resolve) => setImmediate(resolve));
+    slice = performance.now();
+  };
+  if (head) {
+    let length = 0;
+    for (let next = source.next(); !next.done; next = source.next()) {
+      length += Buffer.byteLength(next.value);
+      await pause();
+    }
+    res.writeHead(status, { ...headers, "content-length": length }).end();
+    return;
+  }
+  let batch = takeWrite(source);
+  if (batch.done) {
+    const body = batch.parts.length === 1 ? (batch.parts[0] as Buffer) : Buffer.concat(batch.parts);
+    res.writeHead(status, { ...headers, "content-length": body.length }).end(body);
+    return;
+  }
+  res.writeHead(status, headers);
+  while (!res.destroyed) {
+    res.cork();
+    let ok = true;
+    for (const part of batch.parts) ok = res.write(part);
+    res.uncork();
+    if (!ok) await drained(res);
+    if (batch.done) break;
+    await pause();
+    batch = takeWrite(source);
+  }
+  res.end();
+}
+
+/** Pieces up to about WRITE_BYTES (or the last ones); Buffers are passed on, not copied. */
+function takeWrite(source: Iterator<string | Buffer>): { parts: Buffer[]; done: boolean } {
+  const parts: Buffer[] = [];
+  let size = 0;
+  let text = "";
+  const endText = (): void => {
+    if (!text) return;
+    const bytes = Buffer.from(text);
+    parts.push(bytes);
+    size += bytes.length;
+    text = "";
+  };
+  while (size + text.length < WRITE_BYTES) {
+    const next = source.next();
+    if (next.done) {
+      endText();
+      return { parts, done: true };
+    }
+    if (typeof next.value === "string") {
+      text += next.value;
+    } else {
+      endText();
+      parts.push(next.value);
+      size += next.value.length;
+    }
+  }
+  endText();
+  return { parts, done: false };
+}
+
+function drained(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      res.off("drain", done);
+      res.off("close", done);
+      resolve();
+    };
+    res.on("drain", done);
+    res.on("close", done);
+  });
+}

@@ -1,5 +1,5 @@
 import http from "node:http";
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, Socket } from "node:net";
 import { AppError } from "../errors.js";
 
 export interface HttpServerOptions {
@@ -7,6 +7,8 @@ export interface HttpServerOptions {
   port: number;
   /** Whole-request deadline; slow clients are cut off (408) after it. */
   requestTimeoutMs: number;
+  /** Start of error messages on this port (`ERR ` on the KV gateway, as Redis words errors). */
+  errorPrefix?: string;
 }
 
 export interface RunningHttpServer {
@@ -36,6 +38,9 @@ export async function listen(
     handler,
   );
   server.maxHeadersCount = 200;
+  server.on("clientError", (err: NodeJS.ErrnoException, socket: Socket) =>
+    answerClientError(err, socket, opts),
+  );
   await new Promise<void>((resolve, reject) => {
     const fail = (err: NodeJS.ErrnoException): void => {
       const hint = err.code === "EADDRINUSE" ? " (in use: choose another port, or 0 for any)" : "";
@@ -61,6 +66,40 @@ export async function listen(
     url: `http://${shownHost}:${port}`,
     close: (graceMs) => closeServer(server, graceMs),
   };
+}
+
+/**
+ * What node:http itself refuses before a handler runs (headers over 16 KB, malformed requests,
+ * the request deadline), answered with the same status Node would use but a JSON `{"error"}` body
+ * like every other error, then the connection is closed.
+ */
+const CLIENT_ERRORS: Record<string, [number, string]> = {
+  HPE_HEADER_OVERFLOW: [431, "request headers too large"],
+  HPE_CHUNK_EXTENSIONS_OVERFLOW: [413, "chunk extensions too large"],
+  ERR_HTTP_REQUEST_TIMEOUT: [408, "request timed out: it must arrive whole within"],
+};
+
+function answerClientError(
+  err: NodeJS.ErrnoException,
+  socket: Socket,
+  opts: HttpServerOptions,
+): void {
+  const pending = (socket as Socket & { _httpMessage?: http.ServerResponse })._httpMessage;
+  if (err.code === "ECONNRESET" || !socket.writable || pending?.headersSent) {
+    socket.destroy();
+    return;
+  }
+  const [status, text] = CLIENT_ERRORS[err.code ?? ""] ?? [400, "malformed HTTP request"];
+  const detail = status === 408 ? ` ${opts.requestTimeoutMs} ms` : "";
+  const json = JSON.stringify({ error: `${opts.errorPrefix ?? ""}${text}${detail}` });
+  // A HEAD request gets the headers only (its client would read a body as a next response).
+  const raw = (err as { rawPacket?: Buffer }).rawPacket;
+  const body = raw?.subarray(0, 5).toString("latin1") === "HEAD " ? "" : json;
+  socket.end(
+    `HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? ""}\r\n` +
+      `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(json)}\r\n` +
+      `connection: close\r\n\r\n${body}`,
+  );
 }
 
 async function closeServer(server: http.Server, graceMs: number): Promise<void> {

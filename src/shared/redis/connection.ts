@@ -57,24 +57,81 @@ export function describeEndpoint(ep: RedisEndpoint): string {
   return ep.path ? `unix://${ep.path}` : `${ep.tls ? "rediss" : "redis"}://${ep.host}:${ep.port}`;
 }
 
-type Waiter = { resolve: (r: Reply) => void; reject: (e: Error) => void };
+/** Limits of one connection's exchanges with Redis; all optional (off). */
+export interface ConnectionOptions {
+  /**
+   * While replies are owed, a connection that receives nothing for this long is destroyed and its
+   * callers get a `backend_unavailable` error: a connection stuck in an unknown state (a server
+   * stopped mid-reply, a mode we did not expect) is never reused.
+   */
+  replyTimeoutMs?: number;
+  /**
+   * `onStall` is called once when a reply marked `watched` has been the next one owed for
+   * `afterMs()` (read at each check, so the caller may change it while connections stay open).
+   */
+  stall?: { afterMs: () => number; onStall: () => void };
+}
+
+export interface ExchangeOptions {
+  /** Budget for all replies of the call (see RespParser); replies past it become errors. */
+  maxReplyBytes?: number;
+  /**
+   * Indexes of the commands whose wait counts for `ConnectionOptions.stall`. A connection counts
+   * as stalled on them while any is unanswered, even behind other replies: Redis holds back every
+   * reply on a connection while a script sent on it runs.
+   */
+  watched?: ReadonlySet<number>;
+}
+
+export interface Exchange {
+  replies: Reply[];
+  /** What the replies cost against the budget. */
+  bytes: number;
+}
+
+/** One call's replies still being collected, in order. */
+interface Batch {
+  readonly replies: Reply[];
+  readonly expected: number;
+  bytes: number;
+  readonly budget: number;
+  /** Index of the last watched command, -1 for none. */
+  readonly lastWatched: number;
+  readonly resolve: (result: Exchange) => void;
+  readonly reject: (err: Error) => void;
+}
 
 /**
- * One RESP2 connection with request pipelining: every `send` writes at once and replies come back
- * in order. Redis error replies resolve (as `{kind:"error"}`); only a broken connection rejects,
- * with a `backend_unavailable` AppError. After `setPushHandler`, unsolicited replies (pub/sub
- * messages, MONITOR lines) go to the handler instead.
+ * One RESP2 connection with request pipelining: every call writes at once and replies come back
+ * in order. Redis error replies resolve (as `{kind:"error"}`); only a broken (or timed-out)
+ * connection rejects, with a `backend_unavailable` AppError. After `setPushHandler`, unsolicited
+ * replies (pub/sub messages, MONITOR lines) go to the handler instead.
+ *
+ * Calls wait in a FIFO read from a moving head index: `Array#shift` on a long queue is a copy
+ * per reply (V8 cannot trim arrays in its large-object space), which made a 100 000-command
+ * pipeline quadratic.
  */
 export class RedisConnection {
-  private readonly waiters: Waiter[] = [];
+  private queue: (Batch | undefined)[] = [];
+  private head = 0;
   private pushHandler: ((reply: Reply) => void) | undefined;
   private closedError: Error | undefined;
   private readonly closeListeners: ((err: Error) => void)[] = [];
   private outbox: Buffer[] = [];
   private flushScheduled = false;
+  /** When the next owed reply became the next one (a reply arrived, or a write to an idle link). */
+  private waitingSince = 0;
+  private stallReported = false;
+  private timer: NodeJS.Timeout | undefined;
 
-  private constructor(private readonly socket: net.Socket) {
-    const parser = new RespParser((reply) => this.onReply(reply));
+  private constructor(
+    private readonly socket: net.Socket,
+    private readonly options: ConnectionOptions,
+  ) {
+    const parser = new RespParser(
+      (reply, cost) => this.onReply(reply, cost),
+      () => this.budgetLeft(),
+    );
     socket.on("data", (chunk: Buffer) => {
       try {
         parser.feed(chunk);
@@ -87,11 +144,15 @@ export class RedisConnection {
   }
 
   /** Connects, logs in (AUTH) and selects the database; rejects with backend_unavailable. */
-  static async open(endpoint: RedisEndpoint, timeoutMs: number): Promise<RedisConnection> {
+  static async open(
+    endpoint: RedisEndpoint,
+    timeoutMs: number,
+    options: ConnectionOptions = {},
+  ): Promise<RedisConnection> {
     const socket = await connectSocket(endpoint, timeoutMs);
     socket.setNoDelay(true);
     socket.setKeepAlive(true, 30_000);
-    const conn = new RedisConnection(socket);
+    const conn = new RedisConnection(socket, options);
     const handshake: Arg[][] = [];
     if (endpoint.password !== undefined) {
       handshake.push(
@@ -116,27 +177,40 @@ export class RedisConnection {
     return this.closedError === undefined;
   }
 
-  /** Replies still owed by the server. */
+  /** Calls still waiting for replies. */
   get inFlight(): number {
-    return this.waiters.length;
+    return this.queue.length - this.head;
   }
 
-  send(args: readonly Arg[]): Promise<Reply> {
-    return new Promise((resolve, reject) => {
-      if (this.closedError) return reject(unavailable(this.closedError));
-      this.waiters.push({ resolve, reject });
-      this.write(encodeCommand(args));
-    });
+  async send(args: readonly Arg[]): Promise<Reply> {
+    const { replies } = await this.exchange([args]);
+    return replies[0] as Reply;
   }
 
   async sendMany(commands: readonly (readonly Arg[])[]): Promise<Reply[]> {
-    if (commands.length === 0) return [];
-    if (this.closedError) throw unavailable(this.closedError);
-    const replies = commands.map(
-      () => new Promise<Reply>((resolve, reject) => this.waiters.push({ resolve, reject })),
-    );
-    this.write(encodeCommands(commands));
-    return Promise.all(replies);
+    return (await this.exchange(commands)).replies;
+  }
+
+  /** Sends commands in one write and collects their replies, within `opts`' limits. */
+  exchange(commands: readonly (readonly Arg[])[], opts: ExchangeOptions = {}): Promise<Exchange> {
+    if (commands.length === 0) return Promise.resolve({ replies: [], bytes: 0 });
+    if (this.closedError) return Promise.reject(unavailable(this.closedError));
+    return new Promise((resolve, reject) => {
+      if (this.inFlight === 0) this.nextReplyOwed();
+      this.queue.push({
+        replies: [],
+        expected: commands.length,
+        bytes: 0,
+        budget: opts.maxReplyBytes ?? Infinity,
+        lastWatched: Math.max(-1, ...(opts.watched ?? [])),
+        resolve,
+        reject,
+      });
+      this.write(
+        commands.length === 1 ? encodeCommand(commands[0] ?? []) : encodeCommands(commands),
+      );
+      this.armTimer();
+    });
   }
 
   /** Writes a command whose replies will arrive through the push handler. */
@@ -178,19 +252,87 @@ export class RedisConnection {
     }
   };
 
-  private onReply(reply: Reply): void {
-    // Array#shift is O(1) for V8's packed arrays (left-trimming), so this stays cheap.
-    const waiter = this.waiters.shift();
-    if (waiter) waiter.resolve(reply);
-    else this.pushHandler?.(reply);
+  private budgetLeft(): number {
+    const batch = this.queue[this.head];
+    return batch ? batch.budget - batch.bytes : Infinity;
+  }
+
+  private onReply(reply: Reply, cost: number): void {
+    const batch = this.queue[this.head];
+    if (!batch) {
+      this.pushHandler?.(reply);
+      return;
+    }
+    this.nextReplyOwed();
+    batch.bytes += cost;
+    batch.replies.push(reply);
+    if (batch.replies.length < batch.expected) return this.armTimer();
+    this.queue[this.head++] = undefined;
+    if (this.head === this.queue.length) {
+      this.queue = [];
+      this.head = 0;
+    } else if (this.head >= 1024 && this.head * 2 >= this.queue.length) {
+      this.queue = this.queue.slice(this.head);
+      this.head = 0;
+    }
+    batch.resolve({ replies: batch.replies, bytes: batch.bytes });
+    if (this.inFlight > 0) this.armTimer();
+  }
+
+  private nextReplyOwed(): void {
+    this.waitingSince = Date.now();
+    this.stallReported = false;
+  }
+
+  /** One timer per connection, re-armed lazily: checks the reply deadline and the stall hook. */
+  private armTimer(): void {
+    if (this.timer !== undefined || this.closedError) return;
+    const { replyTimeoutMs, stall } = this.options;
+    const delays = [replyTimeoutMs, stall && !this.stallReported ? stall.afterMs() : undefined];
+    const next = Math.min(...delays.map((d) => (d === undefined ? Infinity : d)));
+    if (next === Infinity) return;
+    const wait = Math.max(1, this.waitingSince + next - Date.now());
+    this.timer = setTimeout(this.check, wait);
+    this.timer.unref();
+  }
+
+  private readonly check = (): void => {
+    this.timer = undefined;
+    const batch = this.queue[this.head];
+    if (!batch || this.closedError) return;
+    const waited = Date.now() - this.waitingSince;
+    const { replyTimeoutMs, stall } = this.options;
+    if (replyTimeoutMs !== undefined && waited >= replyTimeoutMs) {
+      this.fail(new Error(`no reply within ${replyTimeoutMs} ms`));
+      return;
+    }
+    if (stall && !this.stallReported && waited >= stall.afterMs()) {
+      this.stallReported = true;
+      if (this.awaitsWatched()) stall.onStall();
+    }
+    this.armTimer();
+  };
+
+  /** Whether a watched command is still unanswered (in any waiting call: see `watched`). */
+  private awaitsWatched(): boolean {
+    const head = this.queue[this.head];
+    if (head && head.lastWatched >= head.replies.length) return true;
+    for (let i = this.head + 1; i < this.queue.length; i++) {
+      if ((this.queue[i]?.lastWatched ?? -1) >= 0) return true;
+    }
+    return false;
   }
 
   private fail(err: Error): void {
     if (this.closedError) return;
     this.closedError = err;
+    clearTimeout(this.timer);
     this.socket.destroy();
     const error = unavailable(err);
-    for (const waiter of this.waiters.splice(0)) waiter.reject(error);
+    const waiting = this.queue.slice(this.head);
+    this.queue = [];
+    this.head = 0;
+    for (const batch of waiting) batch?.reject(error);
     for (const listener of this.closeListeners) listener(err);
   }
 }

@@ -15,6 +15,11 @@ export interface ManagedRedisOptions {
   /** `always` for the queue (a 201 means the message is on disk), `everysec` for KV data. */
   appendfsync: "always" | "everysec";
   maxRestartBackoffMs: number;
+  /**
+   * Redis's `lua-time-limit` (busy-reply-threshold): how long a script runs before Redis answers
+   * others BUSY and accepts SCRIPT KILL. The KV gateway sets it to its script time limit.
+   */
+  luaTimeLimitMs?: number;
   logger: Logger;
 }
 
@@ -93,6 +98,9 @@ export class ManagedRedis {
       'save ""',
       "daemonize no",
       "protected-mode yes",
+      ...(this.opts.luaTimeLimitMs !== undefined
+        ? [`lua-time-limit ${this.opts.luaTimeLimitMs}`]
+        : []),
       "",
     ].join("\n");
   }

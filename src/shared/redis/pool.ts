@@ -1,5 +1,12 @@
 import { AppError } from "../errors.js";
-import { LoginRefusedError, RedisConnection, type RedisEndpoint } from "./connection.js";
+import {
+  LoginRefusedError,
+  RedisConnection,
+  type ConnectionOptions,
+  type Exchange,
+  type ExchangeOptions,
+  type RedisEndpoint,
+} from "./connection.js";
 import type { Arg, Reply } from "./resp.js";
 
 export interface PoolOptions {
@@ -10,6 +17,8 @@ export interface PoolOptions {
   retryBackoffMs: number;
   /** Called once when Redis refuses the login (e.g. an ACL user lost in a restart); then retried. */
   onLoginRefused?: () => Promise<void>;
+  /** Reply deadline and stall hook of every connection (see ConnectionOptions). */
+  connection?: ConnectionOptions;
 }
 
 /**
@@ -40,6 +49,11 @@ export class RedisPool {
 
   async execMany(commands: readonly (readonly Arg[])[]): Promise<Reply[]> {
     return (await this.shared()).sendMany(commands);
+  }
+
+  /** `execMany` with a reply budget and stall watch (see RedisConnection.exchange). */
+  async exchange(commands: readonly (readonly Arg[])[], opts: ExchangeOptions): Promise<Exchange> {
+    return (await this.shared()).exchange(commands, opts);
   }
 
   /** A connection only the caller uses; give it back with `release` or `discard`. */
@@ -124,11 +138,16 @@ export class RedisPool {
 
   private async open(): Promise<RedisConnection> {
     try {
-      return await RedisConnection.open(this.endpoint, this.options.connectTimeoutMs);
+      return await this.openOnce();
     } catch (err) {
       if (!(err instanceof LoginRefusedError) || !this.options.onLoginRefused) throw err;
       await this.options.onLoginRefused();
-      return RedisConnection.open(this.endpoint, this.options.connectTimeoutMs);
+      return this.openOnce();
     }
+  }
+
+  private openOnce(): Promise<RedisConnection> {
+    const { connectTimeoutMs, connection } = this.options;
+    return RedisConnection.open(this.endpoint, connectTimeoutMs, connection);
   }
 }

@@ -1,5 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { encodeCommand, encodeCommands, RespParser, serializeReply, type Reply } from "./resp.js";
+import {
+  encodeCommand,
+  encodeCommands,
+  REPLY_TOO_LARGE,
+  RespParser,
+  serializeReply,
+  type Reply,
+} from "./resp.js";
 
 function parseAll(chunks: Buffer[]): Reply[] {
   const out: Reply[] = [];
@@ -36,6 +43,23 @@ describe("RespParser", () => {
     for (let i = 0; i < wire.length; i += 65536) chunks.push(wire.subarray(i, i + 65536));
     const [reply] = parseAll(chunks);
     expect(reply?.kind === "bulk" && reply.value.equals(big)).toBe(true);
+  });
+
+  it("drops a reply over its budget, keeps the stream in step, byte by byte or at once", () => {
+    const big = `$${5000}\r\n${"x".repeat(5000)}\r\n`;
+    const array = `*3\r\n:1\r\n${big}+after\r\n`;
+    const wire = Buffer.from(`${big}${array}+OK\r\n$2\r\nhi\r\n`);
+    for (const step of [1, 7, 4096, wire.length]) {
+      const out: Reply[] = [];
+      const parser = new RespParser(
+        (r) => out.push(r),
+        () => 1000,
+      );
+      for (let i = 0; i < wire.length; i += step) parser.feed(wire.subarray(i, i + step));
+      expect(out.map((r) => r.kind)).toEqual(["error", "error", "simple", "bulk"]);
+      expect((out[0] as { value: string }).value.startsWith(REPLY_TOO_LARGE)).toBe(true);
+      expect((out[3] as { value: Buffer }).value.toString()).toBe("hi");
+    }
   });
 
   it("encodes commands with string and binary arguments", () => {

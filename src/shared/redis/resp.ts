@@ -51,31 +51,34 @@ export function encodeCommands(commands: readonly (readonly Arg[])[]): Buffer {
 
 /** The exact RESP2 bytes of a parsed reply. */
 export function serializeReply(reply: Reply): Buffer {
-  const out: Buffer[] = [];
-  writeReply(reply, out);
-  return Buffer.concat(out);
+  return Buffer.concat([...replyPieces(reply)]);
 }
 
-function writeReply(reply: Reply, out: Buffer[]): void {
+/** The exact RESP2 bytes of a parsed reply, piece by piece (values are not copied). */
+export function* replyPieces(reply: Reply): Generator<Buffer> {
   switch (reply.kind) {
     case "simple":
-      out.push(Buffer.from("+"), reply.value, Buffer.from(CRLF));
+      yield Buffer.from("+");
+      yield reply.value;
+      yield Buffer.from(CRLF);
       return;
     case "bulk":
-      out.push(Buffer.from(`$${reply.value.length}${CRLF}`), reply.value, Buffer.from(CRLF));
+      yield Buffer.from(`$${reply.value.length}${CRLF}`);
+      yield reply.value;
+      yield Buffer.from(CRLF);
       return;
     case "int":
-      out.push(Buffer.from(`:${reply.value}${CRLF}`));
+      yield Buffer.from(`:${reply.value}${CRLF}`);
       return;
     case "error":
-      out.push(Buffer.from(`-${reply.value}${CRLF}`));
+      yield Buffer.from(`-${reply.value}${CRLF}`);
       return;
     case "nil":
-      out.push(Buffer.from(reply.array ? `*-1${CRLF}` : `$-1${CRLF}`));
+      yield Buffer.from(reply.array ? `*-1${CRLF}` : `$-1${CRLF}`);
       return;
     case "array":
-      out.push(Buffer.from(`*${reply.value.length}${CRLF}`));
-      for (const item of reply.value) writeReply(item, out);
+      yield Buffer.from(`*${reply.value.length}${CRLF}`);
+      for (const item of reply.value) yield* replyPieces(item);
   }
 }
 
@@ -87,9 +90,26 @@ interface Frame {
 const EMPTY = Buffer.alloc(0);
 
 /**
+ * What one reply element costs against a reply budget besides its bytes on the wire: roughly the
+ * memory of the parsed object, so a reply of millions of tiny elements is bounded like one of a
+ * few large strings.
+ */
+export const ELEMENT_OVERHEAD_BYTES = 48;
+
+/** Start of the error reply that stands in for a reply over its budget (see `RespParser`). */
+export const REPLY_TOO_LARGE = "ERR reply too large";
+
+/**
  * Incremental RESP2 parser. Feed it socket chunks; it calls `onReply` for each complete top-level
- * reply. Resumable: a partial array keeps its parsed elements, and a large bulk string is
- * collected chunk by chunk and joined once, so big replies cost linear time.
+ * reply with its cost (wire bytes plus ELEMENT_OVERHEAD_BYTES per element). Resumable: a partial
+ * array keeps its parsed elements, and a large bulk string is collected chunk by chunk and joined
+ * once, so big replies cost linear time.
+ *
+ * Budget: `limitOf()` is asked at the start of each top-level reply. A reply that would cost more
+ * is not kept: its elements are dropped as they arrive (a bulk string over the budget is skipped
+ * without being buffered), and `onReply` gets an error reply starting with REPLY_TOO_LARGE in its
+ * place (costing ELEMENT_OVERHEAD_BYTES), so the stream stays in step and memory stays bounded by
+ * the budget.
  */
 export class RespParser {
   private buf: Buffer = EMPTY;
@@ -98,10 +118,27 @@ export class RespParser {
   private pending: Buffer[] = [];
   private pendingBytes = 0;
   private needed = 0;
+  /** Bytes of a dropped bulk string still to come. */
+  private skip = 0;
+  /** Cost so far of the top-level reply being parsed, its budget, and whether it is dropped. */
+  private cost = 0;
+  private limit = Infinity;
+  private dropping = false;
 
-  constructor(private readonly onReply: (reply: Reply) => void) {}
+  constructor(
+    private readonly onReply: (reply: Reply, cost: number) => void,
+    private readonly limitOf: () => number = () => Infinity,
+  ) {}
 
   feed(chunk: Buffer): void {
+    if (this.skip > 0) {
+      if (chunk.length <= this.skip) {
+        this.skip -= chunk.length;
+        return;
+      }
+      chunk = chunk.subarray(this.skip);
+      this.skip = 0;
+    }
     if (this.needed > 0) {
       this.pending.push(chunk);
       this.pendingBytes += chunk.length;
@@ -121,11 +158,19 @@ export class RespParser {
   private parse(): void {
     const buf = this.buf;
     while (this.pos < buf.length) {
+      if (this.skip > 0) {
+        const n = Math.min(buf.length - this.pos, this.skip);
+        this.skip -= n;
+        this.pos += n;
+        continue;
+      }
       const start = this.pos;
       const lineEnd = buf.indexOf(CR, start);
       if (lineEnd < 0 || lineEnd + 1 >= buf.length) return;
+      if (this.stack.length === 0 && this.cost === 0) this.limit = this.limitOf();
       const type = buf[start];
       const line = buf.subarray(start + 1, lineEnd);
+      const lineCost = lineEnd + 2 - start + ELEMENT_OVERHEAD_BYTES;
       let reply: Reply;
       if (type === 0x2b /* + */) {
         reply = { kind: "simple", value: line };
@@ -139,31 +184,51 @@ export class RespParser {
           reply = { kind: "nil", array: false };
         } else {
           const end = lineEnd + 2 + len;
+          if (!this.dropping && this.cost + lineCost + len + 2 > this.limit) this.drop();
+          if (this.dropping) {
+            this.cost += lineCost + len + 2;
+            this.pos = lineEnd + 2;
+            this.skip = len + 2;
+            this.emit(DROPPED);
+            continue;
+          }
           if (end + 2 > buf.length) {
             this.waitFor(start, end + 2 - start);
             return;
           }
-          reply = { kind: "bulk", value: buf.subarray(lineEnd + 2, end) };
+          this.cost += lineCost + len + 2;
           this.pos = end + 2;
-          this.emit(reply);
+          this.emit({ kind: "bulk", value: buf.subarray(lineEnd + 2, end) });
           continue;
         }
       } else if (type === 0x2a /* * */) {
         const len = Number(line.toString("latin1"));
         this.pos = lineEnd + 2;
+        this.addCost(lineCost);
         if (len > 0) {
           this.stack.push({ items: [], remaining: len });
           continue;
         }
-        reply = len < 0 ? { kind: "nil", array: true } : { kind: "array", value: [] };
-        this.emit(reply);
+        this.emit(len < 0 ? { kind: "nil", array: true } : { kind: "array", value: [] });
         continue;
       } else {
         throw new Error(`protocol error: unexpected byte ${String(type)} in reply`);
       }
       this.pos = lineEnd + 2;
+      this.addCost(lineCost);
       this.emit(reply);
     }
+  }
+
+  private addCost(n: number): void {
+    this.cost += n;
+    if (!this.dropping && this.cost > this.limit) this.drop();
+  }
+
+  /** From now on the current top-level reply is not kept. */
+  private drop(): void {
+    this.dropping = true;
+    for (const frame of this.stack) frame.items = [];
   }
 
   /** Keeps the bytes from `start` and waits until `total` bytes from there are buffered. */
@@ -178,17 +243,29 @@ export class RespParser {
     let value = reply;
     for (;;) {
       const top = this.stack[this.stack.length - 1];
-      if (!top) {
-        this.onReply(value);
-        return;
-      }
-      top.items.push(value);
+      if (!top) return this.complete(value);
+      if (!this.dropping) top.items.push(value);
       if (--top.remaining > 0) return;
       this.stack.pop();
       value = { kind: "array", value: top.items };
     }
   }
+
+  private complete(reply: Reply): void {
+    const cost = this.cost;
+    const dropped = this.dropping;
+    this.cost = 0;
+    this.dropping = false;
+    if (!dropped) return this.onReply(reply, cost);
+    // A dropped reply costs only its stand-in, so the replies after it still get the budget.
+    this.onReply(
+      { kind: "error", value: `${REPLY_TOO_LARGE}: over ${this.limit} bytes` },
+      ELEMENT_OVERHEAD_BYTES,
+    );
+  }
 }
+
+const DROPPED: Reply = { kind: "nil", array: false };
 
 /** Readable text of a string reply, or undefined for anything else. */
 export function replyText(reply: Reply): string | undefined {
