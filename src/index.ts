@@ -3,7 +3,7 @@ import { rmSync } from "node:fs";
 import type { AdminListener } from "./admin/server.js";
 import { loadConfig, type ConfigOverrides, type FlagValues } from "./config/load.js";
 import type { Config } from "./config/schema.js";
-import type { DatabaseCredentials } from "./kv/databases.js";
+import type { DatabaseCredentials } from "./kv/database-manager.js";
 import { ensureDefaultDatabase } from "./kv/default-database.js";
 import { startKvService, type KvService } from "./kv/service.js";
 import { startQueueService, type QueueService } from "./queue/service.js";
@@ -12,7 +12,7 @@ import { acquireInstanceLock, runtimeFile, writeRuntime } from "./runtime.js";
 import { adminFor } from "./admin/wiring.js";
 
 export type { Config } from "./config/schema.js";
-export type { DatabaseCredentials } from "./kv/databases.js";
+export type { DatabaseCredentials } from "./kv/database-manager.js";
 
 export interface StartOptions extends ConfigOverrides {
   /** Environment to read settings from (default: process.env). */

@@ -1,4 +1,4 @@
-import { credentialsOf, type DatabaseCredentials } from "../kv/databases.js";
+import { credentialsOf, type DatabaseCredentials } from "../kv/database-manager.js";
 import { readRegistry } from "../kv/registry.js";
 import { readQueueCredentials, type QueueCredentials } from "../queue/credentials.js";
 import { readRuntime } from "../runtime.js";

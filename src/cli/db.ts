@@ -1,4 +1,4 @@
-import { credentialsOf } from "../kv/databases.js";
+import { credentialsOf } from "../kv/database-manager.js";
 import { createDatabase, deleteDatabase, readRegistry, resetPassword } from "../kv/registry.js";
 import { AppError, messageOf } from "../shared/errors.js";
 import { redact } from "../shared/log.js";

@@ -5,7 +5,14 @@ import type { RedisPool } from "../shared/redis/pool.js";
 import { refusalOf } from "./policy.js";
 import { upstashError } from "./reply.js";
 import { rewriteCommand } from "./rewrite.js";
-import { gatewayCommand, isRestToken, type GatewayHandler } from "./gateway-commands.js";
+import {
+  addKeyTypes,
+  gatewayCommand,
+  isRestToken,
+  isScanWithType,
+  withoutWithType,
+  type GatewayHandler,
+} from "./gateway-commands.js";
 import { JsonBatch } from "./json/batch.js";
 
 /**
@@ -170,6 +177,7 @@ export async function runTransaction(p: Principal, commands: Arg[][]): Promise<R
         `${script.kind === "error" ? script.value : ""}. Transaction discarded, nothing was executed.`,
       );
     }
+    if (isScanWithType(argv)) return withoutWithType(argv);
     return script ?? rewriteCommand(argv, p.db.aliases);
   });
   const pool = p.db.poolFor(p);
@@ -178,12 +186,24 @@ export async function runTransaction(p: Principal, commands: Arg[][]): Promise<R
   const exec = replies[replies.length - 1] as Reply;
   if (exec.kind === "array") {
     await json.settle(exec.value, commands, pool);
-    return exec.value;
+    return addTypesAfterExec(pool, commands, exec.value);
   }
   const first = replies.find((r) => r.kind === "error");
   const text = exec.kind === "error" ? exec.value : "ERR transaction aborted";
   const cause = first?.kind === "error" && first !== exec ? ` (${upstashError(first.value)})` : "";
   throw new AppError("redis_error", `${upstashError(text)}${cause}`);
+}
+
+/** EXEC's replies with `SCAN … WITHTYPE` items completed (their TYPE calls run after EXEC). */
+async function addTypesAfterExec(
+  pool: RedisPool,
+  commands: readonly Arg[][],
+  items: Reply[],
+): Promise<Reply[]> {
+  for (let i = 0; i < commands.length; i++) {
+    if (isScanWithType(commands[i] as Arg[])) items[i] = await addKeyTypes(pool, items[i] as Reply);
+  }
+  return items;
 }
 
 /** MULTI, the commands in slices, EXEC: every reply, MULTI's first and EXEC's last. */

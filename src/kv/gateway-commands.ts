@@ -1,4 +1,5 @@
 import { LoginRefusedError, RedisConnection } from "../shared/redis/connection.js";
+import type { RedisPool } from "../shared/redis/pool.js";
 import type { Arg, Reply } from "../shared/redis/resp.js";
 import type { Principal } from "./database.js";
 import { mintAclToken } from "./tokens.js";
@@ -9,7 +10,8 @@ import { mintAclToken } from "./tokens.js";
  *   mints a token that runs as that ACL user;
  * - `SCAN … WITHTYPE`: SCAN, then TYPE of each key, answered as `[cursor, [key, type, …]]`. Plain
  *   commands rather than a script, so ACL refusals name SCAN/TYPE and an ACL user allowed those
- *   may use it. (Inside /multi-exec, rewrite.ts runs it as a Lua script instead.)
+ *   may use it. Inside /multi-exec the SCAN is queued without WITHTYPE and `addKeyTypes` runs
+ *   on its reply after EXEC (the one implementation for both paths).
  */
 export type GatewayHandler = (p: Principal, argv: Arg[]) => Promise<Reply>;
 
@@ -20,7 +22,7 @@ export function isRestToken(argv: readonly Arg[]): boolean {
   return argv.length >= 2 && lower(argv[0]) === "acl" && lower(argv[1]) === "resttoken";
 }
 
-function isScanWithType(argv: readonly Arg[]): boolean {
+export function isScanWithType(argv: readonly Arg[]): boolean {
   return lower(argv[0]) === "scan" && argv.some((a, i) => i > 0 && lower(a) === "withtype");
 }
 
@@ -49,9 +51,18 @@ async function restToken(p: Principal, argv: Arg[]): Promise<Reply> {
   return { kind: "bulk", value: Buffer.from(token) };
 }
 
+/** SCAN's arguments without the Upstash-only WITHTYPE. */
+export function withoutWithType(argv: readonly Arg[]): Arg[] {
+  return argv.filter((a, i) => i === 0 || lower(a) !== "withtype");
+}
+
 async function scanWithType(p: Principal, argv: Arg[]): Promise<Reply> {
   const pool = p.db.poolFor(p);
-  const scan = await pool.exec(argv.filter((a, i) => i === 0 || lower(a) !== "withtype"));
+  return addKeyTypes(pool, await pool.exec(withoutWithType(argv)));
+}
+
+/** SCAN's reply `[cursor, [key, …]]` as `[cursor, [key, type, …]]` (TYPE of each key). */
+export async function addKeyTypes(pool: Pick<RedisPool, "execMany">, scan: Reply): Promise<Reply> {
   if (scan.kind !== "array") return scan;
   const [cursor, keys] = scan.value;
   if (!cursor || keys?.kind !== "array") return scan;

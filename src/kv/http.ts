@@ -8,7 +8,7 @@ import type { Logger } from "../shared/log.js";
 import { metrics } from "../shared/metrics.js";
 import { replyPieces, type Arg, type Reply } from "../shared/redis/resp.js";
 import type { Principal } from "./database.js";
-import type { DatabaseManager } from "./databases.js";
+import type { DatabaseManager } from "./database-manager.js";
 import { runPipeline, runSingle, runTransaction } from "./execute.js";
 import { parseCommand, parseCommandList } from "./body-args.js";
 import { itemPieces } from "./reply.js";

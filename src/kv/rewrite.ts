@@ -6,7 +6,6 @@ import type { Arg } from "../shared/redis/resp.js";
  * - `#!lua flags=…,allow-key-locking` (Upstash-only flag, sent by @upstash/ratelimit ≥ 2.1): the
  *   flag is removed before Redis sees the script. Clients call EVALSHA with the SHA of the script
  *   as they wrote it, so each rewrite records original SHA → SHA Redis knows, per database.
- * - `SCAN … WITHTYPE` (Upstash-only): run as a Lua script returning `[cursor, [key, type, …]]`.
  */
 export class ScriptAliases {
   private readonly aliases = new Map<string, string>();
@@ -61,14 +60,6 @@ function scriptIndex(name: string, argv: readonly Arg[]): number | undefined {
   return undefined;
 }
 
-const SCAN_WITH_TYPE = `local r = redis.call('SCAN', unpack(ARGV))
-local out = {}
-for _, k in ipairs(r[2]) do
-  out[#out + 1] = k
-  out[#out + 1] = redis.call('TYPE', k)['ok']
-end
-return {r[1], out}`;
-
 /** Applies the rewrites above; returns argv unchanged (same array) when none applies. */
 export function rewriteCommand(argv: Arg[], aliases: ScriptAliases): Arg[] {
   const name = argv[0]?.toString().toLowerCase() ?? "";
@@ -91,11 +82,6 @@ export function rewriteCommand(argv: Arg[], aliases: ScriptAliases): Arg[] {
     const out = argv.slice();
     out[1] = resolved;
     return out;
-  }
-  if (name === "scan") {
-    const rest = argv.slice(1);
-    const kept = rest.filter((a) => a.toString().toLowerCase() !== "withtype");
-    if (kept.length !== rest.length) return ["EVAL", SCAN_WITH_TYPE, "0", ...kept];
   }
   return argv;
 }

@@ -2,7 +2,7 @@ import type { Config } from "../config/schema.js";
 import { listen, type RunningHttpServer } from "../shared/http/server.js";
 import { instrument } from "../shared/instrument.js";
 import type { Logger } from "../shared/log.js";
-import { DatabaseManager, type DatabaseCredentials } from "./databases.js";
+import { DatabaseManager, type DatabaseCredentials } from "./database-manager.js";
 import { KvHttpHandler } from "./http.js";
 
 export interface KvService {

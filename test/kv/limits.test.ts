@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { credentialsOf } from "../../src/kv/databases.js";
+import { credentialsOf } from "../../src/kv/database-manager.js";
 import { createDatabase } from "../../src/kv/registry.js";
 import { eventually } from "../harness/eventually.js";
 import { startRedis } from "../harness/redis.js";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { command, useGateway } from "./helpers.js";
+import { bodyOf, command, useGateway } from "./helpers.js";
 
 const { stashd } = useGateway();
 
@@ -99,5 +99,22 @@ describe("what popular clients send that Redis refuses", () => {
     const pairs = new Map<string, string>();
     for (let i = 0; i < flat.length; i += 2) pairs.set(flat[i] as string, flat[i + 1] as string);
     expect(Object.fromEntries(pairs)).toEqual({ "wt:str": "string", "wt:list": "list" });
+  });
+
+  it("answers SCAN … WITHTYPE inside /multi-exec the same way", async () => {
+    await command(stashd(), ["SET", "wtm:str", "v"]);
+    await command(stashd(), ["SADD", "wtm:set", "m"]);
+    const res = await stashd().kvFetch("/multi-exec", {
+      body: JSON.stringify([
+        ["SCAN", "0", "MATCH", "wtm:*", "COUNT", "1000", "WITHTYPE"],
+        ["GET", "wtm:str"],
+      ]),
+    });
+    const [scan, get] = (await bodyOf(res)) as [{ result: [string, string[]] }, unknown];
+    const flat = scan.result[1];
+    const pairs: Record<string, string> = {};
+    for (let i = 0; i < flat.length; i += 2) pairs[flat[i] as string] = flat[i + 1] as string;
+    expect(pairs).toEqual({ "wtm:str": "string", "wtm:set": "set" });
+    expect(get).toEqual({ result: "v" });
   });
 });

@@ -52,10 +52,6 @@ export function parseRedisUrl(url: string): RedisEndpoint {
   };
 }
 
-/** `redis://…` URL of an endpoint (for unix sockets, `unix://`), with the password left out. */
-export function describeEndpoint(ep: RedisEndpoint): string {
-  return ep.path ? `unix://${ep.path}` : `${ep.tls ? "rediss" : "redis"}://${ep.host}:${ep.port}`;
-}
 
 /** Limits of one connection's exchanges with Redis; all optional (off). */
 export interface ConnectionOptions {

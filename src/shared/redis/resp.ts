@@ -267,9 +267,3 @@ export class RespParser {
 
 const DROPPED: Reply = { kind: "nil", array: false };
 
-/** Readable text of a string reply, or undefined for anything else. */
-export function replyText(reply: Reply): string | undefined {
-  return reply.kind === "bulk" || reply.kind === "simple"
-    ? reply.value.toString("utf8")
-    : undefined;
-}
