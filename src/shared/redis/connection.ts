@@ -52,7 +52,6 @@ export function parseRedisUrl(url: string): RedisEndpoint {
   };
 }
 
-
 /** Limits of one connection's exchanges with Redis; all optional (off). */
 export interface ConnectionOptions {
   /**

@@ -266,4 +266,3 @@ export class RespParser {
 }
 
 const DROPPED: Reply = { kind: "nil", array: false };
-
