@@ -3,11 +3,11 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { BIN, spawnStashd } from "../harness/process.js";
 import { eventually } from "../harness/eventually.js";
 import { stopChild } from "../harness/redis.js";
 
 /** The real `bin/stashd` (built by `npm test`'s setup step) as a user runs it. */
-const BIN = path.resolve("bin/stashd");
 let dataDir: string;
 let server: ChildProcess;
 let logs = "";
@@ -47,25 +47,10 @@ async function call(
 
 beforeAll(async () => {
   dataDir = mkdtempSync(path.join(os.tmpdir(), "stashd-cli-"));
-  server = spawn(
-    process.execPath,
-    [
-      BIN,
-      "start",
-      "--data-dir",
-      dataDir,
-      "--kv-port",
-      "0",
-      "--queue-port",
-      "0",
-      "--admin-port",
-      "0",
-    ],
-    {
-      env: { STASHD_REGISTRY_POLL_MS: "20" },
-      stdio: ["ignore", "ignore", "pipe"],
-    },
-  );
+  server = spawnStashd(dataDir, {
+    env: { STASHD_REGISTRY_POLL_MS: "20" },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
   server.stderr?.on("data", (d: Buffer) => (logs += d.toString()));
   await eventually(() => expect(credentials().running).toBe(true), { timeoutMs: 20_000 });
 });

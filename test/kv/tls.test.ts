@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { BIN, spawnStashd } from "../harness/process.js";
 import { eventually } from "../harness/eventually.js";
 import { freePort, stopChild } from "../harness/redis.js";
 
@@ -10,7 +11,6 @@ import { freePort, stopChild } from "../harness/redis.js";
  * An external Redis over TLS (`rediss://`), verified against a CA the test makes; stashd trusts
  * it through NODE_EXTRA_CA_CERTS, as a user would for a private CA.
  */
-const BIN = path.resolve("bin/stashd");
 let dir: string;
 let redis: ChildProcess;
 let stashd: ChildProcess;
@@ -94,28 +94,12 @@ beforeAll(async () => {
     ]),
     { cwd: dir, stdio: "ignore" },
   );
-  stashd = spawn(
-    process.execPath,
-    [
-      BIN,
-      "start",
-      "--data-dir",
-      path.join(dir, "data"),
-      "--kv-port",
-      "0",
-      "--queue-port",
-      "0",
-      "--admin-port",
-      "0",
-    ],
-    {
-      env: {
-        STASHD_KV_REDIS_URL: `rediss://:tls-secret@localhost:${port}`,
-        NODE_EXTRA_CA_CERTS: path.join(dir, "ca.crt"),
-      },
-      stdio: "ignore",
+  stashd = spawnStashd(path.join(dir, "data"), {
+    env: {
+      STASHD_KV_REDIS_URL: `rediss://:tls-secret@localhost:${port}`,
+      NODE_EXTRA_CA_CERTS: path.join(dir, "ca.crt"),
     },
-  );
+  });
 });
 
 afterAll(async () => {

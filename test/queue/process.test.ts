@@ -1,9 +1,10 @@
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { Client } from "@upstash/qstash";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { BIN, spawnStashd } from "../harness/process.js";
 import { eventually } from "../harness/eventually.js";
 import { startReceiver, type TestReceiver } from "./receiver.js";
 
@@ -11,7 +12,6 @@ import { startReceiver, type TestReceiver } from "./receiver.js";
  * The real `bin/stashd` (built by `npm test`'s setup step) with its managed queue Redis
  * (appendfsync always): SIGKILLed mid-delivery and restarted, it loses no accepted message.
  */
-const BIN = path.resolve("bin/stashd");
 const N = 40;
 let dataDir: string;
 let server: ChildProcess | undefined;
@@ -31,30 +31,15 @@ function credentials(): QueueCreds {
 }
 
 function startServer(): ChildProcess {
-  return spawn(
-    process.execPath,
-    [
-      BIN,
-      "start",
-      "--data-dir",
-      dataDir,
-      "--kv-port",
-      "0",
-      "--queue-port",
-      "0",
-      "--admin-port",
-      "0",
-    ],
-    {
-      env: {
-        STASHD_QUEUE_LEASE_MS: "300",
-        STASHD_QUEUE_REAP_MS: "50",
-        STASHD_QUEUE_IDLE_POLL_MS: "50",
-        STASHD_QUEUE_CONCURRENCY: "4",
-      },
-      stdio: "ignore",
+  return spawnStashd(dataDir, {
+    env: {
+      STASHD_QUEUE_LEASE_MS: "300",
+      STASHD_QUEUE_REAP_MS: "50",
+      STASHD_QUEUE_IDLE_POLL_MS: "50",
+      STASHD_QUEUE_CONCURRENCY: "4",
     },
-  );
+    stdio: "ignore",
+  });
 }
 
 async function running(): Promise<NonNullable<QueueCreds["queue"]>> {

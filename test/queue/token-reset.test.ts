@@ -1,8 +1,9 @@
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { BIN, spawnStashd } from "../harness/process.js";
 import { eventually } from "../harness/eventually.js";
 import { stopChild } from "../harness/redis.js";
 
@@ -10,7 +11,6 @@ import { stopChild } from "../harness/redis.js";
  * `stashd queue reset-token` against a running `bin/stashd` (built by `npm test`'s setup step),
  * as a user runs it: the server re-reads queue-credentials.json and refuses the old token.
  */
-const BIN = path.resolve("bin/stashd");
 let dataDir: string;
 let server: ChildProcess;
 let logs = "";
@@ -55,22 +55,10 @@ async function getKeys(
 
 beforeAll(async () => {
   dataDir = mkdtempSync(path.join(os.tmpdir(), "stashd-queue-token-"));
-  server = spawn(
-    process.execPath,
-    [
-      BIN,
-      "start",
-      "--data-dir",
-      dataDir,
-      "--kv-port",
-      "0",
-      "--queue-port",
-      "0",
-      "--admin-port",
-      "0",
-    ],
-    { env: { STASHD_REGISTRY_POLL_MS: "20" }, stdio: ["ignore", "ignore", "pipe"] },
-  );
+  server = spawnStashd(dataDir, {
+    env: { STASHD_REGISTRY_POLL_MS: "20" },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
   server.stderr?.on("data", (d: Buffer) => (logs += d.toString()));
   await eventually(() => expect(credentials().running).toBe(true), { timeoutMs: 20_000 });
 });

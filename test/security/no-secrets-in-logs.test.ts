@@ -1,8 +1,9 @@
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { BIN, spawnStashd } from "../harness/process.js";
 import { eventually } from "../harness/eventually.js";
 
 /**
@@ -11,7 +12,6 @@ import { eventually } from "../harness/eventually.js";
  * outage (5xx answers are logged), never writes a token, signing key or Redis password to its
  * stdout or stderr.
  */
-const BIN = path.resolve("bin/stashd");
 const WRONG = "wrong-token-d7f1c2a9e4b3";
 let dataDir: string;
 let child: ChildProcess;
@@ -33,25 +33,10 @@ function credentials(): Creds {
 
 beforeAll(async () => {
   dataDir = mkdtempSync(path.join(os.tmpdir(), "stashd-logs-"));
-  child = spawn(
-    process.execPath,
-    [
-      BIN,
-      "start",
-      "--data-dir",
-      dataDir,
-      "--kv-port",
-      "0",
-      "--queue-port",
-      "0",
-      "--admin-port",
-      "0",
-    ],
-    {
-      env: { STASHD_LOG_LEVEL: "debug", STASHD_MANAGED_RESTART_MAX_BACKOFF_MS: "200" },
-      stdio: ["ignore", "pipe", "pipe"],
-    },
-  );
+  child = spawnStashd(dataDir, {
+    env: { STASHD_LOG_LEVEL: "debug", STASHD_MANAGED_RESTART_MAX_BACKOFF_MS: "200" },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   child.stdout?.on("data", (d: Buffer) => (output += d.toString()));
   child.stderr?.on("data", (d: Buffer) => (output += d.toString()));
 });

@@ -1,0 +1,33 @@
+import { spawn, spawnSync, type ChildProcess, type StdioOptions } from "node:child_process";
+import path from "node:path";
+
+/** The CLI entry point, as a user runs it. */
+export const BIN = path.resolve("bin/stashd");
+
+export interface SpawnOptions {
+  /** The child's whole environment (not merged with the test's, so settings are explicit). */
+  env?: NodeJS.ProcessEnv;
+  stdio?: StdioOptions;
+}
+
+/**
+ * Starts `bin/stashd start` as a separate process on a data dir, with the KV, queue and admin
+ * listeners on free ports (the admin port too, so test files running in parallel never clash).
+ * `credentialsOf(dataDir)` tells when it is running and its URLs.
+ */
+export function spawnStashd(dataDir: string, options: SpawnOptions = {}): ChildProcess {
+  const ports = ["--kv-port", "0", "--queue-port", "0", "--admin-port", "0"];
+  return spawn(process.execPath, [BIN, "start", "--data-dir", dataDir, ...ports], {
+    env: options.env ?? {},
+    stdio: options.stdio ?? "ignore",
+  });
+}
+
+/** `stashd credentials --json` of a data dir (its `running` flag says whether a server is up). */
+export function credentialsOf<T>(dataDir: string, env: NodeJS.ProcessEnv = {}): T {
+  const r = spawnSync(process.execPath, [BIN, "credentials", "--json", "--data-dir", dataDir], {
+    encoding: "utf8",
+    env,
+  });
+  return JSON.parse(r.stdout) as T;
+}
