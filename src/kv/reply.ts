@@ -6,8 +6,8 @@ import type { Reply } from "../shared/redis/resp.js";
  * number), strings as strings (invalid UTF-8 → U+FFFD), nil as null, arrays as arrays.
  *
  * With `Upstash-Encoding: base64`, every string at every depth is base64 except a top-level
- * result that is exactly `OK` (docs/redis-rest-protocol.md §2.2: both SDKs decode it correctly; a raw "OK" inside
- * an array would turn into garbage in @upstash/redis). Errors are never encoded.
+ * result that is exactly `OK` (docs/redis-rest-protocol.md §2.2: both SDKs decode it correctly; a
+ * raw "OK" inside an array would turn into garbage in @upstash/redis). Errors are never encoded.
  */
 export function renderValue(reply: Reply, base64: boolean, top: boolean): string {
   switch (reply.kind) {

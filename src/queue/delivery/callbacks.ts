@@ -3,9 +3,9 @@ import type { AttemptResult, CallbackOptions, Headers, MessageMeta } from "../do
 import type { NewMessage } from "../store/message-store.js";
 
 /**
- * Callback messages (docs/qstash-protocol.md §4.3/§4.4). A callback is a new, signed, retried message whose JSON body
- * describes the attempt; `depth` grows by one per hop and callbacks past `maxDepth` are not
- * created, so a callback URL that itself fails cannot start an endless chain.
+ * Callback messages (docs/qstash-protocol.md §4.3/§4.4). A callback is a new, signed, retried
+ * message whose JSON body describes the attempt; `depth` grows by one per hop and callbacks past
+ * `maxDepth` are not created, so a callback URL that itself fails cannot start an endless chain.
  */
 export interface CallbackContext {
   meta: MessageMeta;

@@ -10,10 +10,10 @@ const b64url = (data: Buffer | string): string => Buffer.from(data).toString("ba
 const HEADER = b64url(JSON.stringify({ alg: "HS256", typ: "JWT" }));
 
 /**
- * `Upstash-Signature` (docs/qstash-protocol.md §5): HS256 JWT keyed with the signing key's UTF-8 bytes.
- * `sub` is the exact URL called; `body` is the base64url SHA-256 of the delivered bytes with `=`
- * padding as the real service sends it; `nbf` is 0 (the service dropped nbf = iat to avoid clock
- * skew failures, and the Python SDK requires the claim to be present).
+ * `Upstash-Signature` (docs/qstash-protocol.md §5): HS256 JWT keyed with the signing key's UTF-8
+ * bytes. `sub` is the exact URL called; `body` is the base64url SHA-256 of the delivered bytes with
+ * `=` padding as the real service sends it; `nbf` is 0 (the service dropped nbf = iat to avoid
+ * clock skew failures, and the Python SDK requires the claim to be present).
  */
 export function signDelivery(key: string, url: string, body: Buffer, nowMs: number): string {
   const iat = Math.floor(nowMs / 1000);

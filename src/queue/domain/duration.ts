@@ -3,8 +3,8 @@ import { AppError } from "../../shared/errors.js";
 const UNIT_MS: Record<string, number> = { d: 86_400_000, h: 3_600_000, m: 60_000, s: 1_000 };
 
 /**
- * Parses a QStash duration (docs/qstash-protocol.md §3.1): concatenated `<int><unit>` groups with units d/h/m/s
- * (`1d10h30m`), or a bare integer meaning seconds. Returns milliseconds.
+ * Parses a QStash duration (docs/qstash-protocol.md §3.1): concatenated `<int><unit>` groups with
+ * units d/h/m/s (`1d10h30m`), or a bare integer meaning seconds. Returns milliseconds.
  */
 export function parseDuration(raw: string, header: string): number {
   const text = raw.trim();
@@ -28,8 +28,8 @@ const GO_UNIT_MS: Record<string, number> = {
 };
 
 /**
- * A server-directed delay from a `Retry-After`-family response header (docs/qstash-protocol.md §6.3): seconds, an
- * RFC 1123 date, or a Go duration (`6m5s`). Undefined when unparseable.
+ * A server-directed delay from a `Retry-After`-family response header (docs/qstash-protocol.md
+ * §6.3): seconds, an RFC 1123 date, or a Go duration (`6m5s`). Undefined when unparseable.
  */
 export function parseRetryAfter(raw: string, now: number): number | undefined {
   const text = raw.trim();

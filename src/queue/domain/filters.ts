@@ -2,8 +2,9 @@ import { AppError } from "../../shared/errors.js";
 import type { MessageMeta } from "./message.js";
 
 /**
- * List/bulk filters (docs/qstash-protocol.md §2.4, §2.8, §2.9): OR within a filter, AND across filters; dates are
- * inclusive epoch ms. Given as repeated or comma-separated query keys, or as a JSON body (PY/GO).
+ * List/bulk filters (docs/qstash-protocol.md §2.4, §2.8, §2.9): OR within a filter, AND across
+ * filters; dates are inclusive epoch ms. Given as repeated or comma-separated query keys, or as a
+ * JSON body (PY/GO).
  */
 export interface Filter {
   values: Map<string, string[]>;

@@ -2,8 +2,8 @@ import { AppError } from "../../shared/errors.js";
 import { parseDuration } from "./duration.js";
 
 /**
- * A message's flow-control config (docs/qstash-protocol.md §3.3), kept in its meta; the store's Lua (fcEnter) makes
- * it the key's config unless pinned. 0 = no limit; period in seconds.
+ * A message's flow-control config (docs/qstash-protocol.md §3.3), kept in its meta; the store's Lua
+ * (fcEnter) makes it the key's config unless pinned. 0 = no limit; period in seconds.
  */
 export interface FlowControl {
   key: string;

@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
 
 /**
- * Identifiers in the shapes the SDKs expect (docs/qstash-protocol.md §7.1). Every id is URL-path-safe
- * (`[A-Za-z0-9_-]`), because clients put ids into paths unencoded.
+ * Identifiers in the shapes the SDKs expect (docs/qstash-protocol.md §7.1). Every id is
+ * URL-path-safe (`[A-Za-z0-9_-]`), because clients put ids into paths unencoded.
  */
 const BASE58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";
 

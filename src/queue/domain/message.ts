@@ -1,6 +1,7 @@
 /**
  * What the queue stores for each message (the `meta` JSON of its hash; the body is kept apart as
- * raw bytes). Message states (docs/qstash-protocol.md §6.6), each entered by one Lua transition in store/lua:
+ * raw bytes). Message states (docs/qstash-protocol.md §6.6), each entered by one Lua transition in
+ * store/lua:
  *
  *   CREATED (enqueue) -> ACTIVE (claim) -> DELIVERED (finish)
  *                                       -> ERROR, RETRY (finish) -> ACTIVE ...

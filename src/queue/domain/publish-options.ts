@@ -7,8 +7,8 @@ import type { CallbackOptions, Headers, MessageMeta, Redaction } from "./message
 import { compileRetryDelay } from "./retry-delay.js";
 
 /**
- * Publish configuration (docs/qstash-protocol.md §3), parsed from one merged map of lower-case names to
- * values: `Upstash-*` request headers over `upstash-*` query parameters over a URL group's
+ * Publish configuration (docs/qstash-protocol.md §3), parsed from one merged map of lower-case
+ * names to values: `Upstash-*` request headers over `upstash-*` query parameters over a URL group's
  * default headers. Every bad value is a 400 here, before anything is stored.
  */
 export type ConfigValues = Map<string, string>;
@@ -202,7 +202,10 @@ function parseList(raw: string | undefined): string[] | undefined {
   return items.length > 0 ? items : undefined;
 }
 
-/** `body`, `header`/`headers` and `header[Name]`/`headers[Name]`, comma-separated (docs/qstash-protocol.md §3.4). */
+/**
+ * `body`, `header`/`headers` and `header[Name]`/`headers[Name]`, comma-separated
+ * (docs/qstash-protocol.md §3.4).
+ */
 export function parseRedact(raw: string | undefined): Redaction | undefined {
   const items = parseList(raw);
   if (!items) return undefined;

@@ -3,8 +3,9 @@ import type { FlowControl } from "./flow-control-config.js";
 import type { DlqMeta, Headers, MessageMeta, Redaction } from "./message.js";
 
 /**
- * API shapes of messages and DLQ entries (docs/qstash-protocol.md §7.2/§7.3), with redaction applied: redacted values
- * render as `REDACTED:<sha256 hex>`. Fields PY reads unconditionally are always present.
+ * API shapes of messages and DLQ entries (docs/qstash-protocol.md §7.2/§7.3), with redaction
+ * applied: redacted values render as `REDACTED:<sha256 hex>`. Fields PY reads unconditionally are
+ * always present.
  */
 const redacted = (value: string | Buffer): string =>
   `REDACTED:${createHash("sha256").update(value).digest("hex")}`;
@@ -75,7 +76,10 @@ function optional(meta: MessageMeta): Record<string, unknown> {
   return out;
 }
 
-/** `flowControlKey`, `parallelism`, `rate`, `period` (docs/qstash-protocol.md §7), as messages and schedules echo them. */
+/**
+ * `flowControlKey`, `parallelism`, `rate`, `period` (docs/qstash-protocol.md §7), as messages and
+ * schedules echo them.
+ */
 export function flowControlFields(fc: FlowControl | undefined): Record<string, unknown> {
   if (!fc) return {};
   return {

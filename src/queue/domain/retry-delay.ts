@@ -1,9 +1,10 @@
 import { AppError } from "../../shared/errors.js";
 
 /**
- * `Upstash-Retry-Delay` expressions (docs/qstash-protocol.md §3.2): numbers, + - * /, parentheses, the variable
- * `retried` and the functions pow exp sqrt abs floor ceil round min max. Compiled once at publish
- * time (so a bad expression is a 400 there) and evaluated after each failed attempt; result in ms.
+ * `Upstash-Retry-Delay` expressions (docs/qstash-protocol.md §3.2): numbers, + - * /, parentheses,
+ * the variable `retried` and the functions pow exp sqrt abs floor ceil round min max. Compiled once
+ * at publish time (so a bad expression is a 400 there) and evaluated after each failed attempt;
+ * result in ms.
  */
 export type RetryDelayFn = (retried: number) => number;
 

@@ -20,9 +20,10 @@ export function isNonRetryable(r: AttemptResult): boolean {
 }
 
 /**
- * Delay before retry number `retried + 1` (docs/qstash-protocol.md §6.2/§6.3): a `Retry-After`-family response header
- * when it says at most a day; else the `Upstash-Retry-Delay` expression (ms); else the default
- * min(86400, e^(2.5n)) in units of `scaleMs` (1000 in production: seconds).
+ * Delay before retry number `retried + 1` (docs/qstash-protocol.md §6.2/§6.3): a
+ * `Retry-After`-family response header when it says at most a day; else the `Upstash-Retry-Delay`
+ * expression (ms); else the default min(86400, e^(2.5n)) in units of `scaleMs` (1000 in production:
+ * seconds).
  */
 export function retryDelayMs(
   r: AttemptResult,

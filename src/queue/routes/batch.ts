@@ -9,12 +9,12 @@ type Item = Record<string, unknown>;
 type ItemHeaders = Record<string, string>;
 
 /**
- * POST /v2/batch (docs/qstash-protocol.md §2.3): a JSON array of `{destination, headers, body, queue}`, each a publish
- * (or an enqueue with `queue`). Accepts the JS shape (lower-case header keys, `body`/`queue`
- * omitted), Python's (`null`) and Go's (`""`, an empty queue meaning none). Answers 201 with an
- * array in request order: per item what publish answers (an object, or an array for a URL group)
- * or `{"error": ...}` for an item that was refused while the others were stored. The whole batch
- * is limited to the maximum message size. A body that is not a JSON array is a 400.
+ * POST /v2/batch (docs/qstash-protocol.md §2.3): a JSON array of `{destination, headers, body,
+ * queue}`, each a publish (or an enqueue with `queue`). Accepts the JS shape (lower-case header
+ * keys, `body`/`queue` omitted), Python's (`null`) and Go's (`""`, an empty queue meaning none).
+ * Answers 201 with an array in request order: per item what publish answers (an object, or an array
+ * for a URL group) or `{"error": ...}` for an item that was refused while the others were stored.
+ * The whole batch is limited to the maximum message size. A body that is not a JSON array is a 400.
  */
 export const batch: Handler = async (ctx, r) => {
   const items = parseItems(await readRaw(ctx, r));

@@ -25,7 +25,10 @@ export interface QueueContext {
   schedules: ScheduleStore;
   /** FIFO queues (docs/qstash-protocol.md §2.2, §2.5). */
   queues: QueueStore;
-  /** Flow-control keys (docs/qstash-protocol.md §2.11), read only: limits are enforced in the Lua transitions. */
+  /**
+   * Flow-control keys (docs/qstash-protocol.md §2.11), read only: limits are enforced in the Lua
+   * transitions.
+   */
   flowControl: FlowControlStore;
   /** The cron loop; routes take its clock (`now()`) and wake it after changes. */
   scheduler: Scheduler;

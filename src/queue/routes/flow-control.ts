@@ -3,7 +3,10 @@ import type { FlowControlAction } from "../store/flow-control-store.js";
 import type { Handler } from "./context.js";
 import { decode, notFound, reply } from "./util.js";
 
-/** GET /v2/flowControl (`?search=<substring>`, docs/qstash-protocol.md §2.11): FlowControlInfo[] by key. */
+/**
+ * GET /v2/flowControl (`?search=<substring>`, docs/qstash-protocol.md §2.11): FlowControlInfo[] by
+ * key.
+ */
 export const listFlowControl: Handler = async (ctx, r) => {
   const search = r.query.get("search") ?? undefined;
   reply(r.res, 200, await ctx.flowControl.list(Date.now(), search));

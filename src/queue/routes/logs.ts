@@ -5,9 +5,10 @@ import type { Handler } from "./context.js";
 import { countParam, cursorParam, multi, reply } from "./util.js";
 
 /**
- * GET /v2/events → `{events, cursor?}` and GET /v2/logs → `{logs, cursor?}` (docs/qstash-protocol.md §2.9): newest
- * first by default, `messageIds` or filters (state accepts IN_PROGRESS and CANCELLED), cursor
- * omitted on the last page. The time, messageId, state and url fields are always present.
+ * GET /v2/events → `{events, cursor?}` and GET /v2/logs → `{logs, cursor?}`
+ * (docs/qstash-protocol.md §2.9): newest first by default, `messageIds` or filters (state accepts
+ * IN_PROGRESS and CANCELLED), cursor omitted on the last page. The time, messageId, state and url
+ * fields are always present.
  */
 export const listLogs: Handler = async (ctx, r) => {
   const filter = filterFromQuery(r.query);

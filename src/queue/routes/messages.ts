@@ -26,10 +26,10 @@ export const cancelMessage: Handler = async (ctx, r) => {
 };
 
 /**
- * DELETE /v2/messages (docs/qstash-protocol.md §2.4): ids (query `messageIds` or JSON `{"messageIds": [...]}`), or
- * filters (query or JSON), or nothing at all = cancel everything; a `count` (query or JSON)
- * cancels at most that many of the matching messages, oldest first (the JS SDK sends 100 and
- * calls again until `cancelled` is 0).
+ * DELETE /v2/messages (docs/qstash-protocol.md §2.4): ids (query `messageIds` or JSON
+ * `{"messageIds": [...]}`), or filters (query or JSON), or nothing at all = cancel everything; a
+ * `count` (query or JSON) cancels at most that many of the matching messages, oldest first (the JS
+ * SDK sends 100 and calls again until `cancelled` is 0).
  */
 export const cancelMany: Handler = async (ctx, r) => {
   const json = await readJsonObject(ctx, r);

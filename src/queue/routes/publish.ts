@@ -1,18 +1,30 @@
 import { AppError } from "../../shared/errors.js";
 import { checkUrl, type ConfigValues } from "../domain/publish-options.js";
-import type { Handler, QueueRequest } from "./context.js";
+import type { Handler, QueueContext, QueueRequest } from "./context.js";
 import { submit } from "./submit.js";
 import { decode, readRaw, reply } from "./util.js";
 
 const GROUP_NAME = /^[A-Za-z0-9_.-]+$/;
 
 /**
- * POST /v2/publish/{destination} (docs/qstash-protocol.md §2.1): to a URL (raw in the path, plus the destination's
- * own query string) or a URL group (fan-out, bare array response). 201 when stored; a duplicate
- * within the dedup window gets 202 with the first publish's ids and `deduplicated: true`.
+ * POST /v2/publish/{destination} (docs/qstash-protocol.md §2.1): to a URL (raw in the path, plus
+ * the destination's own query string) or a URL group (fan-out, bare array response). 201 when
+ * stored; a duplicate within the dedup window gets 202 with the first publish's ids and
+ * `deduplicated: true`.
  */
-export const publish: Handler = async (ctx, r) => {
-  const { destination, group } = parseDestination(r);
+export const publish: Handler = (ctx, r) => submitRequest(ctx, r, r);
+
+/**
+ * Stores the request's body as a publish to the destination named by `target`'s path (the
+ * request itself, or its path after `enqueue/<queue>/`), into the FIFO `queue` when given.
+ */
+export async function submitRequest(
+  ctx: QueueContext,
+  r: QueueRequest,
+  target: QueueRequest,
+  queue?: string,
+): Promise<void> {
+  const { destination, group } = parseDestination(target);
   const body = await readRaw(ctx, r);
   const result = await submit(ctx, {
     destination,
@@ -20,10 +32,11 @@ export const publish: Handler = async (ctx, r) => {
     config: (defaults) => configValues(r, defaults),
     requestHeaders: r.req.headers,
     body,
+    ...(queue === undefined ? {} : { queue }),
     callerIP: r.req.socket.remoteAddress,
   });
   reply(r.res, result.status, result.value);
-};
+}
 
 /** The destination URL (path remainder + non-config query) or a URL group name. */
 export function parseDestination(r: QueueRequest): { destination: string; group?: string } {

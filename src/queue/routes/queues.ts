@@ -1,35 +1,25 @@
 import { AppError } from "../../shared/errors.js";
 import type { Handler, QueueRequest } from "./context.js";
-import { configValues, parseDestination } from "./publish.js";
-import { checkQueueName, submit } from "./submit.js";
-import { decode, notFound, readJsonObject, readRaw, reply } from "./util.js";
+import { submitRequest } from "./publish.js";
+import { checkQueueName } from "./submit.js";
+import { decode, notFound, readJsonObject, reply } from "./util.js";
 
 /**
- * POST /v2/enqueue/{queue}/{destination} (docs/qstash-protocol.md §2.2): a publish into a FIFO queue, created with
- * parallelism 1 on first use. Same headers, body and responses as publish.
+ * POST /v2/enqueue/{queue}/{destination} (docs/qstash-protocol.md §2.2): a publish into a FIFO
+ * queue, created with parallelism 1 on first use. Same headers, body and responses as publish.
  */
 export const enqueue: Handler = async (ctx, r) => {
   const queue = checkQueueName(decode(r.segments[1] ?? ""));
   // parseDestination takes the path after its first segment: drop `enqueue/`.
   const rest = { ...r, rawPath: r.rawPath.slice(r.rawPath.indexOf("/") + 1) };
-  const { destination, group } = parseDestination(rest);
-  const body = await readRaw(ctx, r);
-  const result = await submit(ctx, {
-    destination,
-    group,
-    config: (defaults) => configValues(r, defaults),
-    requestHeaders: r.req.headers,
-    body,
-    queue,
-    callerIP: r.req.socket.remoteAddress,
-  });
-  reply(r.res, result.status, result.value);
+  await submitRequest(ctx, r, rest, queue);
 };
 
 /**
- * POST /v2/queues `{"queueName", "parallelism", "paused"}` (docs/qstash-protocol.md §2.5): upsert. A missing field
- * keeps the current value (defaults 1 and false for a new queue); parallelism 0 (Go's unset) is
- * taken as 1. Answers 200 with an empty body; 412 above the max parallelism or max queues.
+ * POST /v2/queues `{"queueName", "parallelism", "paused"}` (docs/qstash-protocol.md §2.5): upsert.
+ * A missing field keeps the current value (defaults 1 and false for a new queue); parallelism 0
+ * (Go's unset) is taken as 1. Answers 200 with an empty body; 412 above the max parallelism or max
+ * queues.
  */
 export const upsertQueue: Handler = async (ctx, r) => {
   const body = (await readJsonObject(ctx, r)) ?? {};

@@ -10,10 +10,11 @@ const STATE_OF: Record<string, string> = {
 };
 
 /**
- * API shape of schedules (docs/qstash-protocol.md §7.5). Always present: scheduleId, cron, destination, method,
- * header, retries, delay and timeout (seconds), callback and failureCallback ('' when unset),
- * createdAt, lastScheduleTime and nextScheduleTime (ms, 0 when none), lastScheduleStates,
- * isPaused. `body` is omitted when empty (JS-T: a replacement without a body has none).
+ * API shape of schedules (docs/qstash-protocol.md §7.5). Always present: scheduleId, cron,
+ * destination, method, header, retries, delay and timeout (seconds), callback and failureCallback
+ * ('' when unset), createdAt, lastScheduleTime and nextScheduleTime (ms, 0 when none),
+ * lastScheduleStates, isPaused. `body` is omitted when empty (JS-T: a replacement without a body
+ * has none).
  *
  * `lastScheduleStates` is live: a message of the last fire still stored is IN_PROGRESS; a
  * finished one is SUCCESS or FAIL as found among the newest log events (one bounded read for the

@@ -27,9 +27,9 @@ const NOT_PER_MESSAGE = [
 ];
 
 /**
- * POST /v2/schedules/{destination} (docs/qstash-protocol.md §2.6): `Upstash-Cron` plus every publish configuration
- * header, parsed (and validated) by parsePublishOptions now and applied to each produced message.
- * An existing `Upstash-Schedule-Id` is replaced. Answers `{"scheduleId"}`.
+ * POST /v2/schedules/{destination} (docs/qstash-protocol.md §2.6): `Upstash-Cron` plus every
+ * publish configuration header, parsed (and validated) by parsePublishOptions now and applied to
+ * each produced message. An existing `Upstash-Schedule-Id` is replaced. Answers `{"scheduleId"}`.
  */
 export const createSchedule: Handler = async (ctx, r) => {
   const { destination, group: groupName } = parseDestination(r);
@@ -103,7 +103,10 @@ function idParam(r: QueueRequest): string {
   return decode(r.segments[1] ?? "");
 }
 
-/** `Upstash-Queue-Name` (docs/qstash-protocol.md §2.6); empty means none. The queue is created at the first fire. */
+/**
+ * `Upstash-Queue-Name` (docs/qstash-protocol.md §2.6); empty means none. The queue is created at
+ * the first fire.
+ */
 function queueNameOf(raw: string | undefined): string | undefined {
   const name = raw?.trim() ?? "";
   return name === "" ? undefined : checkQueueName(name);

@@ -2,10 +2,10 @@ import { Cron } from "croner";
 import { AppError } from "../../shared/errors.js";
 
 /**
- * `Upstash-Cron` (docs/qstash-protocol.md §2.6): a standard 5-field cron, evaluated in UTC unless prefixed with
- * `CRON_TZ=<IANA zone> `; surrounding whitespace is trimmed. Parsing and next-tick computation
- * are croner's (5-part mode, day-of-month OR day-of-week as in Vixie cron); the public API takes
- * exactly 5 fields, so a tick is always a whole minute.
+ * `Upstash-Cron` (docs/qstash-protocol.md §2.6): a standard 5-field cron, evaluated in UTC unless
+ * prefixed with `CRON_TZ=<IANA zone> `; surrounding whitespace is trimmed. Parsing and next-tick
+ * computation are croner's (5-part mode, day-of-month OR day-of-week as in Vixie cron); the public
+ * API takes exactly 5 fields, so a tick is always a whole minute.
  */
 export interface CronSchedule {
   /** The expression as stored and shown (trimmed, inner whitespace collapsed). */

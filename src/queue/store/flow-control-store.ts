@@ -5,7 +5,10 @@ import { ScriptCode } from "./codes.js";
 import { asArray, asInt, asText, checked } from "./replies.js";
 import { transitions } from "./transitions.js";
 
-/** FlowControlInfo of docs/qstash-protocol.md §2.11; every field always present (JS reads the numbers unguarded). */
+/**
+ * FlowControlInfo of docs/qstash-protocol.md §2.11; every field always present (JS reads the
+ * numbers unguarded).
+ */
 export interface FlowControlInfo {
   flowControlKey: string;
   waitListSize: number;
@@ -36,7 +39,10 @@ const FIELDS = [
   "pinR",
 ] as const;
 
-/** A management action (docs/qstash-protocol.md §2.11) and its arguments (see lua/flow-control-manage.lua). */
+/**
+ * A management action (docs/qstash-protocol.md §2.11) and its arguments (see
+ * lua/flow-control-manage.lua).
+ */
 export type FlowControlAction =
   | { action: "pause" | "resume" | "resetRate" | "reset" }
   | {

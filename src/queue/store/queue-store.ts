@@ -7,7 +7,10 @@ import type { NewMessage } from "./message-store.js";
 import { asArray, asInt, asText, checked } from "./replies.js";
 import { transitions } from "./transitions.js";
 
-/** The Queue object of docs/qstash-protocol.md §2.5; every field always present (the Python SDK reads all six). */
+/**
+ * The Queue object of docs/qstash-protocol.md §2.5; every field always present (the Python SDK
+ * reads all six).
+ */
 export interface QueueInfo {
   name: string;
   parallelism: number;
