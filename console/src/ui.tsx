@@ -121,6 +121,18 @@ export function Action(p: ActionProps) {
   );
 }
 
+/** Pause or Resume, whichever applies; `run` gets the verb (the queue API's path segment). */
+export function PauseToggle(p: {
+  paused: boolean;
+  run: (verb: "pause" | "resume") => Promise<unknown>;
+}) {
+  return p.paused ? (
+    <Action label="Resume" done="Resumed" run={() => p.run("resume")} />
+  ) : (
+    <Action label="Pause" done="Paused" run={() => p.run("pause")} />
+  );
+}
+
 export function Field(p: {
   label: string;
   value: string;

@@ -1,5 +1,6 @@
 import { useState } from "preact/hooks";
 import { query, queue, queueSend } from "../api.js";
+import type { Message } from "./message-detail.js";
 import {
   filterParams,
   FilterBar,
@@ -21,20 +22,11 @@ import {
   useLoad,
 } from "../ui.js";
 
-interface DlqMessage {
+interface DlqMessage extends Message {
   dlqId: string;
-  messageId: string;
-  url: string;
-  method: string;
-  header: Record<string, string[]>;
-  body?: string;
-  bodyBase64?: string;
-  createdAt: number;
   responseStatus: number;
   responseHeader?: Record<string, string[]>;
   responseBody?: string;
-  queueName?: string;
-  topicName?: string;
 }
 
 const FIELDS: (keyof Filters)[] = [

@@ -1,6 +1,17 @@
 import { useState } from "preact/hooks";
 import { query, queue, queueSend } from "../api.js";
-import { Action, Badge, ErrorLine, Field, Form, Page, Table, useInterval, useLoad } from "../ui.js";
+import {
+  Action,
+  PauseToggle,
+  Badge,
+  ErrorLine,
+  Field,
+  Form,
+  Page,
+  Table,
+  useInterval,
+  useLoad,
+} from "../ui.js";
 
 interface FlowKey {
   flowControlKey: string;
@@ -59,11 +70,7 @@ export function FlowControlPage() {
             class: "nowrap",
             render: (k) => (
               <>
-                {k.isPaused ? (
-                  <Action label="Resume" done="Resumed" run={() => act(k, "resume")} />
-                ) : (
-                  <Action label="Pause" done="Paused" run={() => act(k, "pause")} />
-                )}
+                <PauseToggle paused={k.isPaused} run={(verb) => act(k, verb)} />
                 <Action label="Reset rate" done="Rate reset" run={() => act(k, "resetRate")} />
               </>
             ),

@@ -2,7 +2,8 @@ import { ApiError, queue, queueSend } from "../api.js";
 import { Action, ErrorLine, Facts, fmtTime, HeaderList, Panel, Pre, useLoad } from "../ui.js";
 import type { LogEvent } from "./events.js";
 
-interface Message {
+/** A message as GET /v2/messages/{id} renders it (DLQ entries add to it). */
+export interface Message {
   messageId: string;
   url: string;
   method: string;

@@ -1,6 +1,17 @@
 import { useState } from "preact/hooks";
 import { queue, queueSend } from "../api.js";
-import { Action, Badge, ErrorLine, Field, fmtTime, Form, Page, Table, useLoad } from "../ui.js";
+import {
+  Action,
+  PauseToggle,
+  Badge,
+  ErrorLine,
+  Field,
+  fmtTime,
+  Form,
+  Page,
+  Table,
+  useLoad,
+} from "../ui.js";
 
 interface Queue {
   name: string;
@@ -59,19 +70,10 @@ export function QueuesPage() {
             class: "nowrap",
             render: (q) => (
               <>
-                {q.paused ? (
-                  <Action
-                    label="Resume"
-                    done="Resumed"
-                    run={() => queueSend("POST", path(q, "/resume")).then(list.reload)}
-                  />
-                ) : (
-                  <Action
-                    label="Pause"
-                    done="Paused"
-                    run={() => queueSend("POST", path(q, "/pause")).then(list.reload)}
-                  />
-                )}
+                <PauseToggle
+                  paused={q.paused}
+                  run={(verb) => queueSend("POST", path(q, `/${verb}`)).then(list.reload)}
+                />
                 <Action
                   label="Delete"
                   kind="danger"

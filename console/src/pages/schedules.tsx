@@ -2,6 +2,7 @@ import { useState } from "preact/hooks";
 import { queue, queueSend } from "../api.js";
 import {
   Action,
+  PauseToggle,
   Badge,
   ErrorLine,
   Field,
@@ -66,19 +67,10 @@ export function SchedulesPage() {
             class: "nowrap",
             render: (s) => (
               <>
-                {s.isPaused ? (
-                  <Action
-                    label="Resume"
-                    done="Resumed"
-                    run={() => queueSend("POST", `schedules/${id(s)}/resume`).then(list.reload)}
-                  />
-                ) : (
-                  <Action
-                    label="Pause"
-                    done="Paused"
-                    run={() => queueSend("POST", `schedules/${id(s)}/pause`).then(list.reload)}
-                  />
-                )}
+                <PauseToggle
+                  paused={s.isPaused}
+                  run={(verb) => queueSend("POST", `schedules/${id(s)}/${verb}`).then(list.reload)}
+                />
                 <Action
                   label="Delete"
                   kind="danger"
