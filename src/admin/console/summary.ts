@@ -1,4 +1,4 @@
-import type { DatabaseCredentials } from "../../kv/databases.js";
+import type { DatabaseCredentials } from "../../kv/database-manager.js";
 import type { QueueDepth } from "./depth.js";
 import { callApi, kvCommands, resultOf } from "./upstream.js";
 
