@@ -1,7 +1,8 @@
 #!/usr/bin/env node
-// Makes a checkout ready to run: npm dependencies, redis-server, luacheck, and the build.
-// `npm start` and `npm test` both run this first, so a fresh Debian machine with Node 20 needs
-// nothing else. Plain JavaScript with no dependencies, because it runs before `npm ci`.
+// Makes a checkout ready to run: npm dependencies, redis-server, luacheck, and the build (with
+// the web console's assets). `npm start` and `npm test` both run this first, so a fresh Debian
+// machine with Node 20 needs nothing else; `npm test` passes --with-browser, which also installs
+// Debian's chromium for the console's browser tests. Plain JavaScript with no dependencies, because it runs before `npm ci`.
 import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, statSync, utimesSync } from "node:fs";
 import path from "node:path";
@@ -76,6 +77,19 @@ function ensureLuacheck() {
   );
 }
 
+/** The console's browser tests drive Debian's chromium (playwright-core downloads no browser). */
+function ensureChromium() {
+  const chosen = process.env.CHROMIUM_PATH;
+  if (chosen ? existsSync(chosen) : hasBinary("chromium")) return;
+  if (!chosen && aptInstall("chromium", "chromium")) return;
+  say(
+    "chromium was not found; the web console's browser tests need it.\n" +
+      "  Debian/Ubuntu: sudo apt-get install chromium\n" +
+      "  or set CHROMIUM_PATH to a Chromium/Chrome binary and rerun.",
+  );
+  process.exit(1);
+}
+
 function ensureRedis() {
   const chosen = process.env.STASHD_REDIS_SERVER;
   if (chosen) {
@@ -95,19 +109,21 @@ function ensureRedis() {
 }
 
 function build() {
-  say("building (tsc)");
+  say("building (tsc, console assets)");
   run(process.execPath, [
     path.join(root, "node_modules", "typescript", "bin", "tsc"),
     "-p",
     "tsconfig.build.json",
   ]);
   copyLua(root);
+  run(process.execPath, [path.join(root, "scripts", "build-console.mjs")]);
 }
 
 checkNode();
 installDependencies();
 ensureRedis();
 ensureLuacheck();
+if (process.argv.includes("--with-browser")) ensureChromium();
 build();
 const redisBin = process.env.STASHD_REDIS_SERVER || "redis-server";
 const version = execFileSync(redisBin, ["--version"]).toString().trim().split(" ")[2] ?? "?";

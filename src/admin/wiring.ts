@@ -3,6 +3,8 @@ import { readRegistry } from "../kv/registry.js";
 import type { KvService } from "../kv/service.js";
 import type { QueueService } from "../queue/service.js";
 import type { Logger } from "../shared/log.js";
+import { queueDepthReader } from "./console/depth.js";
+import { createConsoleHandler } from "./console/handler.js";
 import { queueGaugeRegistry } from "./queue-gauges.js";
 import { checkReadiness } from "./readiness.js";
 import { startAdmin, type AdminListener } from "./server.js";
@@ -10,8 +12,33 @@ import { startAdmin, type AdminListener } from "./server.js";
 /** Longest a readiness PING may take before the check counts as failing. */
 const READY_PING_TIMEOUT_MS = 2_000;
 
-/** The admin listener of one stashd instance, wired to its services. */
-export function adminFor(
+/** The admin listener of one stashd instance, wired to its services, with the web console. */
+export async function adminFor(
+  config: Config,
+  kv: KvService,
+  queue: QueueService,
+  logger: Logger,
+): Promise<AdminListener> {
+  const admin = await startProbes(config, kv, queue, logger);
+  admin.mount("/console", consoleFor(config, kv, queue, logger));
+  return admin;
+}
+
+/** The web console (docs/console.md), calling the services' public APIs. */
+function consoleFor(config: Config, kv: KvService, queue: QueueService, logger: Logger) {
+  return createConsoleHandler({
+    queueUrl: queue.url,
+    queueToken: () => queue.currentToken(),
+    kvUrl: kv.url,
+    databases: () => kv.databases(),
+    consoleToken: config.consoleToken,
+    queueDepth: queueDepthReader(queue.pool),
+    sessionTtlMs: config.consoleSessionTtlMs,
+    logger: logger.child("console"),
+  });
+}
+
+function startProbes(
   config: Config,
   kv: KvService,
   queue: QueueService,

@@ -342,6 +342,20 @@ export const SETTINGS = {
     default: false,
     doc: "true: refuse loopback, private, link-local and reserved addresses as destinations (shared deployments).",
   },
+
+  // ---- Web console (on the admin listener) ----
+  consoleToken: {
+    env: "STASHD_CONSOLE_TOKEN",
+    kind: "optional-string",
+    default: undefined,
+    doc: "A second token for the web console login, besides the queue token (unset: queue token only).",
+  },
+  consoleSessionTtlMs: {
+    env: "STASHD_CONSOLE_SESSION_TTL_MS",
+    kind: "int",
+    default: 8 * 60 * 60 * 1000,
+    doc: "Idle time after which a web console session ends (sessions live in memory only).",
+  },
 } as const satisfies Record<string, SettingSpec>;
 
 export type SettingName = keyof typeof SETTINGS;

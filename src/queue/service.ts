@@ -28,6 +28,8 @@ export interface QueueService {
   port: number;
   /** The API token as of start; `stashd queue reset-token` may replace it while running. */
   token: string;
+  /** The API token now (after any reset), for callers of the API inside stashd (the console). */
+  currentToken(): string;
   /** Current signing keys (as of start; GET /v2/keys has the live ones). */
   currentSigningKey: string;
   nextSigningKey: string;
@@ -160,6 +162,7 @@ async function assemble(
     url: server.url,
     port: server.port,
     token: creds.token,
+    currentToken: () => tokens.current(),
     currentSigningKey: pair.current,
     nextSigningKey: pair.next,
     pool,

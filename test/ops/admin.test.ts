@@ -121,7 +121,7 @@ describe("admin listener", () => {
 
   it("serves process metrics and a mounted handler", async () => {
     expect(await metric(admin, "process_cpu_user_seconds_total")).toBeGreaterThan(0);
-    s.admin?.mount("/console", (_req, res) => res.end("console here"));
-    expect(await (await fetch(`${admin}/console/x`)).text()).toBe("console here");
+    s.admin?.mount("/extra", (_req, res) => res.end("extra here"));
+    expect(await (await fetch(`${admin}/extra/x`)).text()).toBe("extra here");
   });
 });

@@ -1,0 +1,104 @@
+/**
+ * The browser side of the console API (/console/api, see docs/console.md). Every call sends the
+ * session cookie (same origin) and the CSRF header; a 401 means the session ended, and the app
+ * goes back to the login page.
+ */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+let onUnauthorized: () => void = () => undefined;
+
+export function whenLoggedOut(fn: () => void): void {
+  onUnauthorized = fn;
+}
+
+export async function request<T = unknown>(
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<T> {
+  const init: RequestInit = {
+    method,
+    credentials: "same-origin",
+    headers: { "x-stashd-console": "1", ...headers },
+  };
+  if (body !== undefined) {
+    init.body = typeof body === "string" ? body : JSON.stringify(body);
+    (init.headers as Record<string, string>)["content-type"] ??= "application/json";
+  }
+  const res = await fetch(`/console/api/${path}`, init);
+  const text = await res.text();
+  const parsed: unknown = text === "" ? undefined : safeJson(text);
+  if (!res.ok) {
+    const msg =
+      parsed && typeof parsed === "object" && "error" in parsed
+        ? String((parsed as { error: unknown }).error)
+        : `${res.status} ${res.statusText}`;
+    if (res.status === 401 && path !== "login") onUnauthorized();
+    throw new ApiError(res.status, msg);
+  }
+  return parsed as T;
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+export const get = <T = unknown>(path: string) => request<T>("GET", path);
+
+/** A query string from the non-empty values (repeated keys for arrays). */
+export function query(params: Record<string, string | string[] | undefined>): string {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) {
+    for (const one of Array.isArray(v) ? v : [v]) if (one) q.append(k, one);
+  }
+  const s = q.toString();
+  return s ? `?${s}` : "";
+}
+
+/** The queue API through the console: `queue("dlq?count=50")` → GET /v2/dlq?count=50. */
+export const queue = <T = unknown>(path: string) => get<T>(`queue/${path}`);
+
+export function queueSend<T = unknown>(
+  method: string,
+  path: string,
+  body?: unknown,
+  headers?: Record<string, string>,
+): Promise<T> {
+  return request<T>(method, `queue/${path}`, body, headers);
+}
+
+export type KvResult = { result: unknown } | { error: string };
+
+/** Runs commands on a KV database; `standard` selects the read-write token. */
+export async function kvExec(
+  db: string,
+  commands: string[][],
+  token: "readonly" | "standard" = "standard",
+): Promise<KvResult[]> {
+  const r = await request<{ results: KvResult[] }>("POST", `kv/${encodeURIComponent(db)}/exec`, {
+    commands,
+    token,
+  });
+  return r.results;
+}
+
+/** Runs commands with the standard token and throws on the first Redis error. */
+export async function kvWrite(db: string, ...commands: string[][]): Promise<unknown[]> {
+  const results = await kvExec(db, commands, "standard");
+  return results.map((r) => {
+    if ("error" in r) throw new ApiError(400, r.error);
+    return r.result;
+  });
+}

@@ -1,0 +1,183 @@
+import { useEffect, useState } from "preact/hooks";
+import { get, request, whenLoggedOut } from "./api.js";
+import { Login } from "./login.js";
+import { DlqPage } from "./pages/dlq.js";
+import { FlowControlPage } from "./pages/flow-control.js";
+import { KvPage } from "./pages/kv.js";
+import { LogsPage } from "./pages/logs.js";
+import { MessagesPage } from "./pages/messages.js";
+import { QueuesPage } from "./pages/queues.js";
+import { SchedulesPage } from "./pages/schedules.js";
+import { SigningKeysPage } from "./pages/signing-keys.js";
+import { UrlGroupsPage } from "./pages/url-groups.js";
+import { fmtCount, Toasts, useInterval } from "./ui.js";
+
+export interface Summary {
+  queue: { ready: number; delayed: number; inFlight: number; pending: number; dlq: number } | null;
+  schedules: number | null;
+  queues: number | null;
+  urlGroups: number | null;
+  flowControlKeys: number | null;
+  databases: { name: string; keys: number | null }[];
+}
+
+interface Session {
+  databases: string[];
+}
+
+/** Live counts refresh this often (the summary is a handful of O(1)-ish reads). */
+const SUMMARY_EVERY_MS = 3000;
+
+const NAV: [string, string][] = [
+  ["messages", "Messages"],
+  ["dlq", "DLQ"],
+  ["logs", "Logs"],
+  ["schedules", "Schedules"],
+  ["queues", "Queues"],
+  ["url-groups", "URL groups"],
+  ["flow-control", "Flow control"],
+  ["signing-keys", "Signing keys"],
+];
+
+function useHashRoute(): string[] {
+  const read = () => location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
+  const [route, setRoute] = useState(read);
+  useEffect(() => {
+    const on = () => setRoute(read());
+    addEventListener("hashchange", on);
+    return () => removeEventListener("hashchange", on);
+  }, []);
+  return route;
+}
+
+export function App() {
+  const [session, setSession] = useState<Session | null | undefined>(undefined);
+  const check = () => get<Session>("session").then(setSession, () => setSession(null));
+  useEffect(() => {
+    whenLoggedOut(() => setSession(null));
+    void check();
+  }, []);
+  if (session === undefined) return <div class="boot">Loading…</div>;
+  return (
+    <>
+      {session ? (
+        <Shell session={session} onLogout={() => setSession(null)} />
+      ) : (
+        <Login onDone={check} />
+      )}
+      <Toasts />
+    </>
+  );
+}
+
+function Shell(p: { session: Session; onLogout: () => void }) {
+  const route = useHashRoute();
+  const [summary, setSummary] = useState<Summary | undefined>();
+  const poll = () => void get<Summary>("summary").then(setSummary, () => undefined);
+  const page = route[0] || "messages";
+  // Counts refresh on every page change too, so a page never opens next to stale numbers.
+  useEffect(poll, [page]);
+  useInterval(poll, SUMMARY_EVERY_MS);
+  const logout = async () => {
+    await request("POST", "logout").catch(() => undefined);
+    p.onLogout();
+  };
+  return (
+    <div class="shell">
+      <nav class="side">
+        <div class="brand">stashd</div>
+        <div class="nav-group">Queue</div>
+        {NAV.map(([id, label]) => (
+          <a key={id} href={`#/${id}`} class={page === id ? "active" : ""}>
+            <span>{label}</span>
+            <span class="count">{navCount(id, summary)}</span>
+          </a>
+        ))}
+        <div class="nav-group">KV databases</div>
+        {p.session.databases.map((db) => (
+          <a
+            key={db}
+            href={`#/kv/${encodeURIComponent(db)}`}
+            class={page === "kv" && route[1] === db ? "active" : ""}
+          >
+            <span>{db}</span>
+            <span class="count">
+              {fmtCount(summary?.databases.find((d) => d.name === db)?.keys)}
+            </span>
+          </a>
+        ))}
+        <button type="button" class="btn plain logout" onClick={logout}>
+          Log out
+        </button>
+      </nav>
+      <main class="content">
+        <StatusBar summary={summary} />
+        <PageFor route={route} page={page} session={p.session} />
+      </main>
+    </div>
+  );
+}
+
+function navCount(id: string, s: Summary | undefined): string {
+  if (!s) return "";
+  const n: Record<string, number | null | undefined> = {
+    messages: s.queue?.pending,
+    dlq: s.queue?.dlq,
+    schedules: s.schedules,
+    queues: s.queues,
+    "url-groups": s.urlGroups,
+    "flow-control": s.flowControlKeys,
+  };
+  return id in n ? fmtCount(n[id]) : "";
+}
+
+function StatusBar(p: { summary: Summary | undefined }) {
+  const q = p.summary?.queue;
+  const items: [string, number | null | undefined][] = [
+    ["pending", q?.pending],
+    ["ready", q?.ready],
+    ["delayed", q?.delayed],
+    ["in flight", q?.inFlight],
+    ["DLQ", q?.dlq],
+  ];
+  return (
+    <div class="status" aria-label="Live counts">
+      {items.map(([label, n]) => (
+        <div key={label} class="stat">
+          <span class="n" data-stat={label}>
+            {fmtCount(n)}
+          </span>
+          <span class="l">{label}</span>
+        </div>
+      ))}
+      <span class="live" title="refreshed every 3 s">
+        ● live
+      </span>
+    </div>
+  );
+}
+
+function PageFor(p: { route: string[]; page: string; session: Session }) {
+  switch (p.page) {
+    case "dlq":
+      return <DlqPage />;
+    case "logs":
+      return <LogsPage />;
+    case "schedules":
+      return <SchedulesPage />;
+    case "queues":
+      return <QueuesPage />;
+    case "url-groups":
+      return <UrlGroupsPage />;
+    case "flow-control":
+      return <FlowControlPage />;
+    case "signing-keys":
+      return <SigningKeysPage />;
+    case "kv": {
+      const db = p.route[1] ?? p.session.databases[0] ?? "default";
+      return <KvPage key={db} db={db} />;
+    }
+    default:
+      return <MessagesPage />;
+  }
+}

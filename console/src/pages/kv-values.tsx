@@ -1,0 +1,288 @@
+import { useState } from "preact/hooks";
+import { Action, Pre } from "../ui.js";
+import type { KeyView } from "./kv-key.js";
+
+type Write = (...commands: string[][]) => Promise<void>;
+
+/** The value of a key, editable in the way its type allows. */
+export function ValueEditor(p: { view: KeyView; write: Write }) {
+  const { view, write } = p;
+  const k = view.key;
+  switch (view.type) {
+    case "string":
+      return (
+        <StringEditor
+          value={String(view.value ?? "")}
+          length={view.length}
+          save={(v) => write(["SET", k, v, "KEEPTTL"])}
+        />
+      );
+    case "ReJSON-RL":
+      return (
+        <JsonEditor
+          value={String(view.value ?? "[]")}
+          save={(v) => write(["JSON.SET", k, "$", v])}
+        />
+      );
+    case "hash":
+      return (
+        <Rows
+          kind="hash"
+          rows={(view.value as [string, string][]).map(([f, v]) => ({ id: f, label: f, value: v }))}
+          labels={["Field", "Value"]}
+          save={(r, v) => write(["HSET", k, r.id, v])}
+          remove={(r) => write(["HDEL", k, r.id])}
+          add={(f, v) => write(["HSET", k, f, v])}
+        />
+      );
+    case "list":
+      return (
+        <Rows
+          kind="list"
+          rows={(view.value as string[]).map((v, i) => ({
+            id: String(i),
+            label: String(i),
+            value: v,
+          }))}
+          labels={["Index", "Value"]}
+          save={(r, v) => write(["LSET", k, r.id, v])}
+          remove={(r) => write(["LREM", k, "1", r.value])}
+          add={(_f, v) => write(["RPUSH", k, v])}
+          addField={false}
+        />
+      );
+    case "set":
+      return (
+        <Rows
+          kind="set"
+          rows={(view.value as string[]).map((m) => ({ id: m, label: m, value: "" }))}
+          labels={["Member", ""]}
+          remove={(r) => write(["SREM", k, r.id])}
+          add={(f) => write(["SADD", k, f])}
+          addValue={false}
+        />
+      );
+    case "zset":
+      return (
+        <Rows
+          kind="zset"
+          rows={(view.value as [string, string][]).map(([m, s]) => ({ id: m, label: m, value: s }))}
+          labels={["Member", "Score"]}
+          save={(r, v) => write(["ZADD", k, v, r.id])}
+          remove={(r) => write(["ZREM", k, r.id])}
+          add={(m, s) => write(["ZADD", k, s || "0", m])}
+        />
+      );
+    case "stream":
+      return (
+        <Rows
+          kind="stream"
+          rows={(view.value as [string, [string, string][]][]).map(([id, fields]) => ({
+            id,
+            label: id,
+            value: fields.map(([f, v]) => `${f}=${v}`).join("  "),
+          }))}
+          labels={["Entry id", "Fields"]}
+          remove={(r) => write(["XDEL", k, r.id])}
+          add={(f, v) => write(["XADD", k, "*", f, v])}
+          readOnlyValues
+        />
+      );
+    default:
+      return <Pre value={view.value} />;
+  }
+}
+
+/** A string value; one that is JSON can be re-formatted before saving. */
+function StringEditor(p: { value: string; length: number; save: (v: string) => Promise<void> }) {
+  const [text, setText] = useState(p.value);
+  const cut = p.length > p.value.length;
+  return (
+    <div class="editor">
+      <h3>Value</h3>
+      {cut && (
+        <p class="hint">
+          Showing the first {p.value.length} of {p.length} bytes; saving is off.
+        </p>
+      )}
+      <textarea
+        name="value"
+        rows={8}
+        value={text}
+        onInput={(e) => setText((e.target as HTMLTextAreaElement).value)}
+      />
+      <div class="bar">
+        <Action
+          label="Save"
+          kind="primary"
+          disabled={cut || text === p.value}
+          done="Saved"
+          run={() => p.save(text)}
+        />
+        {isJson(text) && (
+          <button
+            type="button"
+            class="btn plain"
+            onClick={() => setText(JSON.stringify(JSON.parse(text), null, 2))}
+          >
+            Format JSON
+          </button>
+        )}
+      </div>
+    </div>
+  );
+}
+
+/** A RedisJSON document (JSON.GET $ replies with an array of the one root). */
+function JsonEditor(p: { value: string; save: (v: string) => Promise<void> }) {
+  const root = (() => {
+    try {
+      const parsed: unknown = JSON.parse(p.value);
+      return JSON.stringify(Array.isArray(parsed) ? parsed[0] : parsed, null, 2);
+    } catch {
+      return p.value;
+    }
+  })();
+  const [text, setText] = useState(root);
+  return (
+    <div class="editor">
+      <h3>JSON document</h3>
+      <textarea
+        name="value"
+        rows={12}
+        value={text}
+        onInput={(e) => setText((e.target as HTMLTextAreaElement).value)}
+      />
+      <Action
+        label="Save"
+        kind="primary"
+        disabled={!isJson(text)}
+        done="Saved"
+        run={() => p.save(text)}
+      />
+    </div>
+  );
+}
+
+function isJson(text: string): boolean {
+  const t = text.trim();
+  if (!t.startsWith("{") && !t.startsWith("[")) return false;
+  try {
+    JSON.parse(t);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+interface Row {
+  id: string;
+  label: string;
+  value: string;
+}
+
+/** Members of a collection, each with its own save/remove, and a row to add one. */
+function Rows(p: {
+  kind: string;
+  rows: Row[];
+  labels: [string, string];
+  save?: (r: Row, v: string) => Promise<void>;
+  remove: (r: Row) => Promise<void>;
+  add: (field: string, value: string) => Promise<void>;
+  addField?: boolean;
+  addValue?: boolean;
+  readOnlyValues?: boolean;
+}) {
+  const [field, setField] = useState("");
+  const [value, setValue] = useState("");
+  const addField = p.addField ?? true;
+  const addValue = p.addValue ?? true;
+  return (
+    <div class="editor">
+      <table class="grid members" aria-label={`${p.kind} members`}>
+        <thead>
+          <tr>
+            <th>{p.labels[0]}</th>
+            <th>{p.labels[1]}</th>
+            <th />
+          </tr>
+        </thead>
+        <tbody>
+          {p.rows.map((r) => (
+            <MemberRow
+              key={r.id}
+              row={r}
+              save={p.readOnlyValues ? undefined : p.save}
+              remove={p.remove}
+            />
+          ))}
+        </tbody>
+      </table>
+      <div class="bar">
+        {addField && (
+          <input
+            name="add-field"
+            placeholder={p.kind === "zset" ? "member" : p.kind === "set" ? "member" : "field"}
+            value={field}
+            onInput={(e) => setField((e.target as HTMLInputElement).value)}
+          />
+        )}
+        {addValue && (
+          <input
+            name="add-value"
+            placeholder={p.kind === "zset" ? "score" : "value"}
+            value={value}
+            onInput={(e) => setValue((e.target as HTMLInputElement).value)}
+          />
+        )}
+        <Action
+          label="Add"
+          done="Added"
+          run={async () => {
+            await p.add(field, value);
+            setField("");
+            setValue("");
+          }}
+        />
+      </div>
+    </div>
+  );
+}
+
+function MemberRow(p: {
+  row: Row;
+  save: ((r: Row, v: string) => Promise<void>) | undefined;
+  remove: (r: Row) => Promise<void>;
+}) {
+  const [value, setValue] = useState(p.row.value);
+  const save = p.save;
+  return (
+    <tr>
+      <td>
+        <code>{p.row.label}</code>
+      </td>
+      <td>
+        {save ? (
+          <input
+            aria-label={`value of ${p.row.label}`}
+            value={value}
+            onInput={(e) => setValue((e.target as HTMLInputElement).value)}
+          />
+        ) : (
+          <span class="mono">{p.row.value}</span>
+        )}
+      </td>
+      <td class="nowrap">
+        {save && (
+          <Action
+            label="Save"
+            disabled={value === p.row.value}
+            done="Saved"
+            run={() => save(p.row, value)}
+          />
+        )}
+        <Action label="Remove" kind="danger" done="Removed" run={() => p.remove(p.row)} />
+      </td>
+    </tr>
+  );
+}

@@ -1,0 +1,132 @@
+import { useState } from "preact/hooks";
+import { queue, queueSend } from "../api.js";
+import {
+  Action,
+  PauseToggle,
+  Badge,
+  ErrorLine,
+  Field,
+  fmtTime,
+  Form,
+  Page,
+  Panel,
+  Pre,
+  Table,
+  useLoad,
+} from "../ui.js";
+
+interface Schedule {
+  scheduleId: string;
+  cron: string;
+  destination: string;
+  method: string;
+  body?: string;
+  retries: number;
+  createdAt: number;
+  lastScheduleTime: number;
+  nextScheduleTime: number;
+  isPaused: boolean;
+  queueName?: string;
+}
+
+/** Schedules: list, create (destination + cron + body), pause, resume, delete. */
+export function SchedulesPage() {
+  const list = useLoad(() => queue<Schedule[]>("schedules"), []);
+  const [open, setOpen] = useState<Schedule | undefined>();
+  const rows = [...(list.data ?? [])].sort((a, b) => b.createdAt - a.createdAt);
+  const id = (s: Schedule) => encodeURIComponent(s.scheduleId);
+  return (
+    <Page
+      title="Schedules"
+      side={
+        open && (
+          <Panel title={`Schedule ${open.scheduleId}`} onClose={() => setOpen(undefined)}>
+            <Pre value={open} />
+          </Panel>
+        )
+      }
+    >
+      <NewSchedule onCreated={list.reload} />
+      <ErrorLine error={list.error} />
+      <Table
+        label="schedules"
+        rows={rows}
+        rowKey={(s) => s.scheduleId}
+        selected={open?.scheduleId}
+        onRow={setOpen}
+        empty={list.loading ? "Loading…" : "No schedules yet."}
+        columns={[
+          { title: "Id", render: (s) => <code>{s.scheduleId}</code> },
+          { title: "Cron", render: (s) => <code>{s.cron}</code> },
+          { title: "Destination", render: (s) => <span class="url">{s.destination}</span> },
+          { title: "Next", render: (s) => fmtTime(s.nextScheduleTime), class: "nowrap" },
+          { title: "Last", render: (s) => fmtTime(s.lastScheduleTime), class: "nowrap" },
+          { title: "State", render: (s) => <Badge text={s.isPaused ? "PAUSED" : "ACTIVE"} /> },
+          {
+            title: "",
+            class: "nowrap",
+            render: (s) => (
+              <>
+                <PauseToggle
+                  paused={s.isPaused}
+                  run={(verb) => queueSend("POST", `schedules/${id(s)}/${verb}`).then(list.reload)}
+                />
+                <Action
+                  label="Delete"
+                  kind="danger"
+                  confirm={`Delete schedule ${s.scheduleId}?`}
+                  done="Deleted"
+                  run={() => queueSend("DELETE", `schedules/${id(s)}`).then(list.reload)}
+                />
+              </>
+            ),
+          },
+        ]}
+      />
+    </Page>
+  );
+}
+
+function NewSchedule(p: { onCreated: () => void }) {
+  const [destination, setDestination] = useState("");
+  const [cron, setCron] = useState("*/5 * * * *");
+  const [body, setBody] = useState("");
+  const [scheduleId, setScheduleId] = useState("");
+  const create = () =>
+    queueSend<{ scheduleId: string }>("POST", `schedules/${destination}`, body, {
+      "content-type": "text/plain",
+      "upstash-cron": cron,
+      ...(scheduleId ? { "upstash-schedule-id": scheduleId } : {}),
+    }).then(() => {
+      setDestination("");
+      setBody("");
+      setScheduleId("");
+      p.onCreated();
+    });
+  return (
+    <Form onSubmit={() => undefined} class="bar card">
+      <Field
+        label="Destination URL"
+        value={destination}
+        onInput={setDestination}
+        width="20rem"
+        name="destination"
+      />
+      <Field label="Cron" value={cron} onInput={setCron} width="9rem" name="cron" />
+      <Field label="Body" value={body} onInput={setBody} width="14rem" name="body" />
+      <Field
+        label="Schedule id (optional)"
+        value={scheduleId}
+        onInput={setScheduleId}
+        name="scheduleId"
+      />
+      <Action
+        label="Create schedule"
+        kind="primary"
+        disabled={!destination || !cron}
+        done="Schedule created"
+        run={create}
+      />
+    </Form>
+  );
+}

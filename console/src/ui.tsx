@@ -1,0 +1,346 @@
+import type { ComponentChildren } from "preact";
+import { useCallback, useEffect, useRef, useState } from "preact/hooks";
+
+// ---- loading ----
+
+export interface Loaded<T> {
+  data: T | undefined;
+  error: string | undefined;
+  loading: boolean;
+  reload: () => void;
+}
+
+/** Runs `fn` now and whenever `deps` change; a stale answer never overwrites a newer one. */
+export function useLoad<T>(fn: () => Promise<T>, deps: unknown[]): Loaded<T> {
+  const [state, setState] = useState<{ data?: T; error?: string; loading: boolean }>({
+    loading: true,
+  });
+  const seq = useRef(0);
+  const run = useCallback(() => {
+    const mine = ++seq.current;
+    setState((s) => ({ ...s, loading: true }));
+    fn().then(
+      (data) => mine === seq.current && setState({ data, loading: false }),
+      (err: unknown) =>
+        mine === seq.current && setState((s) => ({ ...s, error: messageOf(err), loading: false })),
+    );
+    // The caller lists fn's inputs in deps (fn itself is a new closure on every render).
+  }, deps);
+  useEffect(run, [run]);
+  return { data: state.data, error: state.error, loading: state.loading, reload: run };
+}
+
+/** Calls `fn` every `ms` while the page is visible. */
+export function useInterval(fn: () => void, ms: number): void {
+  const saved = useRef(fn);
+  saved.current = fn;
+  useEffect(() => {
+    const id = setInterval(() => {
+      if (document.visibilityState === "visible") saved.current();
+    }, ms);
+    return () => clearInterval(id);
+  }, [ms]);
+}
+
+export function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+// ---- toasts ----
+
+type Toast = { id: number; text: string; kind: "ok" | "error" };
+let toastId = 0;
+const listeners = new Set<(t: Toast) => void>();
+
+export function toast(text: string, kind: "ok" | "error" = "ok"): void {
+  const t = { id: ++toastId, text, kind };
+  for (const l of listeners) l(t);
+}
+
+export function Toasts() {
+  const [items, setItems] = useState<Toast[]>([]);
+  useEffect(() => {
+    const add = (t: Toast) => {
+      setItems((xs) => [...xs.slice(-3), t]);
+      setTimeout(() => setItems((xs) => xs.filter((x) => x.id !== t.id)), 4000);
+    };
+    listeners.add(add);
+    return () => void listeners.delete(add);
+  }, []);
+  return (
+    <div class="toasts" role="status">
+      {items.map((t) => (
+        <div key={t.id} class={`toast ${t.kind}`}>
+          {t.text}
+        </div>
+      ))}
+    </div>
+  );
+}
+
+// ---- controls ----
+
+interface ActionProps {
+  label: string;
+  run: () => Promise<unknown>;
+  /** Shown in a confirm() box first. */
+  confirm?: string;
+  kind?: "primary" | "danger" | "plain";
+  /** Toast on success. */
+  done?: string;
+  disabled?: boolean;
+  title?: string;
+}
+
+/** A button that runs an async action once at a time and reports its outcome as a toast. */
+export function Action(p: ActionProps) {
+  const [busy, setBusy] = useState(false);
+  const click = async (e: Event) => {
+    e.stopPropagation();
+    if (p.confirm && !window.confirm(p.confirm)) return;
+    setBusy(true);
+    try {
+      await p.run();
+      if (p.done) toast(p.done);
+    } catch (err) {
+      toast(messageOf(err), "error");
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <button
+      type="button"
+      class={`btn ${p.kind ?? "plain"}`}
+      disabled={busy || p.disabled}
+      onClick={click}
+      title={p.title}
+    >
+      {busy ? "…" : p.label}
+    </button>
+  );
+}
+
+/** Pause or Resume, whichever applies; `run` gets the verb (the queue API's path segment). */
+export function PauseToggle(p: {
+  paused: boolean;
+  run: (verb: "pause" | "resume") => Promise<unknown>;
+}) {
+  return p.paused ? (
+    <Action label="Resume" done="Resumed" run={() => p.run("resume")} />
+  ) : (
+    <Action label="Pause" done="Paused" run={() => p.run("pause")} />
+  );
+}
+
+export function Field(p: {
+  label: string;
+  value: string;
+  onInput: (v: string) => void;
+  placeholder?: string;
+  type?: "text" | "datetime-local";
+  width?: string;
+  name?: string;
+}) {
+  const common = {
+    name: p.name ?? p.label,
+    value: p.value,
+    placeholder: p.placeholder,
+    onInput: (e: Event) => p.onInput((e.target as HTMLInputElement).value),
+  };
+  return (
+    <label class="field" style={p.width ? { width: p.width } : undefined}>
+      <span>{p.label}</span>
+      {p.type === "datetime-local" ? (
+        <input type="datetime-local" {...common} />
+      ) : (
+        <input type="text" {...common} />
+      )}
+    </label>
+  );
+}
+
+export function Select(p: {
+  label: string;
+  value: string;
+  options: [string, string][];
+  onChange: (v: string) => void;
+}) {
+  return (
+    <label class="field">
+      <span>{p.label}</span>
+      <select
+        name={p.label}
+        value={p.value}
+        onChange={(e) => p.onChange((e.target as HTMLSelectElement).value)}
+      >
+        {p.options.map(([v, l]) => (
+          <option key={v} value={v}>
+            {l}
+          </option>
+        ))}
+      </select>
+    </label>
+  );
+}
+
+/** A form that runs `onSubmit` on Enter or its submit button (no page reload). */
+export function Form(p: { onSubmit: () => void; children: ComponentChildren; class?: string }) {
+  return (
+    <form
+      class={p.class ?? "bar"}
+      onSubmit={(e) => {
+        e.preventDefault();
+        p.onSubmit();
+      }}
+    >
+      {p.children}
+    </form>
+  );
+}
+
+// ---- layout pieces ----
+
+export interface Column<T> {
+  title: string;
+  render: (row: T) => ComponentChildren;
+  class?: string;
+}
+
+export function Table<T>(p: {
+  columns: Column<T>[];
+  rows: T[];
+  rowKey: (row: T) => string;
+  onRow?: (row: T) => void;
+  selected?: string | undefined;
+  empty?: string;
+  label?: string;
+}) {
+  if (p.rows.length === 0) return <p class="empty">{p.empty ?? "Nothing here."}</p>;
+  return (
+    <table class="grid" aria-label={p.label}>
+      <thead>
+        <tr>
+          {p.columns.map((c) => (
+            <th key={c.title} class={c.class}>
+              {c.title}
+            </th>
+          ))}
+        </tr>
+      </thead>
+      <tbody>
+        {p.rows.map((row) => {
+          const key = p.rowKey(row);
+          return (
+            <tr
+              key={key}
+              class={`${p.onRow ? "clickable" : ""} ${p.selected === key ? "selected" : ""}`}
+              onClick={p.onRow ? () => p.onRow?.(row) : undefined}
+            >
+              {p.columns.map((c) => (
+                <td key={c.title} class={c.class}>
+                  {c.render(row)}
+                </td>
+              ))}
+            </tr>
+          );
+        })}
+      </tbody>
+    </table>
+  );
+}
+
+/** The detail panel on the right of a list page. */
+export function Panel(p: { title: string; onClose: () => void; children: ComponentChildren }) {
+  return (
+    <aside class="panel" aria-label={p.title}>
+      <header>
+        <h2 title={p.title}>{p.title}</h2>
+        <button type="button" class="btn plain" onClick={p.onClose} aria-label="Close">
+          ✕
+        </button>
+      </header>
+      <div class="panel-body">{p.children}</div>
+    </aside>
+  );
+}
+
+export function Page(p: {
+  title: string;
+  actions?: ComponentChildren;
+  children: ComponentChildren;
+  side?: ComponentChildren;
+}) {
+  return (
+    <div class={`page ${p.side ? "with-side" : ""}`}>
+      <section class="main">
+        <header class="page-head">
+          <h1>{p.title}</h1>
+          <div class="actions">{p.actions}</div>
+        </header>
+        {p.children}
+      </section>
+      {p.side}
+    </div>
+  );
+}
+
+export function ErrorLine(p: { error: string | undefined }) {
+  return p.error ? <p class="error-line">{p.error}</p> : null;
+}
+
+export function Pre(p: { value: unknown }) {
+  const text = typeof p.value === "string" ? p.value : JSON.stringify(p.value, null, 2);
+  return <pre class="pre">{text}</pre>;
+}
+
+/** Key/value rows (a message's fields, a key's facts). */
+export function Facts(p: { items: [string, ComponentChildren][] }) {
+  return (
+    <dl class="facts">
+      {p.items.map(([k, v]) => (
+        <div key={k}>
+          <dt>{k}</dt>
+          <dd>{v}</dd>
+        </div>
+      ))}
+    </dl>
+  );
+}
+
+/** HTTP headers as `Name: value` lines (the API gives each name a list of values). */
+export function HeaderList(p: { headers: Record<string, string[]> | undefined }) {
+  const lines = Object.entries(p.headers ?? {}).flatMap(([name, values]) =>
+    values.map((v) => `${name}: ${v}`),
+  );
+  return <Pre value={lines.length > 0 ? lines.join("\n") : "(none)"} />;
+}
+
+export function Badge(p: { text: string }) {
+  return <span class={`badge b-${p.text.toLowerCase()}`}>{p.text}</span>;
+}
+
+// ---- formatting ----
+
+export function fmtTime(ms: number | undefined): string {
+  if (!ms) return "—";
+  const d = new Date(ms);
+  const pad = (n: number) => String(n).padStart(2, "0");
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+}
+
+export function fmtTtl(ms: number): string {
+  if (ms < 0) return "∞";
+  const s = Math.ceil(ms / 1000);
+  if (s < 120) return `${s}s`;
+  if (s < 7200) return `${Math.round(s / 60)}m`;
+  if (s < 172800) return `${Math.round(s / 3600)}h`;
+  return `${Math.round(s / 86400)}d`;
+}
+
+export function fmtCount(n: number | null | undefined): string {
+  if (n === null || n === undefined) return "—";
+  return n.toLocaleString("en-US");
+}
+
+export type Children = ComponentChildren;

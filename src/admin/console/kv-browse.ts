@@ -1,0 +1,190 @@
+import { AppError } from "../../shared/errors.js";
+import { kvCommands, resultOf } from "./upstream.js";
+
+/** Keys per page of the browser. */
+const PAGE = 100;
+/** Largest SCAN COUNT of one step. */
+const MAX_COUNT = 5000;
+/** SCAN steps per page request at most, so a rare pattern on a big keyspace still answers soon. */
+const MAX_SCAN_STEPS = 50;
+/** Members shown per page of a hash, list, set, sorted set or stream. */
+const MEMBERS = 100;
+/** Longest string value sent to the browser; longer ones are cut (the length is reported). */
+const MAX_STRING = 256 * 1024;
+
+const TYPES = new Set(["string", "hash", "list", "set", "zset", "stream", "ReJSON-RL"]);
+
+export interface KeyRow {
+  key: string;
+  type: string;
+  /** Milliseconds left, -1 when persistent. */
+  ttl: number;
+}
+
+export interface ScanPage {
+  /** "0" when the scan is complete. */
+  cursor: string;
+  keys: KeyRow[];
+}
+
+interface Db {
+  kvUrl: string;
+  token: string;
+}
+
+/**
+ * One page of keys matching `match` (a SCAN glob) and `type`: SCAN steps until about a page is
+ * found (a step may return somewhat more), the keyspace is done, or the step budget is spent;
+ * then one pipeline asks the type and TTL of each key. Paging is SCAN's own cursor, so 100k keys
+ * cost nothing up front.
+ */
+export async function scanKeys(
+  db: Db,
+  cursor: string,
+  match: string,
+  type: string,
+): Promise<ScanPage> {
+  if (!/^\d+$/.test(cursor)) throw new AppError("bad_request", "cursor must be a number");
+  if (type !== "" && !TYPES.has(type)) throw new AppError("bad_request", `unknown type ${type}`);
+  const found: string[] = [];
+  let next = cursor;
+  // COUNT starts at a page and doubles while matches are sparse: a dense keyspace answers with
+  // about one page, a rare pattern still walks quickly through a large keyspace.
+  let count = PAGE;
+  for (let step = 0; step < MAX_SCAN_STEPS; step++, count = Math.min(count * 2, MAX_COUNT)) {
+    const args = ["SCAN", next, "MATCH", match || "*", "COUNT", String(count)];
+    if (type) args.push("TYPE", type);
+    const [reply] = await kvCommands(db.kvUrl, db.token, [args]);
+    const [c, keys] = resultOf(reply) as [string, string[]];
+    next = c;
+    found.push(...keys);
+    if (next === "0" || found.length >= PAGE) break;
+  }
+  return { cursor: next, keys: await describe(db, found) };
+}
+
+async function describe(db: Db, keys: string[]): Promise<KeyRow[]> {
+  if (keys.length === 0) return [];
+  const replies = await kvCommands(
+    db.kvUrl,
+    db.token,
+    keys.flatMap((k) => [
+      ["TYPE", k],
+      ["PTTL", k],
+    ]),
+  );
+  return keys.map((key, i) => {
+    const t = replies[2 * i];
+    const ttl = replies[2 * i + 1];
+    return {
+      key,
+      type: t && "result" in t ? String(t.result) : "none",
+      ttl: ttl && "result" in ttl ? Number(ttl.result) : -1,
+    };
+  });
+}
+
+export interface KeyView {
+  key: string;
+  type: string;
+  ttl: number;
+  /** Length: bytes of a string, entries of a collection. */
+  length: number;
+  /** Where the next page of members starts ("0" or "" when there is none). */
+  cursor: string;
+  value: unknown;
+}
+
+/**
+ * A key's type, TTL, size and one page of its value. Strings come whole (up to 256 KiB); hashes
+ * and sets page with HSCAN/SSCAN cursors; lists, sorted sets and streams by offset / entry id.
+ */
+export async function readKey(db: Db, key: string, cursor: string): Promise<KeyView> {
+  const head = await kvCommands(db.kvUrl, db.token, [
+    ["TYPE", key],
+    ["PTTL", key],
+  ]);
+  const type = String(resultOf(head[0]));
+  const ttl = Number(resultOf(head[1]));
+  if (type === "none") throw new AppError("not_found", `no key ${key}`);
+  const page = PAGES[type];
+  if (!page) return { key, type, ttl, length: 0, cursor: "", value: null };
+  const [len, body] = await kvCommands(db.kvUrl, db.token, page(key, cursor || "0"));
+  const length = Number(resultOf(len));
+  const raw = resultOf(body);
+  const { value, next } = shape(type, raw, cursor || "0", length);
+  return { key, type, ttl, length, cursor: next, value };
+}
+
+type PageCommands = (key: string, cursor: string) => string[][];
+
+const PAGES: Record<string, PageCommands> = {
+  string: (k) => [
+    ["STRLEN", k],
+    ["GETRANGE", k, "0", String(MAX_STRING - 1)],
+  ],
+  hash: (k, c) => [
+    ["HLEN", k],
+    ["HSCAN", k, c, "COUNT", String(MEMBERS)],
+  ],
+  set: (k, c) => [
+    ["SCARD", k],
+    ["SSCAN", k, c, "COUNT", String(MEMBERS)],
+  ],
+  list: (k, c) => [
+    ["LLEN", k],
+    ["LRANGE", k, c, String(Number(c) + MEMBERS - 1)],
+  ],
+  zset: (k, c) => [
+    ["ZCARD", k],
+    ["ZRANGE", k, c, String(Number(c) + MEMBERS - 1), "WITHSCORES"],
+  ],
+  stream: (k, c) => [
+    ["XLEN", k],
+    ["XRANGE", k, c === "0" ? "-" : `(${c}`, "+", "COUNT", String(MEMBERS)],
+  ],
+  "ReJSON-RL": (k) => [
+    ["EXISTS", k],
+    ["JSON.GET", k, "$"],
+  ],
+};
+
+function shape(
+  type: string,
+  raw: unknown,
+  cursor: string,
+  length: number,
+): { value: unknown; next: string } {
+  switch (type) {
+    case "hash":
+    case "set": {
+      const [next, items] = raw as [string, string[]];
+      return { value: type === "hash" ? pairs(items) : items, next };
+    }
+    case "list": {
+      const start = Number(cursor);
+      const items = raw as string[];
+      const end = start + items.length;
+      return { value: items, next: end < length ? String(end) : "" };
+    }
+    case "zset": {
+      const start = Number(cursor);
+      const items = pairs(raw as string[]).map(([member, score]) => [member, score]);
+      const end = start + items.length;
+      return { value: items, next: end < length ? String(end) : "" };
+    }
+    case "stream": {
+      const entries = (raw as [string, string[]][]).map(([id, fields]) => [id, pairs(fields)]);
+      const last = entries[entries.length - 1];
+      return { value: entries, next: entries.length === MEMBERS && last ? String(last[0]) : "" };
+    }
+    default:
+      return { value: raw, next: "" };
+  }
+}
+
+function pairs(flat: string[]): [string, string][] {
+  const out: [string, string][] = [];
+  for (let i = 0; i + 1 < flat.length; i += 2) out.push([flat[i] as string, flat[i + 1] as string]);
+  return out;
+}

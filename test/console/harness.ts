@@ -1,0 +1,75 @@
+import { spawnSync } from "node:child_process";
+import { mkdirSync } from "node:fs";
+import path from "node:path";
+import { chromium, type Browser, type Page } from "playwright-core";
+import { queueEnv, type QueueTestEnv } from "../queue/setup.js";
+
+/** The console's second login token in tests. */
+export const CONSOLE_TOKEN = "console-test-token-0123456789";
+/** Where each page's screenshot is kept (git-ignored; CI may keep it as an artifact). */
+export const ARTIFACTS = path.resolve("test-artifacts", "console");
+/** Debian's chromium (`npm test` installs it, see scripts/setup.mjs); CHROMIUM_PATH overrides. */
+function chromiumPath(): string {
+  const chosen = process.env["CHROMIUM_PATH"];
+  if (chosen) return chosen;
+  const found = spawnSync("sh", ["-c", "command -v chromium"], { encoding: "utf8" });
+  if (found.status !== 0) {
+    throw new Error(
+      "chromium not found: run `npm test` (installs it on Debian as root) or set CHROMIUM_PATH",
+    );
+  }
+  return found.stdout.trim();
+}
+
+export interface ConsoleEnv {
+  q: QueueTestEnv;
+  /** Base URL of the console, e.g. http://127.0.0.1:1234/console */
+  url: string;
+  /** Undefined when started with `browser: false` (API-only tests). */
+  browser: Browser | undefined;
+  /** A fresh page in a laptop-sized window (1440×900), dialogs accepted. */
+  newPage(): Promise<Page>;
+  /** Logs a page in through the login form with the queue token. */
+  login(page: Page): Promise<void>;
+  /** Saves a full-page screenshot as test-artifacts/console/<name>.png. */
+  shot(page: Page, name: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * A real stashd (queue on a test redis-server, KV managed) with the console on its admin
+ * listener, and Debian's chromium driven by playwright-core.
+ */
+export async function consoleEnv(opts: { browser?: boolean } = {}): Promise<ConsoleEnv> {
+  const q = await queueEnv({ consoleToken: CONSOLE_TOKEN });
+  if (!q.stashd.admin) throw new Error("the admin listener is off");
+  const url = `${q.stashd.admin.url}/console`;
+  const browser =
+    opts.browser === false ? undefined : await chromium.launch({ executablePath: chromiumPath() });
+  mkdirSync(ARTIFACTS, { recursive: true });
+  return {
+    q,
+    url,
+    browser,
+    newPage: async () => {
+      if (!browser) throw new Error("started without a browser");
+      const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
+      page.on("dialog", (d) => void d.accept());
+      page.setDefaultTimeout(10_000);
+      return page;
+    },
+    login: async (page) => {
+      await page.goto(url);
+      await page.fill("input[name=token]", q.stashd.queue.token);
+      await page.click("button[type=submit]");
+      await page.waitForSelector("nav.side");
+    },
+    shot: async (page, name) => {
+      await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
+    },
+    close: async () => {
+      await browser?.close();
+      await q.close();
+    },
+  };
+}
