@@ -29,6 +29,8 @@ export class LuaScript {
   readonly keys: readonly string[] | undefined;
   readonly readOnly: boolean;
   private readonly loading = new WeakMap<ScriptTarget, Promise<Reply>>();
+  /** Loads completed per target: a NOSCRIPT for a call sent before the last load needs none. */
+  private readonly loads = new WeakMap<ScriptTarget, number>();
 
   constructor(readonly source: AssembledLua) {
     this.name = source.name;
@@ -58,10 +60,15 @@ export class LuaScript {
       );
     }
     const call = this.command("sha", keys, args);
+    const loadsBefore = this.loads.get(target) ?? 0;
     const reply = await target.exec(call);
     if (!isNoScript(reply)) return reply;
-    const loaded = await this.load(target);
-    return loaded.kind === "error" ? loaded : target.exec(call);
+    // Another caller's load may have finished while this call was in flight: just repeat it.
+    if ((this.loads.get(target) ?? 0) === loadsBefore) {
+      const loaded = await this.load(target);
+      if (loaded.kind === "error") return loaded;
+    }
+    return target.exec(call);
   }
 
   private load(target: ScriptTarget): Promise<Reply> {
@@ -70,7 +77,11 @@ export class LuaScript {
       pending = target.exec(["SCRIPT", "LOAD", this.text]);
       this.loading.set(target, pending);
       const forget = () => this.loading.delete(target);
-      pending.then(forget, forget);
+      const count = (reply: Reply) => {
+        forget();
+        if (reply.kind !== "error") this.loads.set(target, (this.loads.get(target) ?? 0) + 1);
+      };
+      pending.then(count, forget);
     }
     return pending;
   }
