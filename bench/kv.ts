@@ -17,6 +17,7 @@ import os from "node:os";
 import path from "node:path";
 import autocannon from "autocannon";
 import { freePort, startRedis, stopChild } from "../test/harness/redis.js";
+import { startStashdChild, waitForHttp } from "./stashd-child.js";
 
 interface Row {
   name: string;
@@ -99,54 +100,9 @@ function redisBenchmark(
     });
 }
 
-async function waitForHttp(url: string): Promise<void> {
-  for (let i = 0; i < 200; i++) {
-    try {
-      await fetch(url);
-      return;
-    } catch {
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-  throw new Error(`${url} did not come up`);
-}
-
 function floorServer(port: number): ChildProcess {
   const code = `require("node:http").createServer((q,s)=>{q.resume();q.on("end",()=>{s.writeHead(200,{"content-type":"application/json"});s.end('{"result":"OK"}')})}).listen(${port},"127.0.0.1")`;
   return spawn(process.execPath, ["-e", code], { stdio: "ignore" });
-}
-
-async function startStashdChild(
-  redisUrl: string,
-  dataDir: string,
-  port: number,
-): Promise<{ child: ChildProcess; token: string }> {
-  const child = spawn(
-    process.execPath,
-    [
-      "bin/stashd",
-      "start",
-      "--data-dir",
-      dataDir,
-      "--kv-port",
-      String(port),
-      "--queue-port",
-      "0",
-      "--log-level",
-      "warn",
-    ],
-    {
-      env: { ...process.env, STASHD_KV_REDIS_URL: redisUrl },
-      stdio: ["ignore", "ignore", "inherit"],
-    },
-  );
-  await waitForHttp(`http://127.0.0.1:${port}/`);
-  const creds = JSON.parse(
-    spawnSync(process.execPath, ["bin/stashd", "credentials", "--json", "--data-dir", dataDir], {
-      encoding: "utf8",
-    }).stdout,
-  ) as { kv: { databases: { token: string }[] } };
-  return { child, token: creds.kv.databases[0]?.token ?? "" };
 }
 
 function startWebdis(redisPort: number, port: number, dir: string): ChildProcess | undefined {

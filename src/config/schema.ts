@@ -98,6 +98,12 @@ export const SETTINGS = {
     default: 15_000,
     doc: "A backend connection owing replies that receives nothing for this long is closed and replaced (503).",
   },
+  kvEmulateFieldTtl: {
+    env: "STASHD_KV_EMULATE_FIELD_TTL",
+    kind: "bool",
+    default: true,
+    doc: "Redis < 7.4: emulate hash-field TTLs (docs/compatibility.md); same in every process.",
+  },
   sseKeepAliveMs: {
     env: "STASHD_SSE_KEEPALIVE_MS",
     kind: "int",

@@ -21,7 +21,12 @@ export interface Principal {
 }
 
 const READONLY_USER = "default_ro";
-/** Reads only; SCAN and KEYS are refused as Upstash's "powerful read commands" (docs/redis-rest-protocol.md). */
+/**
+ * Reads only; SCAN and KEYS are refused as Upstash's "powerful read commands"
+ * (docs/redis-rest-protocol.md). TIME lets the emulated hash reads (emulate/lua/) tell which
+ * fields are past their deadline. FCALL runs FCALL_RO of functions not declared no-writes
+ * (emulate/fcall-ro.ts): the ACL still refuses every write command inside them.
+ */
 const READONLY_RULES = [
   "reset",
   "on",
@@ -33,9 +38,11 @@ const READONLY_RULES = [
   "-keys",
   "+ping",
   "+echo",
+  "+time",
   "+eval_ro",
   "+evalsha_ro",
   "+fcall_ro",
+  "+fcall",
   "+subscribe",
   "+psubscribe",
 ];
@@ -51,6 +58,7 @@ export class KvDatabase {
   private readonly readonlyPool: RedisPool;
   private readonly aclPools = new Map<string, { pool: RedisPool; usedAt: number }>();
   private table: Promise<CommandTable> | undefined;
+  private readonly roPassword: string;
   private day = "";
   private dayCount = 0;
   /** Scripts killed for running past the time limit; lets replies say why they were killed. */
@@ -68,6 +76,7 @@ export class KvDatabase {
     const poolOpts = this.poolOptions(config.kvPoolSize);
     this.admin = new RedisPool(endpoint, poolOpts);
     const roPassword = readonlyUserPassword(endpoint.password ?? JSON.stringify(endpoint));
+    this.roPassword = roPassword;
     this.readonlyPool = new RedisPool(
       { ...endpoint, username: READONLY_USER, password: roPassword },
       { ...poolOpts, onLoginRefused: () => this.ensureReadonlyUser(roPassword) },
@@ -98,6 +107,11 @@ export class KvDatabase {
     return this.record.allowMigrate === true;
   }
 
+  /** False when the operator turned the hash-field expiration emulation off. */
+  get emulatesFieldTtl(): boolean {
+    return this.config.kvEmulateFieldTtl;
+  }
+
   /** The pool a principal's commands run on; Redis's ACLs enforce what each may do. */
   poolFor(principal: Principal): RedisPool {
     if (principal.role === "standard") return this.admin;
@@ -107,9 +121,11 @@ export class KvDatabase {
 
   /** The backend's COMMAND table, loaded once (and again after a failure). */
   commandTable(): Promise<CommandTable> {
-    this.table ??= this.admin.exec(["COMMAND"]).then((reply) => {
+    this.table ??= this.admin.exec(["COMMAND"]).then(async (reply) => {
       if (reply.kind === "error")
         throw new AppError("backend_unavailable", `ERR COMMAND failed: ${reply.value}`);
+      // Once per process: a user made by an older stashd gets today's rules.
+      await this.ensureReadonlyUser(this.roPassword);
       return parseCommandTable(reply);
     });
     this.table.catch(() => (this.table = undefined));

@@ -13,14 +13,16 @@ import {
   withoutWithType,
   type GatewayHandler,
 } from "./gateway-commands.js";
-import { JsonBatch } from "./json/batch.js";
+import { EmulationBatch } from "./emulate/batch.js";
+import { readOnlyFcallRefusal, retryReadOnlyFcalls } from "./emulate/fcall-ro.js";
 
 /**
  * The guard chain every command goes through, in this order: daily limit → command table →
- * policy (refusals) → gateway-handled commands (gateway-commands.ts) → JSON.* as Lua scripts when
- * the backend has no JSON module (json/) → rewrites → execution on the principal's pool. Single
- * commands and pipelines turn refusals into error replies; a transaction with any refused
- * command is refused whole before anything runs.
+ * policy (refusals) → gateway-handled commands (gateway-commands.ts) → commands the backend lacks
+ * (JSON.* without the module, hash-field expiration, newer stream/BITOP commands) as Lua scripts
+ * (emulate/route.ts) → rewrites → execution on the principal's pool. Single commands and
+ * pipelines turn refusals into error replies; a transaction with any refused command is refused
+ * whole before anything runs.
  */
 
 const errorReply = (value: string): Reply => ({ kind: "error", value });
@@ -115,7 +117,7 @@ export async function runPipeline(p: Principal, commands: Arg[][]): Promise<Repl
   const table = await p.db.commandTable();
   const replies: (Reply | undefined)[] = new Array<Reply | undefined>(commands.length);
   const special: [number, GatewayHandler][] = [];
-  const json = new JsonBatch(p.db, table);
+  const emulated = new EmulationBatch(p.db, table, p.db.emulatesFieldTtl);
   const budget = new RequestReplies(p);
   const pool = p.db.poolFor(p);
   const policy = { allowMigrate: p.db.allowMigrate };
@@ -125,9 +127,9 @@ export async function runPipeline(p: Principal, commands: Arg[][]): Promise<Repl
     const sendIndex: number[] = [];
     for (let i = from; i < Math.min(from + SLICE, commands.length); i++) {
       const argv = commands[i] as Arg[];
-      const refusal = refusalOf(argv, table, policy);
+      const refusal = refusalOf(argv, table, policy) ?? readOnlyFcallRefusal(p, argv);
       const handler = refusal === undefined ? gatewayCommand(argv) : undefined;
-      const script = refusal === undefined && !handler ? json.rewrite(argv, i) : undefined;
+      const script = refusal === undefined && !handler ? emulated.rewrite(argv, i) : undefined;
       if (refusal !== undefined) replies[i] = errorReply(refusal);
       else if (handler) special.push([i, handler]);
       else if (script !== undefined && !Array.isArray(script)) replies[i] = script;
@@ -140,8 +142,10 @@ export async function runPipeline(p: Principal, commands: Arg[][]): Promise<Repl
     sentAny = true;
     const sent = await budget.exchange(pool, toSend);
     sent.forEach((reply, j) => (replies[sendIndex[j] as number] = reply));
+    // Per slice, so the next slices call scripts by SHA once Redis holds them.
+    await emulated.settle(replies as Reply[], commands, pool);
   }
-  if (sentAny) await json.settle(replies as Reply[], commands, pool);
+  if (sentAny) await retryReadOnlyFcalls(p, commands, replies as Reply[]);
   // Gateway-handled commands run after the batch they came in (documented in compatibility.md).
   for (const [i, handler] of special) replies[i] = await handler(p, commands[i] as Arg[]);
   return replies as Reply[];
@@ -159,7 +163,7 @@ export async function runTransaction(p: Principal, commands: Arg[][]): Promise<R
   for (const argv of commands) {
     const refusal = isRestToken(argv)
       ? "ERR ACL RESTTOKEN is not allowed in a transaction"
-      : refusalOf(argv, table, policy);
+      : (refusalOf(argv, table, policy) ?? readOnlyFcallRefusal(p, argv));
     if (refusal !== undefined) {
       throw new AppError(
         "command_refused",
@@ -167,10 +171,11 @@ export async function runTransaction(p: Principal, commands: Arg[][]): Promise<R
       );
     }
   }
-  // The first JSON.* call of each script carries its text: a NOSCRIPT inside EXEC can't be retried.
-  const json = new JsonBatch(p.db, table, true);
+  // The first call of each emulation script carries its text: a NOSCRIPT inside EXEC can't be
+  // retried.
+  const emulated = new EmulationBatch(p.db, table, p.db.emulatesFieldTtl, true);
   const rewritten = commands.map((argv, i) => {
-    const script = json.rewrite(argv, i);
+    const script = emulated.rewrite(argv, i);
     if (script !== undefined && !Array.isArray(script)) {
       throw new AppError(
         "command_refused",
@@ -182,10 +187,10 @@ export async function runTransaction(p: Principal, commands: Arg[][]): Promise<R
   });
   const pool = p.db.poolFor(p);
   const replies = await runOnExclusive(p, pool, rewritten);
-  json.rename(replies, 1);
+  emulated.rename(replies, 1);
   const exec = replies[replies.length - 1] as Reply;
   if (exec.kind === "array") {
-    await json.settle(exec.value, commands, pool);
+    await emulated.settle(exec.value, commands, pool);
     return addTypesAfterExec(pool, commands, exec.value);
   }
   const first = replies.find((r) => r.kind === "error");

@@ -8,6 +8,8 @@ import type { Arg, Reply } from "../shared/redis/resp.js";
  * The full list and its reasons: docs/compatibility.md, "Refused commands".
  */
 export interface CommandInfo {
+  /** Redis's arity: N exactly N arguments (name included), -N at least N. */
+  readonly arity: number;
   readonly flags: ReadonlySet<string>;
   readonly categories: ReadonlySet<string>;
 }
@@ -27,9 +29,10 @@ export function parseCommandTable(reply: Reply): CommandTable {
 function addEntries(table: Map<string, CommandInfo>, entries: readonly Reply[]): void {
   for (const entry of entries) {
     if (entry.kind !== "array") continue;
-    const [name, , flags, , , , categories, , , subcommands] = entry.value;
+    const [name, arity, flags, , , , categories, , , subcommands] = entry.value;
     if (name?.kind !== "bulk" && name?.kind !== "simple") continue;
     table.set(name.value.toString().toLowerCase(), {
+      arity: arity?.kind === "int" ? Number(arity.value) : 0,
       flags: new Set(textsOf(flags)),
       categories: new Set(textsOf(categories).map((c) => c.replace(/^@/, ""))),
     });

@@ -1,11 +1,13 @@
 import { createHash } from "node:crypto";
 import type { Arg } from "../shared/redis/resp.js";
+import { exactTrim } from "./emulate/rewrites.js";
 
 /**
  * Rewrites for what popular clients send that plain Redis refuses:
  * - `#!lua flags=…,allow-key-locking` (Upstash-only flag, sent by @upstash/ratelimit ≥ 2.1): the
  *   flag is removed before Redis sees the script. Clients call EVALSHA with the SHA of the script
  *   as they wrote it, so each rewrite records original SHA → SHA Redis knows, per database.
+ * - `XTRIM … ~ N` trims exactly, as Upstash does (emulate/rewrites.ts).
  */
 export class ScriptAliases {
   private readonly aliases = new Map<string, string>();
@@ -83,5 +85,6 @@ export function rewriteCommand(argv: Arg[], aliases: ScriptAliases): Arg[] {
     out[1] = resolved;
     return out;
   }
+  if (name === "xtrim") return exactTrim(argv);
   return argv;
 }

@@ -21,7 +21,7 @@ describe("JSON.SET / JSON.GET", () => {
     await run("JSON.SET", "j:g", ".", DOC);
     expect(await run("JSON.GET", "j:g", ".nested.b")).toEqual(ok('[1,2.5,"xé"]'));
     expect(await run("JSON.GET", "j:g", "nested.b[0]")).toEqual(ok("1"));
-    expect(await run("JSON.GET", "j:g", "$..a")).toEqual(ok("[2,true]"));
+    expect(await run("JSON.GET", "j:g", "$..a")).toEqual(ok("[true,2]"));
     expect(await run("JSON.GET", "j:g", "$.none")).toEqual(ok("[]"));
     expect(await run("JSON.GET", "j:g", ".none")).toEqual(err("ERR Path '$.none' does not exist"));
     expect(await run("JSON.GET", "j:g", ".a", ".foo")).toEqual(ok('{".a":2,".foo":"bar"}'));

@@ -12,7 +12,7 @@ describe("JSON write commands", () => {
       "$",
       '{"a":"b","b":[{"a":2},{"a":5},{"a":"c"}],"t":true,"s":"ab"}',
     );
-    expect(await run("JSON.NUMINCRBY", "j:w", "$..a", 2)).toEqual(ok("[null,4,7,null]"));
+    expect(await run("JSON.NUMINCRBY", "j:w", "$..a", 2)).toEqual(ok("[4,7,null,null]"));
     expect(await run("JSON.NUMINCRBY", "j:w", ".b[0].a", 1.5)).toEqual(ok("5.5"));
     expect(await run("JSON.NUMMULTBY", "j:w", "$.b[1].a", 2)).toEqual(ok("[14]"));
     expect(await run("JSON.NUMINCRBY", "j:w", ".a", 1)).toEqual(
@@ -21,13 +21,13 @@ describe("JSON write commands", () => {
     expect(await run("JSON.STRAPPEND", "j:w", "$.s", '"cd"')).toEqual(ok([4]));
     expect(await run("JSON.STRAPPEND", "j:w", ".s", '"e"')).toEqual(ok(5));
     expect(await run("JSON.STRLEN", "j:w", "$..*")).toEqual(
-      ok([1, null, null, 5, null, null, null, null, null, 1]),
+      ok([null, null, 1, null, null, null, 1, null, null, 5]),
     );
     expect(await run("JSON.TOGGLE", "j:w", "$.t")).toEqual(ok([0]));
     expect(await run("JSON.TOGGLE", "j:w", ".t")).toEqual(ok("true"));
     expect(await run("JSON.TOGGLE", "j:w", "$.s")).toEqual(ok([null]));
     expect(await run("JSON.TYPE", "j:w", "$..a")).toEqual(
-      ok(["string", "number", "integer", "string"]),
+      ok(["number", "integer", "string", "string"]),
     );
     expect(await run("JSON.TYPE", "j:w", ".t")).toEqual(ok("boolean"));
     expect(await run("JSON.NUMINCRBY", "j:w", "$.b[0].a", '"x"')).toEqual(err("bad input number"));

@@ -1,25 +1,25 @@
 import { describe, expect, it } from "vitest";
 import type { CommandTable } from "../../src/kv/policy.js";
-import { JsonBatch } from "../../src/kv/json/batch.js";
+import { EmulationBatch } from "../../src/kv/emulate/batch.js";
 import { READ_SCRIPT, WRITE_SCRIPT } from "../../src/kv/json/route.js";
 
-const info = { flags: new Set<string>(), categories: new Set<string>() };
+const info = { arity: -2, flags: new Set<string>(), categories: new Set<string>() };
 const plain: CommandTable = new Map([["get", info]]);
 const withModule: CommandTable = new Map([["json.set", info]]);
 
 describe("routing JSON.* commands", () => {
   it("passes them through untouched when the backend has the JSON module", () => {
-    const batch = new JsonBatch({}, withModule);
+    const batch = new EmulationBatch({}, withModule, true);
     expect(batch.rewrite(["JSON.SET", "k", "$", "1"], 0)).toBeUndefined();
   });
 
   it("leaves other commands alone", () => {
-    expect(new JsonBatch({}, plain).rewrite(["GET", "k"], 0)).toBeUndefined();
+    expect(new EmulationBatch({}, plain, true).rewrite(["GET", "k"], 0)).toBeUndefined();
   });
 
   it("sends script text first, the SHA once Redis holds the script, and reads read-only", async () => {
     const owner = {};
-    const batch = new JsonBatch(owner, plain);
+    const batch = new EmulationBatch(owner, plain, true);
     const first = batch.rewrite(["json.get", "k", "$"], 0);
     expect(first).toEqual(["EVAL_RO", READ_SCRIPT.text, "1", "k", "json.get", "$"]);
     await batch.settle(
@@ -27,7 +27,7 @@ describe("routing JSON.* commands", () => {
       [["json.get", "k", "$"]],
       undefined as never,
     );
-    const next = new JsonBatch(owner, plain);
+    const next = new EmulationBatch(owner, plain, true);
     expect(next.rewrite(["JSON.GET", "k"], 0)).toEqual([
       "EVALSHA_RO",
       READ_SCRIPT.sha,
@@ -57,8 +57,8 @@ describe("routing JSON.* commands", () => {
       "2",
     ]);
     // A transaction: the first call of each script carries its text, later ones its SHA.
-    const multi = new JsonBatch(owner, plain, true);
-    const head = (r: ReturnType<JsonBatch["rewrite"]>): unknown =>
+    const multi = new EmulationBatch(owner, plain, true, true);
+    const head = (r: ReturnType<EmulationBatch["rewrite"]>): unknown =>
       Array.isArray(r) ? r.slice(0, 2) : r;
     expect(head(multi.rewrite(["JSON.GET", "k"], 0))).toEqual(["EVAL_RO", READ_SCRIPT.text]);
     expect(head(multi.rewrite(["JSON.TYPE", "k"], 1))).toEqual(["EVALSHA_RO", READ_SCRIPT.sha]);
@@ -66,7 +66,7 @@ describe("routing JSON.* commands", () => {
   });
 
   it("answers malformed key lists with Redis's arity error", () => {
-    const batch = new JsonBatch({}, plain);
+    const batch = new EmulationBatch({}, plain, true);
     const error = (name: string) => ({
       kind: "error",
       value: `ERR wrong number of arguments for '${name}' command`,

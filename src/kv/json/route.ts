@@ -1,13 +1,14 @@
 import { LuaScript } from "../../shared/lua/script.js";
-import type { Arg, Reply } from "../../shared/redis/resp.js";
+import type { Arg } from "../../shared/redis/resp.js";
+import { arityError, type Emulation } from "../emulate/emulation.js";
 import type { CommandTable } from "../policy.js";
 
 /**
  * Maps a JSON.* command onto the JSON scripts (lua/json-write.lua, lua/json-read.lua) when the
  * backend has no JSON module: `JSON.SET k $ v NX` → `EVALSHA <write sha> 1 k json.set $ v NX`.
  * Reads go to the read script, flagged no-writes, with EVALSHA_RO. `text` mode sends the script
- * text instead (EVAL/EVAL_RO), which also loads it into Redis's script cache (see batch.ts for
- * when each is used).
+ * text instead (EVAL/EVAL_RO), which also loads it into Redis's script cache (see
+ * emulate/batch.ts for when each is used).
  */
 export const READ_SCRIPT = LuaScript.fromFile(new URL("./lua/json-read.lua", import.meta.url));
 export const WRITE_SCRIPT = LuaScript.fromFile(new URL("./lua/json-write.lua", import.meta.url));
@@ -40,12 +41,6 @@ const WRITES = new Set([
   "json.toggle",
 ]);
 
-export interface JsonRoute {
-  readonly argv: Arg[];
-  readonly script: LuaScript;
-  readonly name: string;
-}
-
 /** True when stashd must provide the JSON group itself (the backend has no json.set). */
 export function emulatesJson(table: CommandTable): boolean {
   return !table.has("json.set");
@@ -56,11 +51,6 @@ export function jsonCommandName(argv: readonly Arg[]): string | undefined {
   const name = argv[0]?.toString().toLowerCase() ?? "";
   return READS.has(name) || WRITES.has(name) ? name : undefined;
 }
-
-const arityError = (name: string): Reply => ({
-  kind: "error",
-  value: `ERR wrong number of arguments for '${name}' command`,
-});
 
 /** KEYS and ARGV for the script: MGET's keys precede its path, MSET's come in triples. */
 function keysAndArgs(name: string, argv: readonly Arg[]): [Arg[], Arg[]] | undefined {
@@ -78,20 +68,18 @@ function keysAndArgs(name: string, argv: readonly Arg[]): [Arg[], Arg[]] | undef
   return [rest.slice(0, 1), rest.slice(1)];
 }
 
-/** The script that runs a JSON command: the read-only variant for reads. */
-export function scriptFor(name: string): LuaScript {
-  return READS.has(name) ? READ_SCRIPT : WRITE_SCRIPT;
-}
+/** The JSON group as one of the gateway's emulations (emulate/route.ts sends the calls). */
+export const JSON_EMULATION: Emulation = {
+  scripts: { write: WRITE_SCRIPT, read: READ_SCRIPT },
 
-/** The script call for a JSON command, or an error reply for a malformed one. */
-export function routeJson(
-  name: string,
-  argv: readonly Arg[],
-  by: "sha" | "text",
-): JsonRoute | Reply {
-  const split = keysAndArgs(name, argv);
-  if (!split) return arityError(name);
-  const [keys, args] = split;
-  const script = scriptFor(name);
-  return { argv: script.command(by, keys, [name, ...args]), script, name };
-}
+  claims(argv, table) {
+    return emulatesJson(table) ? jsonCommandName(argv) : undefined;
+  },
+
+  call(name, argv) {
+    const split = keysAndArgs(name, argv);
+    if (!split) return arityError(name);
+    const [keys, args] = split;
+    return { keys, args: [name, ...args], read: READS.has(name) };
+  },
+};

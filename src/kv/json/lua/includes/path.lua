@@ -2,9 +2,11 @@
 --
 -- A path starting with `$` is JSONPath; anything else is a legacy path, rewritten as RedisJSON
 -- does: `.` → `$`, `.a.b` → `$.a.b`, `a.b` → `$.a.b`, `[0]` → `$[0]`. Supported: `.name`,
--- `['name', "x"]`, `[1, -1]`, `[*]`, `.*`, `..` (recursive descent, preorder like RedisJSON),
--- slices `[a:b:step]` and filters `[?(@.x > 1 && @.y == "s")]` with == != < <= > >= && || !
--- and existence tests. A match is {n=node, p=parent, k=key-or-1-based-index}; root has no parent.
+-- `['name', "x"]`, `[1, -1]`, `[*]`, `.*`, `..` (recursive descent in Upstash's order: a
+-- node's descendants' matches before its own, so `$..b` on {b:3, n:{b:null}} is [null,3] where
+-- RedisJSON answers [3,null]), slices `[a:b:step]` and filters `[?(@.x > 1 && @.y == "s")]`
+-- with == != < <= > >= && || ! and existence tests. A match is {n=node, p=parent,
+-- k=key-or-1-based-index}; root has no parent.
 -- Filters are in filter.lua, included at the end: it defines parse_filter and eval_filter,
 -- declared here, with the helpers above.
 --@include codec
@@ -153,8 +155,8 @@ local function select_one(m, sel, out)
 end
 
 local function descend(m, sel, out)
-  select_one(m, sel, out)
   for _, c in ipairs(children(m.n, {})) do descend(c, sel, out) end
+  select_one(m, sel, out)
 end
 
 local function run_segments(segs, root, upto)

@@ -1,0 +1,49 @@
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+
+/** Starting stashd as a child process for the benches, so the load generator has its own loop. */
+
+export async function waitForHttp(url: string): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    try {
+      await fetch(url);
+      return;
+    } catch {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+  throw new Error(`${url} did not come up`);
+}
+
+export async function startStashdChild(
+  redisUrl: string,
+  dataDir: string,
+  port: number,
+  env: Record<string, string> = {},
+): Promise<{ child: ChildProcess; token: string }> {
+  const child = spawn(
+    process.execPath,
+    [
+      "bin/stashd",
+      "start",
+      "--data-dir",
+      dataDir,
+      "--kv-port",
+      String(port),
+      "--queue-port",
+      "0",
+      "--log-level",
+      "warn",
+    ],
+    {
+      env: { ...process.env, ...env, STASHD_KV_REDIS_URL: redisUrl },
+      stdio: ["ignore", "ignore", "inherit"],
+    },
+  );
+  await waitForHttp(`http://127.0.0.1:${port}/`);
+  const creds = JSON.parse(
+    spawnSync(process.execPath, ["bin/stashd", "credentials", "--json", "--data-dir", dataDir], {
+      encoding: "utf8",
+    }).stdout,
+  ) as { kv: { databases: { token: string }[] } };
+  return { child, token: creds.kv.databases[0]?.token ?? "" };
+}

@@ -1,0 +1,37 @@
+import type { Arg, Reply } from "../../shared/redis/resp.js";
+import type { CommandTable } from "../policy.js";
+import type { LuaScript } from "../../shared/lua/script.js";
+
+/**
+ * A command emulation (docs/compatibility.md, "Emulated commands"): which commands it takes on
+ * a given backend, and how they map onto its Lua script's KEYS and ARGV (route.ts sends them).
+ */
+export interface Emulation {
+  /** The script for writes; `read`, flagged no-writes, for the commands `call` marks as reads. */
+  readonly scripts: { readonly write: LuaScript; readonly read?: LuaScript };
+  /** The lower-case command name when this emulation runs argv on this backend. */
+  claims(argv: readonly Arg[], table: CommandTable, options: EmulationOptions): string | undefined;
+  /** The script's KEYS and ARGV for the command, or an error reply for a malformed one. */
+  call(name: string, argv: readonly Arg[]): ScriptCall | Reply;
+}
+
+export interface EmulationOptions {
+  /** STASHD_KV_EMULATE_FIELD_TTL. */
+  readonly fieldTtl: boolean;
+}
+
+export interface ScriptCall {
+  readonly keys: Arg[];
+  readonly args: Arg[];
+  readonly read: boolean;
+}
+
+/** Redis's arity convention: N means exactly N arguments (name included), -N at least N. */
+export function arityOk(arity: number, argc: number): boolean {
+  return arity >= 0 ? argc === arity : argc >= -arity;
+}
+
+export const arityError = (name: string): Reply => ({
+  kind: "error",
+  value: `ERR wrong number of arguments for '${name}' command`,
+});

@@ -1,0 +1,43 @@
+import type { Arg, Reply } from "../../shared/redis/resp.js";
+import type { Principal } from "../database.js";
+
+/**
+ * FCALL_RO as Upstash runs it: a function that is not declared `no-writes` but only reads runs
+ * (Redis refuses it outright), and one that writes is refused with "Write commands are not
+ * allowed from read-only scripts". Redis's refusal is retried as FCALL on the read-only token's
+ * ACL user, whose rules refuse every write command the function makes. Only for the standard and
+ * read-only tokens (an ACL token's own key rules must keep applying); not inside /multi-exec
+ * (nothing can be retried there); in a /pipeline the retry runs after the batch's other commands.
+ */
+const WRITE_FLAG_REFUSAL = "ERR Can not execute a script with write flag using *_ro command.";
+const ACL_REFUSAL = /The user executing the script can't run this command or subcommand/;
+const READ_ONLY_REFUSAL = "Write commands are not allowed from read-only scripts";
+
+export async function retryReadOnlyFcalls(
+  p: Principal,
+  commands: readonly Arg[][],
+  replies: Reply[],
+): Promise<void> {
+  if (p.role === "acl") return;
+  for (const [i, reply] of replies.entries()) {
+    if (reply.kind !== "error" || reply.value !== WRITE_FLAG_REFUSAL) continue;
+    const argv = commands[i] as Arg[];
+    if (argv[0]?.toString().toLowerCase() !== "fcall_ro") continue;
+    const again = await p.db
+      .poolFor({ db: p.db, role: "readonly" })
+      .exec(["FCALL", ...argv.slice(1)]);
+    replies[i] =
+      again.kind === "error"
+        ? { kind: "error", value: again.value.replace(ACL_REFUSAL, READ_ONLY_REFUSAL) }
+        : again;
+  }
+}
+
+/**
+ * The read-only token's ACL user may run FCALL (for the retry above), but the token itself may
+ * not: its FCALL is refused here with the text Redis's ACL would give.
+ */
+export function readOnlyFcallRefusal(p: Principal, argv: readonly Arg[]): string | undefined {
+  if (p.role !== "readonly" || argv[0]?.toString().toLowerCase() !== "fcall") return undefined;
+  return "NOPERM this user has no permissions to run the 'fcall' command or its subcommand";
+}
