@@ -128,6 +128,6 @@ describe("workflow failures", () => {
       const [entry] = await workflowDlq(`&workflowRunId=${workflowRunId}`);
       expect(entry?.responseStatus).toBe(489);
     });
-    expect(w.app.hits.filter((h) => h.path === "/plain").length).toBeLessThanOrEqual(2);
+    expect(w.app.hitsOf("/plain").length).toBeLessThanOrEqual(2);
   });
 });

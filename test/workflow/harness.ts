@@ -27,6 +27,8 @@ export interface Hit {
 export interface App {
   url: string;
   hits: Hit[];
+  /** The hits of one path, in arrival order. */
+  hitsOf(path: string): Hit[];
   route(path: string, handler: WebHandler): string;
   close(): Promise<void>;
 }
@@ -66,6 +68,7 @@ export async function startApp(): Promise<App> {
   return {
     url,
     hits,
+    hitsOf: (path) => hits.filter((h) => h.path === path),
     route: (path, handler) => {
       routes.set(path, handler);
       return `${url}${path}`;

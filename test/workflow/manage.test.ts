@@ -12,8 +12,6 @@ afterAll(async () => {
   await w?.close();
 });
 
-const hitsOf = (path: string) => w.app.hits.filter((h) => h.path === path);
-
 /** A workflow that runs one step and then sleeps `sleep` seconds before a second one. */
 function sleeper(path: string, sleep: number, ran: string[]) {
   return w.app.route(
@@ -43,10 +41,14 @@ describe("cancel and logs", () => {
     const { workflowRunId } = await w.client.trigger({ url });
     await eventually(() => expect(ran).toEqual(["before"]));
     // The second delivery (after "before") publishes the sleep step and answers.
-    await eventually(() => expect(hitsOf("/cancel-one").map((h) => h.status)).toEqual([200, 200]));
+    await eventually(() =>
+      expect(w.app.hitsOf("/cancel-one").map((h) => h.status)).toEqual([200, 200]),
+    );
     const sleeping = await eventually(async () => {
       const { runs } = (await w.client.logs({ workflowRunId })) as unknown as { runs: RunLog[] };
-      const hit = new Set(hitsOf("/cancel-one").map((h) => h.headers.get("upstash-message-id")));
+      const hit = new Set(
+        w.app.hitsOf("/cancel-one").map((h) => h.headers.get("upstash-message-id")),
+      );
       const waiting = runs[0]?.steps.at(-1)?.steps.find((s) => !hit.has(s.messageId));
       expect(waiting).toBeDefined();
       return waiting?.messageId ?? "";
@@ -56,7 +58,7 @@ describe("cancel and logs", () => {
     // The delayed step is gone from the queue: it can never be delivered.
     expect((await w.api(`/v2/messages/${sleeping}`)).status).toBe(404);
     expect(
-      hitsOf("/cancel-one").every((h) => h.headers.get("upstash-message-id") !== sleeping),
+      w.app.hitsOf("/cancel-one").every((h) => h.headers.get("upstash-message-id") !== sleeping),
     ).toBe(true);
     expect(ran).toEqual(["before"]);
     const { runs } = (await w.client.logs({ workflowRunId })) as unknown as { runs: RunLog[] };

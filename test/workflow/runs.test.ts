@@ -39,7 +39,7 @@ describe("workflow runs through @upstash/workflow", () => {
       const res = await w.api(`/v2/workflows/runs/${workflowRunId}`);
       expect(res.status).toBe(404);
     });
-    const statuses = () => w.app.hits.filter((h) => h.path === "/basic").map((h) => h.status);
+    const statuses = () => w.app.hitsOf("/basic").map((h) => h.status);
     await eventually(() => expect(statuses().every((s) => s === 200)).toBe(true));
   });
 });

@@ -12,8 +12,6 @@ afterAll(async () => {
   await w?.close();
 });
 
-const hitsOf = (path: string) => w.app.hits.filter((h) => h.path === path);
-
 describe("workflow step types", () => {
   it("runs parallel runs and sleeps (Promise.all) and continues exactly once", async () => {
     const seen: string[] = [];
@@ -46,7 +44,9 @@ describe("workflow step types", () => {
     });
     expect(seen.filter((s) => s === "x")).toHaveLength(1);
     expect(seen.filter((s) => s.startsWith("z"))).toHaveLength(1);
-    await eventually(() => expect(hitsOf("/parallel").every((h) => h.status === 200)).toBe(true));
+    await eventually(() =>
+      expect(w.app.hitsOf("/parallel").every((h) => h.status === 200)).toBe(true),
+    );
   });
 
   it("makes a context.call with its own retries and hands the result to the run", async () => {

@@ -12,8 +12,6 @@ afterAll(async () => {
   await w?.close();
 });
 
-const hitsOf = (path: string) => w.app.hits.filter((h) => h.path === path);
-
 describe("client.trigger options", () => {
   it("applies the trigger's headers, label, retries, retry delay and delay to every step", async () => {
     const seen: { step: string; header: string | null; label: string | undefined }[] = [];
@@ -52,7 +50,7 @@ describe("client.trigger options", () => {
       timeoutMs: 10_000,
     });
     expect(seen.every((s) => s.header === "u1" && s.label === "lbl")).toBe(true);
-    const hits = hitsOf("/configured");
+    const hits = w.app.hitsOf("/configured");
     expect(hits[0]?.headers.get("upstash-workflow-runid")).toBe(workflowRunId);
     const failed = hits.findIndex((h) => h.status === 500);
     expect(failed).toBeGreaterThan(0);

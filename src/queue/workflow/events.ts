@@ -2,6 +2,7 @@ import { AppError, isAppError } from "../../shared/errors.js";
 import { parseDuration } from "../domain/duration.js";
 import type { Handler, QueueContext, QueueRequest } from "../routes/context.js";
 import { decode, readRaw, reply } from "../routes/util.js";
+import { jsonObject } from "./invoke.js";
 import { IN } from "./protocol.js";
 import { publishServerStep, serverStep } from "./produce.js";
 
@@ -33,13 +34,7 @@ function publishHeaders(r: QueueRequest): Record<string, string[]> {
 }
 
 function parseWaitBody(raw: Buffer): Omit<Waiter, "token" | "deadline" | "headers"> {
-  let v: unknown;
-  try {
-    v = JSON.parse(raw.toString("utf8"));
-  } catch {
-    throw new AppError("bad_request", "wait body must be JSON");
-  }
-  const o = (typeof v === "object" && v !== null ? v : {}) as Record<string, unknown>;
+  const o = jsonObject(raw, "a wait body");
   const { url, step } = o;
   if (typeof url !== "string" || typeof step !== "object" || step === null) {
     throw new AppError("bad_request", "wait body needs url and step");

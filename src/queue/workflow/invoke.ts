@@ -6,13 +6,7 @@ import type { Invoker } from "./run.js";
  * the invoker's identity, headers and Invoke step.
  */
 export function parseInvoke(raw: Buffer): { body: Buffer; invoker: Invoker } {
-  let v: unknown;
-  try {
-    v = JSON.parse(raw.toString("utf8"));
-  } catch {
-    throw new AppError("bad_request", "an invoke body must be JSON");
-  }
-  const o = (typeof v === "object" && v !== null ? v : {}) as Record<string, unknown>;
+  const o = jsonObject(raw, "an invoke body");
   const runId = o["workflowRunId"];
   const url = o["workflowUrl"];
   if (typeof runId !== "string" || typeof url !== "string") {
@@ -32,6 +26,20 @@ export function parseInvoke(raw: Buffer): { body: Buffer; invoker: Invoker } {
       >,
     },
   };
+}
+
+/** A request body that must be a JSON object (400 `<what> must be a JSON object` otherwise). */
+export function jsonObject(raw: Buffer, what: string): Record<string, unknown> {
+  let v: unknown;
+  try {
+    v = JSON.parse(raw.toString("utf8"));
+  } catch {
+    v = undefined;
+  }
+  if (typeof v !== "object" || v === null || Array.isArray(v)) {
+    throw new AppError("bad_request", `${what} must be a JSON object`);
+  }
+  return v as Record<string, unknown>;
 }
 
 function headerLists(v: unknown): Record<string, string[]> {

@@ -10,20 +10,11 @@
 --@include codes
 --@include keys
 --@include add-log
---@include insert-message
---@include fc-enter
+--@include workflow-entries
 local now, cutoff = ARGV[2], ARGV[3]
 if redis.call('HGET', KEYS[4], 'state') ~= 'RUN_STARTED' then return Code.runNotActive end
 if redis.call('LLEN', KEYS[5]) + (#ARGV - 4) / 6 > tonumber(ARGV[4]) then
   return Code.tooManySteps
 end
-for i = 5, #ARGV - 5, 6 do
-  local id, meta, dueAt = ARGV[i], ARGV[i + 1], ARGV[i + 3]
-  redis.call('RPUSH', KEYS[5], ARGV[i + 5])
-  redis.call('SADD', KEYS[6], id)
-  if meta ~= '' then
-    insertMessage(KEYS[1], KEYS[2], KEYS[3], cutoff, now, id, meta, ARGV[i + 2], dueAt, ARGV[i + 4])
-    fcEnter(KEYS[1], id, meta, dueAt, now)
-  end
-end
+workflowEntries(KEYS[1], KEYS[2], KEYS[3], KEYS[5], KEYS[6], cutoff, now, 5)
 return Code.ok

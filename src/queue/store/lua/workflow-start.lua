@@ -13,8 +13,7 @@
 --@include codes
 --@include keys
 --@include add-log
---@include insert-message
---@include fc-enter
+--@include workflow-entries
 local now, cutoff = ARGV[2], ARGV[3]
 if redis.call('HGET', KEYS[4], 'state') == 'RUN_STARTED' then
   return {Code.duplicate, redis.call('HGET', KEYS[4], 'initId')}
@@ -26,13 +25,5 @@ for i = 6, first - 1, 2 do
 end
 redis.call('HSET', KEYS[4], 'state', 'RUN_STARTED', 'initId', ARGV[first], 'createdAt', now)
 redis.call('ZADD', KEYS[7], now, ARGV[4])
-for i = first, #ARGV - 5, 6 do
-  local id, meta, dueAt = ARGV[i], ARGV[i + 1], ARGV[i + 3]
-  redis.call('RPUSH', KEYS[5], ARGV[i + 5])
-  redis.call('SADD', KEYS[6], id)
-  if meta ~= '' then
-    insertMessage(KEYS[1], KEYS[2], KEYS[3], cutoff, now, id, meta, ARGV[i + 2], dueAt, ARGV[i + 4])
-    fcEnter(KEYS[1], id, meta, dueAt, now)
-  end
-end
+workflowEntries(KEYS[1], KEYS[2], KEYS[3], KEYS[5], KEYS[6], cutoff, now, first)
 return {Code.ok}
