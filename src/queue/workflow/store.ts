@@ -30,8 +30,8 @@ const JSON_FIELDS = new Set(["config", "invoker", "failure"]);
 const NUMBER_FIELDS = new Set(["createdAt", "completedAt"]);
 
 /**
- * Workflow run records and their transitions (lua/*.lua, one atomic script each), beside the
- * message store whose message layout they share. See docs/workflow.md §3.
+ * Workflow run records and their transitions (store/lua/workflow-*.lua, one atomic script
+ * each), beside the message store whose message layout they share. See docs/workflow.md §3.
  */
 export class WorkflowStore {
   constructor(
@@ -39,6 +39,12 @@ export class WorkflowStore {
     private readonly logRetentionMs: number,
     private readonly maxEntries: number,
   ) {}
+
+  /** The keys a run's entries and their messages touch (start and append). */
+  private entryKeys(runId: string): string[] {
+    const run = [Q.workflowRun(runId), Q.workflowSteps(runId), Q.workflowMessages(runId)];
+    return [Q.due, Q.pending, Q.log, ...run];
+  }
 
   private head(now: number): Arg[] {
     return [Q.prefix, String(now), String(Math.max(0, now - this.logRetentionMs))];
@@ -57,15 +63,7 @@ export class WorkflowStore {
     const pairs = Object.entries(fields).flat();
     const reply = await T.workflowStart.run(
       this.pool,
-      [
-        Q.due,
-        Q.pending,
-        Q.log,
-        Q.workflowRun(runId),
-        Q.workflowSteps(runId),
-        Q.workflowMessages(runId),
-        Q.workflowRuns,
-      ],
+      [...this.entryKeys(runId), Q.workflowRuns],
       [...this.head(now), runId, String(pairs.length / 2), ...pairs, ...items.flatMap(appendArgs)],
     );
     const [flag, firstId] = asArray(reply);
@@ -75,18 +73,11 @@ export class WorkflowStore {
 
   async append(now: number, runId: string, items: readonly Append[]): Promise<AppendResult> {
     const args = items.flatMap(appendArgs);
-    const reply = await T.workflowAppend.run(
-      this.pool,
-      [
-        Q.due,
-        Q.pending,
-        Q.log,
-        Q.workflowRun(runId),
-        Q.workflowSteps(runId),
-        Q.workflowMessages(runId),
-      ],
-      [...this.head(now), String(this.maxEntries), ...args],
-    );
+    const reply = await T.workflowAppend.run(this.pool, this.entryKeys(runId), [
+      ...this.head(now),
+      String(this.maxEntries),
+      ...args,
+    ]);
     const code = asInt(reply);
     if (code === ScriptCode.ok) return "ok";
     return code === ScriptCode.tooManySteps ? "full" : "ended";
