@@ -42,7 +42,7 @@ async function credentials(dataDir: string): Promise<NonNullable<Creds["queue"]>
 const dataDir = mkdtempSync(path.join(os.tmpdir(), "stashd-bench-wf-"));
 const server = spawn(
   process.execPath,
-  [BIN, "start", "--data-dir", dataDir, "--kv-port", "0", "--queue-port", "0"],
+  [BIN, "start", "--data-dir", dataDir, "--kv-port", "0", "--queue-port", "0", "--admin-port", "0"],
   { env: { ...process.env, STASHD_LOG_LEVEL: "warn" }, stdio: "ignore" },
 );
 const q = await credentials(dataDir);

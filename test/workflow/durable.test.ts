@@ -1,4 +1,4 @@
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import net from "node:net";
 import os from "node:os";
@@ -8,10 +8,10 @@ import { afterAll, describe, expect, it } from "vitest";
 import { eventually } from "../harness/eventually.js";
 import { startRedis } from "../harness/redis.js";
 import { startStashd } from "../harness/stashd.js";
+import { credentialsOf, spawnStashd } from "../harness/process.js";
 import { sharedQueueOptions, TEST_KEYS, TEST_TOKEN } from "../queue/setup.js";
 import { startApp, type App } from "./harness.js";
 
-const BIN = path.resolve("bin/stashd");
 const cleanups: (() => Promise<void> | void)[] = [];
 
 afterAll(async () => {
@@ -33,31 +33,23 @@ interface Creds {
   queue?: { url: string; token: string; currentSigningKey: string; nextSigningKey: string };
 }
 
-/** The real bin/stashd with its managed queue Redis (appendfsync always). */
+/** The real bin/stashd with its managed queue Redis (appendfsync always), on a fixed port. */
 function startServer(dataDir: string, port: number): ChildProcess {
-  return spawn(
-    process.execPath,
-    [BIN, "start", "--data-dir", dataDir, "--kv-port", "0", "--queue-port", String(port)],
-    {
-      env: {
-        STASHD_QUEUE_LEASE_MS: "300",
-        STASHD_QUEUE_REAP_MS: "50",
-        STASHD_QUEUE_IDLE_POLL_MS: "50",
-        STASHD_QUEUE_BACKOFF_SCALE_MS: "10",
-      },
-      stdio: "ignore",
+  return spawnStashd(dataDir, {
+    queuePort: port,
+    env: {
+      STASHD_QUEUE_LEASE_MS: "300",
+      STASHD_QUEUE_REAP_MS: "50",
+      STASHD_QUEUE_IDLE_POLL_MS: "50",
+      STASHD_QUEUE_BACKOFF_SCALE_MS: "10",
     },
-  );
+  });
 }
 
 function running(dataDir: string) {
   return eventually(
     () => {
-      const r = spawnSync(process.execPath, [BIN, "credentials", "--json", "--data-dir", dataDir], {
-        encoding: "utf8",
-        env: {},
-      });
-      const c = JSON.parse(r.stdout) as Creds;
+      const c = credentialsOf<Creds>(dataDir);
       if (!c.running || !c.queue) throw new Error("not running yet");
       return c.queue;
     },
