@@ -22,6 +22,8 @@ import { ScheduleStore } from "./store/schedule-store.js";
 import { SigningKeys } from "./store/signing-keys.js";
 import { TopicStore } from "./store/topic-store.js";
 import { QueueTokenWatch } from "./token-watch.js";
+import { WorkflowDelivery } from "./workflow/delivery.js";
+import { MAX_RUN_ENTRIES, WorkflowStore } from "./workflow/store.js";
 
 export interface QueueService {
   url: string;
@@ -137,7 +139,9 @@ async function assemble(
     scheduler,
     queues,
     flowControl: new FlowControlStore(pool),
+    workflows: new WorkflowStore(pool, config.queueLogRetentionMs, MAX_RUN_ENTRIES),
   };
+  dispatcher.useHooks(new WorkflowDelivery(ctx));
   const server = await listen(
     instrument(
       createQueueHandler(ctx, () => tokens.current()),

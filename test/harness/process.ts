@@ -8,6 +8,8 @@ export interface SpawnOptions {
   /** The child's whole environment (not merged with the test's, so settings are explicit). */
   env?: NodeJS.ProcessEnv;
   stdio?: StdioOptions;
+  /** A fixed queue port (default: a free one), for clients that must outlive a restart. */
+  queuePort?: number;
 }
 
 /**
@@ -16,7 +18,8 @@ export interface SpawnOptions {
  * `credentialsOf(dataDir)` tells when it is running and its URLs.
  */
 export function spawnStashd(dataDir: string, options: SpawnOptions = {}): ChildProcess {
-  const ports = ["--kv-port", "0", "--queue-port", "0", "--admin-port", "0"];
+  const queue = String(options.queuePort ?? 0);
+  const ports = ["--kv-port", "0", "--queue-port", queue, "--admin-port", "0"];
   return spawn(process.execPath, [BIN, "start", "--data-dir", dataDir, ...ports], {
     env: options.env ?? {},
     stdio: options.stdio ?? "ignore",

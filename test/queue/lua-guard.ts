@@ -7,6 +7,7 @@ import { QueueStore } from "../../src/queue/store/queue-store.js";
 import { ScheduleStore, type ScheduleDef } from "../../src/queue/store/schedule-store.js";
 import { SigningKeys } from "../../src/queue/store/signing-keys.js";
 import { TopicStore } from "../../src/queue/store/topic-store.js";
+import { WorkflowStore } from "../../src/queue/workflow/store.js";
 import { parseRedisUrl } from "../../src/shared/redis/connection.js";
 import type { RedisPool } from "../../src/shared/redis/pool.js";
 import type { Arg, Reply } from "../../src/shared/redis/resp.js";
@@ -114,6 +115,7 @@ export async function runEveryTransition(pool: RedisPool): Promise<void> {
   await queuePaths(messages, queues, now);
   await flowControlPaths(messages, new FlowControlStore(pool), now);
   await otherPaths(pool, now);
+  await workflowPaths(pool, now);
 }
 
 async function messagePaths(messages: MessageStore, dlq: DlqStore, now: number): Promise<void> {
@@ -241,4 +243,37 @@ async function otherPaths(pool: RedisPool, now: number): Promise<void> {
   const keys = new SigningKeys(pool, MIN);
   await keys.init({ current: "c", next: "n" }, true);
   expect((await keys.rotate()).current).toBe("n");
+}
+
+/** Workflow runs: start, append, a wait kept / notified / timed out, and the end (workflow-*). */
+async function workflowPaths(pool: RedisPool, now: number): Promise<void> {
+  const runs = new WorkflowStore(pool, MIN, 100);
+  const fc = { flowControl: { key: "wf-fc", parallelism: 1, rate: 0, period: 1 } };
+  const msg = (id: string) =>
+    message(id, now, { ...fc, workflow: { runId: "wfr_g", callType: "step" } });
+  const entry = (id: string) => JSON.stringify({ messageId: id, body: "", callType: "step" });
+  const start = await runs.start(now, "wfr_g", { url: "http://x" }, [
+    { id: "w0", entry: entry("w0"), message: msg("w0") },
+  ]);
+  expect(start).toEqual({ created: true });
+  expect(
+    await runs.append(now, "wfr_g", [{ id: "w1", entry: entry("w1"), message: msg("w1") }]),
+  ).toBe("ok");
+  expect(await runs.append(now, "wfr_g", [{ id: "cb", entry: entry("cb") }])).toBe("ok");
+  expect(await runs.keep("wfr_g", "e1", "ZGF0YQ==")).toBe("kept");
+  expect(await runs.wait(now, "wfr_g", "e1", '{"token":"t1"}', msg("t1"))).toEqual({
+    kept: "ZGF0YQ==",
+  });
+  expect(await runs.wait(now, "wfr_g", "e2", '{"token":"t2"}', msg("t2"))).toBe("registered");
+  expect(await runs.keep("wfr_g", "e2", "")).toEqual({ waiter: '{"token":"t2"}' });
+  const result = { id: "n1", entry: entry("n1"), message: msg("n1") };
+  expect(await runs.release(now, "wfr_g", "e2", "t2", result)).toBe("released");
+  expect(await runs.wait(now, "wfr_g", "e3", '{"token":"t3"}', msg("t3"))).toBe("registered");
+  expect(await runs.release(now, "wfr_g", "e3", "t3", { id: "t3", entry: entry("t3") })).toBe(
+    "released",
+  );
+  expect(await runs.end(now, "wfr_g", "RUN_SUCCESS", { response: "done" })).toBeDefined();
+  expect(await runs.release(now, "wfr_g", "e3", "t3", { id: "t3", entry: entry("t3") })).toBe(
+    "ended",
+  );
 }

@@ -55,6 +55,10 @@ function child(
     callerIP: meta.callerIP,
     queueName: meta.queueName,
     depth: meta.depth + 1,
+    // A workflow call's answer and a run's failure callback stay messages of the run.
+    ...(meta.workflow && {
+      workflow: { runId: meta.workflow.runId, callType: dlqId ? "failureCall" : "fromCallback" },
+    }),
   };
   return { meta: childMeta, body: Buffer.from(JSON.stringify(payload(ctx, dlqId))), dueAt };
 }

@@ -29,6 +29,22 @@ const CLAIM_SCAN = 1024;
 /** After the grace period: time for aborted attempts to unwind and arrived ones to be recorded. */
 const FINISH_AFTER_ABORT_MS = 2_000;
 
+/** What a delivery sends instead of the stored body and headers; "dropped" = nothing to send. */
+export type Prepared = { body: Buffer; header: MessageMeta["header"] } | "dropped" | undefined;
+
+/** Per-message adjustments of deliveries: workflow runs (workflow/delivery.ts). */
+export interface DeliveryHooks {
+  prepare(c: Claimed): Promise<Prepared>;
+  review(c: Claimed, r: AttemptResult): AttemptResult;
+  recorded(
+    c: Claimed,
+    outcome: Outcome,
+    r: AttemptResult,
+    dlq: DlqMeta | undefined,
+    children: readonly NewMessage[],
+  ): Promise<void>;
+}
+
 type DispatcherConfig = Pick<
   Config,
   | "queueConcurrency"
@@ -71,6 +87,7 @@ export class Dispatcher {
    * messages) no longer sets the next wake-up.
    */
   private blocked = false;
+  private hooks: DeliveryHooks | undefined;
 
   constructor(
     private readonly store: MessageStore,
@@ -81,6 +98,10 @@ export class Dispatcher {
   ) {
     this.leases = new LeaseKeeper(store, cfg.queueLeaseMs, log);
     this.share = new DestinationShare(cfg.queueConcurrency, cfg.queueDestinationShare);
+  }
+
+  useHooks(hooks: DeliveryHooks): void {
+    this.hooks = hooks;
   }
 
   start(): void {
@@ -274,17 +295,22 @@ export class Dispatcher {
     const { meta } = c;
     const abort = this.leases.hold(meta.messageId, c.token, c.leaseUntil);
     try {
+      const prepared = await this.hooks?.prepare(c);
+      if (prepared === "dropped") return;
+      const body = prepared?.body ?? c.body;
+      const sent = prepared ? { ...meta, header: prepared.header } : meta;
       const key = (await this.keys.get()).current;
       const result = await this.client.send({
         url: meta.url,
         method: meta.method,
-        headers: deliveryHeaders(meta, c.retried, signDelivery(key, meta.url, c.body, Date.now())),
-        body: c.body,
+        headers: deliveryHeaders(sent, c.retried, signDelivery(key, meta.url, body, Date.now())),
+        body,
         timeoutMs: meta.timeoutMs,
         abort,
       });
       this.leases.settle(meta.messageId, c.token);
-      if (!(abort.signal.reason instanceof LeaseLost)) await this.record(c, result);
+      const reviewed = this.hooks ? this.hooks.review(c, result) : result;
+      if (!(abort.signal.reason instanceof LeaseLost)) await this.record(c, reviewed);
     } finally {
       this.leases.release(meta.messageId, c.token);
     }
@@ -323,7 +349,10 @@ export class Dispatcher {
     // be delivered again, a duplicate if this attempt succeeded.
     if (done === ScriptCode.leaseLost)
       this.log.warn("lease lost before the outcome was recorded", { id: meta.messageId });
-    else metrics.delivery(outcome === "DELIVERED" ? "delivered" : final ? "failed" : "retry");
+    else {
+      metrics.delivery(outcome === "DELIVERED" ? "delivered" : final ? "failed" : "retry");
+      await this.hooks?.recorded(c, outcome, result, dlq, children);
+    }
     // A queue message's finish may admit the queue's next message (due now): claim it.
     if (meta.queueName !== undefined) this.wake();
     const wakeAt = Math.min(nextDue ?? Infinity, ...children.map((m) => m.dueAt));

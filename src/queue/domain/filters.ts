@@ -2,9 +2,13 @@ import { AppError } from "../../shared/errors.js";
 import type { MessageMeta } from "./message.js";
 
 /**
- * List/bulk filters (docs/qstash-protocol.md §2.4, §2.8, §2.9): OR within a filter, AND across
- * filters; dates are inclusive epoch ms. Given as repeated or comma-separated query keys, or as a
- * JSON body (PY/GO).
+ * List/bulk filters (docs/qstash-protocol.md §2.4, §2.8, §2.9; refusals in docs/queue.md,
+ * decisions: filters): OR within a filter, AND across filters; dates are inclusive epoch ms.
+ * Given as repeated or comma-separated query keys, or as a JSON body (PY/GO).
+ *
+ * Every key a request carries must be known to its route: an unknown key (a typo such as
+ * `labeel`) is a 400 naming the key, and a known filter key with no value is a 400 too, so a
+ * mistyped or empty filter never widens a bulk action to "everything".
  */
 export interface Filter {
   values: Map<string, string[]>;
@@ -12,20 +16,67 @@ export interface Filter {
   toDate?: number | undefined;
 }
 
-const KEYS = [
-  "messageId",
+/** Which route reads the filter; each accepts its own keys (see `ACCEPTED`). */
+export type FilterScope = "messages" | "dlq" | "logs" | "workflowDlq";
+
+type FilterKey =
+  | "messageId"
+  | "topicName"
+  | "queueName"
+  | "url"
+  | "host"
+  | "path"
+  | "label"
+  | "flowControlKey"
+  | "scheduleId"
+  | "callerIp"
+  | "state"
+  | "responseStatus"
+  | "workflowRunId"
+  | "api";
+
+const COMMON: FilterKey[] = [
   "topicName",
   "queueName",
   "url",
-  "host",
-  "path",
   "label",
   "flowControlKey",
   "scheduleId",
   "callerIp",
-  "state",
-  "responseStatus",
-] as const;
+];
+
+/** Filter keys and other parameters (ids, paging, dates) each scope accepts. */
+const ACCEPTED: Record<FilterScope, { filters: FilterKey[]; params: string[] }> = {
+  messages: {
+    filters: [...COMMON, "host", "path", "workflowRunId"],
+    params: ["messageIds", "count", "cursor"],
+  },
+  dlq: {
+    filters: [...COMMON, "host", "path", "messageId", "responseStatus", "api"],
+    params: ["dlqIds", "count", "cursor", "order", "source"],
+  },
+  logs: {
+    filters: [...COMMON, "host", "path", "messageId", "state", "api", "workflowRunId"],
+    params: ["messageIds", "count", "cursor", "order"],
+  },
+  // Run-level keys (workflowUrl, ...) are matched by the workflow DLQ itself (workflow/dlq.ts).
+  workflowDlq: {
+    filters: ["label", "callerIp", "flowControlKey", "url", "responseStatus", "workflowRunId"],
+    params: [
+      "dlqIds",
+      "count",
+      "cursor",
+      "order",
+      "source",
+      "workflowUrl",
+      "workflowUrlExactMatch",
+      "workflowCreatedAt",
+      "failureFunctionState",
+    ],
+  },
+};
+
+const ALWAYS = ["qstash_token", "fromDate", "toDate", "callerIP"];
 
 /** What a filter is matched against besides the message itself. */
 export interface Facts {
@@ -34,9 +85,24 @@ export interface Facts {
   responseStatus?: number | undefined;
 }
 
-export function filterFromQuery(q: URLSearchParams): Filter {
+/** Throws 400 naming the first key of `keys` the scope does not know. */
+export function checkKeys(keys: Iterable<string>, scope: FilterScope): void {
+  const { filters, params } = ACCEPTED[scope];
+  for (const key of keys) {
+    if (ALWAYS.includes(key) || params.includes(key) || (filters as string[]).includes(key)) {
+      continue;
+    }
+    throw new AppError("bad_request", `unknown filter key: ${key}`);
+  }
+}
+
+export function filterFromQuery(q: URLSearchParams, scope: FilterScope): Filter {
+  checkKeys(q.keys(), scope);
   return build(
+    scope,
     (key) => {
+      const present = q.has(key) || (key === "callerIp" && q.has("callerIP"));
+      if (!present) return undefined;
       const raw = [...q.getAll(key), ...(key === "callerIp" ? q.getAll("callerIP") : [])];
       return raw.flatMap((v) => v.split(",")).filter((v) => v !== "");
     },
@@ -45,22 +111,31 @@ export function filterFromQuery(q: URLSearchParams): Filter {
   );
 }
 
-export function filterFromJson(body: Record<string, unknown>): Filter {
-  const read = (key: string): string[] => {
+export function filterFromJson(body: Record<string, unknown>, scope: FilterScope): Filter {
+  checkKeys(Object.keys(body), scope);
+  const read = (key: string): string[] | undefined => {
     const v = body[key] ?? (key === "callerIp" ? body["callerIP"] : undefined);
-    if (v === undefined || v === null || v === "") return [];
-    return (Array.isArray(v) ? v : [v]).map(String);
+    if (v === undefined) return undefined;
+    if (v === null || v === "") return [];
+    return (Array.isArray(v) ? v : [v]).map(String).filter((s) => s !== "");
   };
   const date = (k: string) => (body[k] === undefined ? undefined : String(body[k]));
-  return build(read, date("fromDate"), date("toDate"));
+  return build(scope, read, date("fromDate"), date("toDate"));
 }
 
-function build(read: (k: string) => string[], from?: string, to?: string): Filter {
+function build(
+  scope: FilterScope,
+  read: (k: string) => string[] | undefined,
+  from?: string,
+  to?: string,
+): Filter {
   const values = new Map<string, string[]>();
-  for (const key of KEYS) {
+  for (const key of ACCEPTED[scope].filters) {
     let v = read(key);
+    if (v === undefined) continue;
+    if (v.length === 0) throw new AppError("bad_request", `empty value for filter key: ${key}`);
     if (key === "state") v = v.flatMap(expandState);
-    if (v.length > 0) values.set(key, v);
+    values.set(key, v);
   }
   return { values, fromDate: toMs(from, "fromDate"), toDate: toMs(to, "toDate") };
 }
@@ -72,7 +147,7 @@ function expandState(s: string): string[] {
 }
 
 function toMs(raw: string | undefined, name: string): number | undefined {
-  if (raw === undefined || raw === "") return undefined;
+  if (raw === undefined) return undefined;
   if (!/^\d+$/.test(raw)) throw new AppError("bad_request", `invalid ${name}: ${raw}`);
   return Number(raw);
 }
@@ -91,12 +166,12 @@ export function matches(f: Filter, meta: MessageMeta, facts: Facts): boolean {
   return true;
 }
 
+const some = (v: string | undefined): string[] => (v ? [v] : []);
+
 function field(key: string, meta: MessageMeta, facts: Facts): string[] {
   switch (key) {
     case "messageId":
       return [meta.messageId];
-    case "topicName":
-      return meta.topicName ? [meta.topicName] : [];
     case "url":
       return [meta.url];
     case "host":
@@ -104,18 +179,33 @@ function field(key: string, meta: MessageMeta, facts: Facts): string[] {
       return urlPart(meta.url, key);
     case "label":
       return meta.labels ?? [];
-    case "callerIp":
-      return meta.callerIP ? [meta.callerIP] : [];
-    case "scheduleId":
-      return meta.scheduleId ? [meta.scheduleId] : [];
-    case "queueName":
-      return meta.queueName ? [meta.queueName] : [];
     case "state":
-      return facts.state ? [facts.state] : [];
+      return some(facts.state);
     case "responseStatus":
       return facts.responseStatus === undefined ? [] : [String(facts.responseStatus)];
     case "flowControlKey":
-      return meta.flowControl ? [meta.flowControl.key] : [];
+      return some(meta.flowControl?.key);
+    case "workflowRunId":
+      return some(meta.workflow?.runId);
+    default:
+      return plainField(key, meta);
+  }
+}
+
+/**
+ * Fields kept as plain strings in the meta. `api` (messages published through a provider API)
+ * matches nothing: stashd has no provider publishing, so no message carries one.
+ */
+function plainField(key: string, meta: MessageMeta): string[] {
+  switch (key) {
+    case "topicName":
+      return some(meta.topicName);
+    case "callerIp":
+      return some(meta.callerIP);
+    case "scheduleId":
+      return some(meta.scheduleId);
+    case "queueName":
+      return some(meta.queueName);
     default:
       return [];
   }

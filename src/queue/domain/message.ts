@@ -73,6 +73,17 @@ export interface MessageMeta {
   flowControl?: FlowControl | undefined;
   /** 0 for a published message, parent depth + 1 for callbacks (bounded by config). */
   depth: number;
+  /** Set on the messages of a workflow run (docs/workflow.md §2). */
+  workflow?: WorkflowTag | undefined;
+}
+
+/** How a message takes part in a workflow run (docs/workflow.md §2). */
+export interface WorkflowTag {
+  runId: string;
+  /** `step`, `toCallback` (a context.call request), `fromCallback` (its answer), `failureCall`. */
+  callType: string;
+  /** On a wait's timeout message: the event waited for (docs/workflow.md §8). */
+  waitFor?: string | undefined;
 }
 
 /** The response of the last attempt, kept for callbacks, logs and the DLQ. */

@@ -4,6 +4,7 @@ import type { Handler, QueueRequest } from "./context.js";
 import { parseDestination } from "./publish.js";
 import { checkQueueName, submit, type Submission } from "./submit.js";
 import { readRaw, reply } from "./util.js";
+import { isWorkflowItem, produceWorkflow } from "../workflow/produce.js";
 
 type Item = Record<string, unknown>;
 type ItemHeaders = Record<string, string>;
@@ -18,6 +19,17 @@ type ItemHeaders = Record<string, string>;
  */
 export const batch: Handler = async (ctx, r) => {
   const items = parseItems(await readRaw(ctx, r));
+  if (items.some(isWorkflowItem)) {
+    reply(
+      r.res,
+      201,
+      await produceWorkflow(
+        ctx,
+        items.map((i) => submission(r, i)),
+      ),
+    );
+    return;
+  }
   const out: unknown[] = [];
   for (const item of items) {
     try {
@@ -41,7 +53,7 @@ function parseItems(raw: Buffer): unknown[] {
   return value;
 }
 
-function submission(r: QueueRequest, raw: unknown): Submission {
+export function submission(r: QueueRequest, raw: unknown): Submission {
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
     throw new AppError("bad_request", "batch item must be a JSON object");
   }

@@ -11,6 +11,7 @@ import type { Scheduler } from "../scheduler/scheduler.js";
 import type { ScheduleStore } from "../store/schedule-store.js";
 import type { SigningKeys } from "../store/signing-keys.js";
 import type { TopicStore } from "../store/topic-store.js";
+import type { WorkflowStore } from "../workflow/store.js";
 
 /** Everything a queue route needs; built once by the service. */
 export interface QueueContext {
@@ -32,6 +33,8 @@ export interface QueueContext {
   flowControl: FlowControlStore;
   /** The cron loop; routes take its clock (`now()`) and wake it after changes. */
   scheduler: Scheduler;
+  /** Workflow runs (docs/workflow.md). */
+  workflows: WorkflowStore;
 }
 
 /** One parsed request: raw path and query kept as sent (destinations must not be normalized). */

@@ -5,6 +5,7 @@ import { parsePublishOptions } from "../domain/publish-options.js";
 import { renderDlq } from "../domain/render.js";
 import type { DlqEntry } from "../store/dlq-store.js";
 import type { Handler, QueueContext, QueueRequest } from "./context.js";
+import { listWorkflowDlq } from "../workflow/dlq.js";
 import { configValues } from "./publish.js";
 import {
   countParam,
@@ -17,17 +18,21 @@ import {
   stringList,
 } from "./util.js";
 
+/** Workflow runs' entries are listed only with `source=workflow` (docs/workflow.md §13). */
 const keepBy = (f: Filter) => (e: DlqEntry) =>
+  !e.meta.workflow &&
   matches(f, e.meta, { time: e.meta.failedAt, responseStatus: e.meta.responseStatus });
 
 /** Entries selected by `dlqIds`, or a filtered page (count default/max 100, order, cursor). */
 async function select(ctx: QueueContext, r: QueueRequest, json?: Record<string, unknown>) {
+  const filter = json ? filterFromJson(json, "dlq") : filterFromQuery(r.query, "dlq");
   const ids = [...multi(r.query, "dlqIds"), ...stringList(json?.["dlqIds"])];
+  const idsGiven = r.query.has("dlqIds") || json?.["dlqIds"] !== undefined;
+  if (idsGiven && ids.length === 0) throw new AppError("bad_request", "empty dlqIds");
   if (ids.length > 0) {
     const entries = await Promise.all(ids.map((id) => ctx.dlq.get(id)));
     return { items: entries.filter((e): e is DlqEntry => e !== undefined), cursor: undefined };
   }
-  const filter = json ? filterFromJson(json) : filterFromQuery(r.query);
   const latestFirst = r.query.get("order") === "latestFirst";
   const count = countParam(r.query, 100, 100);
   return ctx.dlq.list(latestFirst, count, cursorParam(r.query), keepBy(filter));
@@ -35,6 +40,7 @@ async function select(ctx: QueueContext, r: QueueRequest, json?: Record<string, 
 
 /** GET /v2/dlq → `{messages, cursor?}`. */
 export const listDlq: Handler = async (ctx, r) => {
+  if (r.query.get("source") === "workflow") return listWorkflowDlq(ctx, r);
   const page = await select(ctx, r);
   const messages = page.items.map((e) => renderDlq(e.meta, e.body));
   reply(r.res, 200, page.cursor ? { messages, cursor: page.cursor } : { messages });

@@ -11,7 +11,7 @@ import { countParam, cursorParam, multi, reply } from "./util.js";
  * fields are always present.
  */
 export const listLogs: Handler = async (ctx, r) => {
-  const filter = filterFromQuery(r.query);
+  const filter = filterFromQuery(r.query, "logs");
   const ids = multi(r.query, "messageIds");
   if (ids.length > 0) filter.values.set("messageId", ids);
   const latestFirst = r.query.get("order") !== "earliestFirst";

@@ -1,3 +1,4 @@
+import { AppError } from "../../shared/errors.js";
 import {
   filterFromJson,
   filterFromQuery,
@@ -27,18 +28,21 @@ export const cancelMessage: Handler = async (ctx, r) => {
 
 /**
  * DELETE /v2/messages (docs/qstash-protocol.md §2.4): ids (query `messageIds` or JSON
- * `{"messageIds": [...]}`), or filters (query or JSON), or nothing at all = cancel everything; a
- * `count` (query or JSON) cancels at most that many of the matching messages, oldest first (the JS
- * SDK sends 100 and calls again until `cancelled` is 0).
+ * `{"messageIds": [...]}`), or filters (query or JSON); nothing at all (PY/GO) or only `count`
+ * (JS `{all: true}`) = every message. A `count` (query or JSON) cancels at most that many of the
+ * matching messages, oldest first (the JS SDK sends 100 and calls again until `cancelled` is 0).
+ * Unknown or empty filter keys are refused (domain/filters.ts), never read as "all".
  */
 export const cancelMany: Handler = async (ctx, r) => {
   const json = await readJsonObject(ctx, r);
+  const filter = json ? filterFromJson(json, "messages") : filterFromQuery(r.query, "messages");
   const ids = [...multi(r.query, "messageIds"), ...stringList(json?.["messageIds"])];
+  const idsGiven = r.query.has("messageIds") || json?.["messageIds"] !== undefined;
+  if (idsGiven && ids.length === 0) throw new AppError("bad_request", "empty messageIds");
   if (ids.length > 0) {
     reply(r.res, 200, { cancelled: await cancel(ctx, ids) });
     return;
   }
-  const filter = json ? filterFromJson(json) : filterFromQuery(r.query);
   reply(r.res, 200, { cancelled: await cancelMatching(ctx, filter, countOf(r, json)) });
 };
 

@@ -3,6 +3,8 @@ import { checkUrl, type ConfigValues } from "../domain/publish-options.js";
 import type { Handler, QueueContext, QueueRequest } from "./context.js";
 import { submit } from "./submit.js";
 import { decode, readRaw, reply } from "./util.js";
+import { isWorkflowPublish } from "../workflow/produce.js";
+import { publishWorkflow } from "../workflow/routes.js";
 
 const GROUP_NAME = /^[A-Za-z0-9_.-]+$/;
 
@@ -12,7 +14,8 @@ const GROUP_NAME = /^[A-Za-z0-9_.-]+$/;
  * stored; a duplicate within the dedup window gets 202 with the first publish's ids and
  * `deduplicated: true`.
  */
-export const publish: Handler = (ctx, r) => submitRequest(ctx, r, r);
+export const publish: Handler = (ctx, r) =>
+  isWorkflowPublish(r.req.headers) ? publishWorkflow(ctx, r) : submitRequest(ctx, r, r);
 
 /**
  * Stores the request's body as a publish to the destination named by `target`'s path (the

@@ -14,6 +14,7 @@ import * as queues from "./queues.js";
 import { batch } from "./batch.js";
 import * as schedules from "./schedules.js";
 import * as topics from "./topics.js";
+import { isPublicPath, WORKFLOW_ROUTES } from "../workflow/routes.js";
 
 /**
  * Route table: `METHOD pattern` over the path segments after `/v2/`, matched case-insensitively
@@ -67,6 +68,7 @@ const ROUTES: [string, Handler][] = [
   ["GET keys", getKeys],
   ["POST keys rotate", rotateKeys],
   ["POST rotate", rotateKeys],
+  ...WORKFLOW_ROUTES,
 ];
 
 function match(pattern: string, method: string, segments: string[]): boolean {
@@ -102,7 +104,7 @@ async function handle(
   const rawPathFull = q === -1 ? url : url.slice(0, q);
   const rawQuery = q === -1 ? "" : url.slice(q + 1);
   const query = new URLSearchParams(rawQuery);
-  authorize(req, query, token);
+  if (!isPublicPath(rawPathFull)) authorize(req, query, token);
   if (!/^\/v2\//i.test(rawPathFull)) throw new AppError("not_found", "not found");
   const rawPath = rawPathFull.slice(4);
   const segments = rawPath.split("/");

@@ -24,6 +24,16 @@ export const ScriptCode = {
   urlGroupMissing: -5,
   /** scheduleSave: creating the schedule would exceed the max number of schedules. */
   tooManySchedules: -6,
+  /** workflow*: the run is unknown or has ended. */
+  runNotActive: -7,
+  /** workflowAppend, workflowStart: the run's step list would exceed its maximum. */
+  tooManySteps: -8,
+  /** workflowKeep: too many notifications are kept for the run's next wait. */
+  tooManyKept: -9,
+  /** workflowWait: a kept notification was taken (its data follows); workflowKeep: kept. */
+  eventKept: 4,
+  /** workflowKeep: the run waits for the event (the waiter JSON follows). */
+  waiting: 5,
 } as const;
 
 export type ScriptCode = (typeof ScriptCode)[keyof typeof ScriptCode];

@@ -37,6 +37,16 @@
  *   <p>fcwake      zset  key -> start of its next rate period, while messages wait for the rate
  *   A flow-control message's hash also has `fc` (key), `fcdue` and once admitted `fcslot`. The
  *   logic is in lua/includes/fc-*.lua.
+ *   Workflow runs (docs/workflow.md §3; transitions lua/workflow-*.lua):
+ *   <p>wf:<R>      hash  state, createdAt, completedAt, url, initId (first message), config (JSON
+ *                        RunConfig), body (initial payload), callerIp, response, dlqId, error,
+ *                        invoker (JSON), failure (JSON failure-callback outcome), released:<id>
+ *   <p>wfsteps:<R> list  step entries as JSON `{"messageId","body","callType"}`, in list order
+ *   <p>wfmsgs:<R>  set   ids of the run's messages not known finished (cancelled at its end)
+ *   <p>wfruns      zset  run id -> createdAt (logs, bulk cancel)
+ *   <p>wfwait:<E>  hash  run id -> waiter JSON of a wait for event E
+ *   <p>wfnote:<R>  hash  event id -> JSON list of event data kept for run R's next wait
+ *   An ended run's hash and step list expire after the log retention.
  */
 export const QUEUE_PREFIX = "stashd:{stashd:q}:v1:";
 
@@ -64,4 +74,10 @@ export const queueKeys = {
   flowControl: (key: string): string => `${QUEUE_PREFIX}fc:${key}`,
   flowControlWait: (key: string): string => `${QUEUE_PREFIX}fcwait:${key}`,
   flowControlWake: `${QUEUE_PREFIX}fcwake`,
+  workflowRun: (id: string): string => `${QUEUE_PREFIX}wf:${id}`,
+  workflowSteps: (id: string): string => `${QUEUE_PREFIX}wfsteps:${id}`,
+  workflowMessages: (id: string): string => `${QUEUE_PREFIX}wfmsgs:${id}`,
+  workflowRuns: `${QUEUE_PREFIX}wfruns`,
+  workflowWaiters: (eventId: string): string => `${QUEUE_PREFIX}wfwait:${eventId}`,
+  workflowNotes: (runId: string): string => `${QUEUE_PREFIX}wfnote:${runId}`,
 } as const;

@@ -63,7 +63,7 @@ export interface FinishArgs {
 
 export const newLeaseToken = (): string => randomBytes(9).toString("base64url");
 
-function messageArgs(m: NewMessage): Arg[] {
+export function messageArgs(m: NewMessage): Arg[] {
   return [
     m.meta.messageId,
     JSON.stringify(m.meta),

@@ -41,4 +41,10 @@ export const transitions = {
   topicUpdate: load("topic-update"),
   topicDelete: load("topic-delete"),
   rotateSigningKeys: load("rotate-signing-keys"),
+  workflowStart: load("workflow-start"),
+  workflowAppend: load("workflow-append"),
+  workflowEnd: load("workflow-end"),
+  workflowWait: load("workflow-wait"),
+  workflowRelease: load("workflow-release"),
+  workflowKeep: load("workflow-keep"),
 } as const;

@@ -11,4 +11,9 @@ local Code = {
   flowControlKeyMissing = -4,
   urlGroupMissing = -5,
   tooManySchedules = -6,
+  runNotActive = -7,
+  tooManySteps = -8,
+  tooManyKept = -9,
+  eventKept = 4,
+  waiting = 5,
 }

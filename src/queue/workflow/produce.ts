@@ -1,0 +1,215 @@
+import { AppError, isAppError } from "../../shared/errors.js";
+import { checkDestinations } from "../delivery/destination-policy.js";
+import { buildMeta } from "../domain/build.js";
+import type { MessageMeta, WorkflowTag } from "../domain/message.js";
+import { parsePublishOptions, type PublishOptions } from "../domain/publish-options.js";
+import type { NewMessage } from "../store/message-store.js";
+import type { QueueContext } from "../routes/context.js";
+import type { Submission } from "../routes/submit.js";
+import { parseInvoke } from "./invoke.js";
+import { IN, type CallType } from "./protocol.js";
+import { runConfigOf, stepEntry, withRunCallbackConfig, withRunConfig } from "./run.js";
+import type { Append } from "./store.js";
+
+/** What a workflow publish answers per message (the plain publish result shape). */
+export interface ProduceResult {
+  messageId: string;
+  url: string;
+  deduplicated?: true;
+}
+
+/** True when a publish (or batch item) carries a workflow run id: docs/workflow.md §2. */
+export const isWorkflowPublish = (headers: Record<string, unknown>): boolean =>
+  headers[IN.runId] !== undefined;
+
+/** The same for a raw `/v2/batch` item (header names in any case). */
+export function isWorkflowItem(raw: unknown): boolean {
+  if (typeof raw !== "object" || raw === null) return false;
+  const headers = (raw as Record<string, unknown>)["headers"];
+  if (typeof headers !== "object" || headers === null) return false;
+  return Object.keys(headers).some((name) => name.toLowerCase() === IN.runId);
+}
+
+interface Parsed {
+  sub: Submission;
+  cfg: Map<string, string>;
+  opts: PublishOptions;
+  meta: MessageMeta;
+  runId: string;
+}
+
+/**
+ * Stores the workflow messages of one publish or batch (docs/workflow.md §4, §5): a trigger
+ * starts its run (or answers `deduplicated` while the run is active); later messages are
+ * appended to their run's step list with the run's configuration applied, one atomic append per
+ * run so that a batch (a parallel group's plans) keeps its order. A message for an unknown or
+ * ended run refuses the whole request with 400; a limit with 412.
+ */
+export async function produceWorkflow(
+  ctx: QueueContext,
+  subs: readonly Submission[],
+): Promise<ProduceResult[]> {
+  const now = Date.now();
+  const parsed = subs.map((s) => parse(ctx, s, now));
+  const results: ProduceResult[] = [];
+  const later = new Map<string, { index: number; append: Append; dueAt: number }[]>();
+  for (const p of parsed) {
+    if (p.cfg.get(IN.init) === "true") {
+      results.push(await startRun(ctx, p, now));
+      continue;
+    }
+    const item = await laterMessage(ctx, p);
+    const list = later.get(p.runId) ?? [];
+    list.push({ index: results.length, ...item });
+    later.set(p.runId, list);
+    results.push({ messageId: p.meta.messageId, url: p.meta.url });
+  }
+  for (const [runId, items] of later) {
+    const outcome = await ctx.workflows.append(
+      now,
+      runId,
+      items.map((i) => i.append),
+    );
+    if (outcome === "ended") throw endedRun(runId);
+    if (outcome === "full") {
+      throw new AppError("precondition_failed", `workflow run ${runId} has too many steps`);
+    }
+    for (const i of items) ctx.dispatcher.wake(i.dueAt);
+  }
+  return results;
+}
+
+function parse(ctx: QueueContext, sub: Submission, now: number): Parsed {
+  if (sub.group !== undefined) {
+    throw new AppError("bad_request", "a workflow message needs a URL destination");
+  }
+  const cfg = sub.config();
+  const runId = cfg.get(IN.runId)?.trim() ?? "";
+  if (!/^[\w.-]{1,200}$/.test(runId)) {
+    throw new AppError("bad_request", `invalid Upstash-Workflow-RunId: ${JSON.stringify(runId)}`);
+  }
+  const opts = limitsAre412(cfg.get(IN.init) !== "true", () =>
+    parsePublishOptions(cfg, sub.requestHeaders, now, ctx.config),
+  );
+  checkDestinations(ctx.config, [sub.destination, opts.callback, opts.failureCallback]);
+  const meta = buildMeta(opts, { url: sub.destination }, now, sub.callerIP);
+  return { sub, cfg, opts, meta, runId };
+}
+
+/**
+ * A limit exceeded on a later message of a run is a 412, which the SDK turns into a
+ * non-retryable failure of the run; a 400 would make it stop silently (docs/workflow.md §5).
+ */
+function limitsAre412<T>(later: boolean, fn: () => T): T {
+  try {
+    return fn();
+  } catch (err) {
+    if (later && isAppError(err) && /exceeds the maximum/.test(err.message)) {
+      throw new AppError("precondition_failed", err.message);
+    }
+    throw err;
+  }
+}
+
+async function startRun(ctx: QueueContext, p: Parsed, now: number): Promise<ProduceResult> {
+  const invoke = p.cfg.get(IN.invoke) === "true" ? parseInvoke(p.sub.body) : undefined;
+  const payload = invoke ? invoke.body : p.sub.body;
+  const tag: WorkflowTag = { runId: p.runId, callType: "step" };
+  const meta: MessageMeta = { ...p.meta, workflow: tag };
+  const url = p.cfg.get(IN.url) ?? p.sub.destination;
+  const fields: Record<string, string | Buffer> = {
+    url,
+    config: JSON.stringify(runConfigOf(meta)),
+    body: payload,
+    ...(p.sub.callerIP ? { callerIp: p.sub.callerIP } : {}),
+    ...(invoke ? { invoker: JSON.stringify(invoke.invoker) } : {}),
+  };
+  const message: NewMessage = { meta, body: payload, dueAt: p.opts.dueAt };
+  const entry = stepEntry(meta.messageId, payload, "step");
+  const started = await ctx.workflows.start(now, p.runId, fields, [
+    { id: meta.messageId, entry, message },
+  ]);
+  if (!started.created) return { messageId: started.firstId, url: meta.url, deduplicated: true };
+  ctx.dispatcher.wake(p.opts.dueAt);
+  return { messageId: meta.messageId, url: meta.url };
+}
+
+async function laterMessage(
+  ctx: QueueContext,
+  p: Parsed,
+): Promise<{ append: Append; dueAt: number }> {
+  const run = await ctx.workflows.config(p.runId);
+  if (!run || run.state !== "RUN_STARTED") throw endedRun(p.runId);
+  const callType = (p.cfg.get(IN.callType) ?? "step") as CallType;
+  const tag: WorkflowTag = { runId: p.runId, callType };
+  const given = (name: string) => p.cfg.has(name);
+  const meta =
+    callType === "toCallback"
+      ? withRunCallbackConfig(p.meta, run.config, given, tag)
+      : withRunConfig(p.meta, run.config, given, tag);
+  const message: NewMessage = { meta, body: p.sub.body, dueAt: p.opts.dueAt };
+  const entry = stepEntry(meta.messageId, p.sub.body, callType);
+  return { append: { id: meta.messageId, entry, message }, dueAt: p.opts.dueAt };
+}
+
+const endedRun = (runId: string) =>
+  new AppError("bad_request", `workflow run ${runId} does not exist or has ended`);
+
+/**
+ * A step the server makes itself (an invoke result, an event, a wait timeout; docs/workflow.md
+ * §8, §10) for run `runId`, delivered to `url` with `headers` read as the headers of a publish
+ * and the run's configuration applied. `timeout` makes it a wait's timeout message: due at the
+ * deadline and tagged with the event it waits for. Throws 400 when the run is not active.
+ */
+export async function serverStep(
+  ctx: QueueContext,
+  runId: string,
+  url: string,
+  headers: Record<string, string[]>,
+  step: Record<string, unknown>,
+  timeout?: { dueAt: number; eventId: string },
+): Promise<{ append: Append; dueAt: number }> {
+  const cfg = new Map<string, string>();
+  for (const [name, values] of Object.entries(headers)) {
+    const key = name.toLowerCase();
+    if (key.startsWith("upstash-") || key === "content-type") cfg.set(key, values.join(","));
+  }
+  for (const name of [IN.init, IN.callType, IN.invoke, "upstash-delay", "upstash-not-before"]) {
+    cfg.delete(name);
+  }
+  cfg.set(IN.runId, runId);
+  const sub: Submission = {
+    destination: url,
+    config: () => cfg,
+    requestHeaders: {},
+    body: Buffer.from(JSON.stringify(step)),
+    callerIP: undefined,
+  };
+  const item = await laterMessage(ctx, parse(ctx, sub, Date.now()));
+  const message = item.append.message;
+  if (!timeout || !message) return item;
+  const meta: MessageMeta = {
+    ...message.meta,
+    notBefore: timeout.dueAt,
+    workflow: { runId, callType: "step", waitFor: timeout.eventId },
+  };
+  return {
+    append: { ...item.append, message: { ...message, meta, dueAt: timeout.dueAt } },
+    dueAt: timeout.dueAt,
+  };
+}
+
+/** Appends a server-made step (see `serverStep`) to its run; its message id. */
+export async function publishServerStep(
+  ctx: QueueContext,
+  runId: string,
+  url: string,
+  headers: Record<string, string[]>,
+  step: Record<string, unknown>,
+): Promise<string> {
+  const { append, dueAt } = await serverStep(ctx, runId, url, headers, step);
+  const outcome = await ctx.workflows.append(Date.now(), runId, [append]);
+  if (outcome !== "ok") throw endedRun(runId);
+  ctx.dispatcher.wake(dueAt);
+  return append.id;
+}

@@ -1,0 +1,28 @@
+/**
+ * Header names and values of the @upstash/workflow protocol that stashd reads or writes
+ * (docs/workflow.md §1). Incoming names are Node's lower-case ones.
+ */
+export const IN = {
+  runId: "upstash-workflow-runid",
+  init: "upstash-workflow-init",
+  url: "upstash-workflow-url",
+  callType: "upstash-workflow-calltype",
+  invoke: "upstash-workflow-invoke",
+  triggerBySdk: "upstash-workflow-trigger-by-sdk",
+} as const;
+
+/** Headers as delivered to the endpoint (canonical casing, as stored in message meta). */
+export const OUT = {
+  runId: "Upstash-Workflow-Runid",
+  url: "Upstash-Workflow-Url",
+  createdAt: "Upstash-Workflow-Createdat",
+  sdkVersion: "Upstash-Workflow-Sdk-Version",
+} as const;
+
+/** The protocol version the SDK speaks and marks its answers with. */
+export const PROTOCOL_VERSION = "1";
+
+export type CallType = "step" | "toCallback" | "fromCallback" | "failureCall";
+
+export const NON_WORKFLOW_DESTINATION =
+  "detected a non-workflow destination for trigger/invoke. make sure you are sending the request to the correct endpoint";

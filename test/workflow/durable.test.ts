@@ -1,0 +1,169 @@
+import type { ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { Client, serve } from "@upstash/workflow";
+import { afterAll, describe, expect, it } from "vitest";
+import { eventually } from "../harness/eventually.js";
+import { startRedis } from "../harness/redis.js";
+import { startStashd } from "../harness/stashd.js";
+import { credentialsOf, spawnStashd } from "../harness/process.js";
+import { sharedQueueOptions, TEST_KEYS, TEST_TOKEN } from "../queue/setup.js";
+import { startApp, type App } from "./harness.js";
+
+const cleanups: (() => Promise<void> | void)[] = [];
+
+afterAll(async () => {
+  for (const c of cleanups.reverse()) await c();
+});
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = net.createServer();
+    s.listen(0, "127.0.0.1", () => {
+      const { port } = s.address() as net.AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+interface Creds {
+  running: boolean;
+  queue?: { url: string; token: string; currentSigningKey: string; nextSigningKey: string };
+}
+
+/** The real bin/stashd with its managed queue Redis (appendfsync always), on a fixed port. */
+function startServer(dataDir: string, port: number): ChildProcess {
+  return spawnStashd(dataDir, {
+    queuePort: port,
+    env: {
+      STASHD_QUEUE_LEASE_MS: "300",
+      STASHD_QUEUE_REAP_MS: "50",
+      STASHD_QUEUE_IDLE_POLL_MS: "50",
+      STASHD_QUEUE_BACKOFF_SCALE_MS: "10",
+    },
+  });
+}
+
+function running(dataDir: string) {
+  return eventually(
+    () => {
+      const c = credentialsOf<Creds>(dataDir);
+      if (!c.running || !c.queue) throw new Error("not running yet");
+      return c.queue;
+    },
+    { timeoutMs: 20_000, intervalMs: 50 },
+  );
+}
+
+async function kill(p: ChildProcess): Promise<void> {
+  const exited = new Promise((r) => p.once("exit", r));
+  p.kill("SIGKILL");
+  await exited;
+}
+
+const STEPS = ["s1", "s2", "s3", "s4", "s5", "s6"];
+
+/** A six-step workflow counting how often each step of each run executed. */
+function countingRoute(
+  app: App,
+  path: string,
+  env: Record<string, string>,
+  runs: Map<string, string[]>,
+) {
+  return app.route(
+    path,
+    serve(
+      async (context) => {
+        for (const step of STEPS) {
+          await context.run(step, () => {
+            const list = runs.get(context.workflowRunId) ?? [];
+            list.push(step);
+            runs.set(context.workflowRunId, list);
+          });
+        }
+        return "ok";
+      },
+      { env },
+    ).handler,
+  );
+}
+
+describe("durable workflow runs", () => {
+  it("completes a run across two SIGKILLs of stashd between steps", async () => {
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), "stashd-wf-proc-"));
+    const port = await freePort();
+    let server = startServer(dataDir, port);
+    cleanups.push(async () => {
+      if (server.exitCode === null) await kill(server);
+      rmSync(dataDir, { recursive: true, force: true });
+    });
+    const q = await running(dataDir);
+    const app = await startApp();
+    cleanups.push(() => app.close());
+    const env = {
+      QSTASH_URL: q.url,
+      QSTASH_TOKEN: q.token,
+      QSTASH_CURRENT_SIGNING_KEY: q.currentSigningKey,
+      QSTASH_NEXT_SIGNING_KEY: q.nextSigningKey,
+    };
+    const runs = new Map<string, string[]>();
+    const url = countingRoute(app, "/durable", env, runs);
+    const client = new Client({ baseUrl: q.url, token: q.token });
+    const { workflowRunId } = await client.trigger({ url });
+    const ran = () => runs.get(workflowRunId) ?? [];
+    for (const after of ["s2", "s4"]) {
+      await eventually(() => expect(ran()).toContain(after), { timeoutMs: 20_000 });
+      await kill(server);
+      server = startServer(dataDir, port);
+      await running(dataDir);
+    }
+    await eventually(() => expect(ran()).toContain("s6"), { timeoutMs: 30_000 });
+    // At least once: a step cut off by a kill may run again, but none is skipped.
+    expect(new Set(ran())).toEqual(new Set(STEPS));
+    await eventually(async () => {
+      const { runs: logs } = await client.logs({ workflowRunId });
+      expect(logs[0]?.workflowState).toBe("RUN_SUCCESS");
+    });
+  });
+
+  it("runs workflows on two stashd processes sharing one queue Redis, each step once", async () => {
+    const redis = await startRedis();
+    const a = await startStashd(sharedQueueOptions(redis.url));
+    const b = await startStashd(sharedQueueOptions(redis.url));
+    const app = await startApp();
+    cleanups.push(async () => {
+      await app.close();
+      await a.stop();
+      await b.stop();
+      await redis.stop();
+    });
+    const envOf = (url: string) => ({
+      QSTASH_URL: url,
+      QSTASH_TOKEN: TEST_TOKEN,
+      QSTASH_CURRENT_SIGNING_KEY: TEST_KEYS.current,
+      QSTASH_NEXT_SIGNING_KEY: TEST_KEYS.next,
+    });
+    const runs = new Map<string, string[]>();
+    const viaA = countingRoute(app, "/via-a", envOf(a.queue.url), runs);
+    const viaB = countingRoute(app, "/via-b", envOf(b.queue.url), runs);
+    const client = new Client({ baseUrl: a.queue.url, token: TEST_TOKEN });
+    const triggered = await client.trigger(
+      Array.from({ length: 10 }, (_, i) => ({ url: i % 2 === 0 ? viaA : viaB })),
+    );
+    await eventually(
+      () => {
+        for (const t of triggered) expect(runs.get(t.workflowRunId)).toEqual(STEPS);
+      },
+      { timeoutMs: 20_000 },
+    );
+    await eventually(async () => {
+      const { runs: logs } = await client.logs({ filter: { state: "RUN_SUCCESS" } });
+      expect(logs.length).toBe(10);
+    });
+    // Half of the runs publish their steps through each process.
+    const paths = new Set(app.hits.map((h) => h.path));
+    expect(paths).toEqual(new Set(["/via-a", "/via-b"]));
+  });
+});

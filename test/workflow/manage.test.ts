@@ -1,0 +1,142 @@
+import { serve } from "@upstash/workflow";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventually } from "../harness/eventually.js";
+import { workflowEnv, type WorkflowTestEnv } from "./harness.js";
+
+let w: WorkflowTestEnv;
+
+beforeAll(async () => {
+  w = await workflowEnv();
+});
+afterAll(async () => {
+  await w?.close();
+});
+
+/** A workflow that runs one step and then sleeps `sleep` seconds before a second one. */
+function sleeper(path: string, sleep: number, ran: string[]) {
+  return w.app.route(
+    path,
+    serve(
+      async (context) => {
+        await context.run("before", () => ran.push("before"));
+        await context.sleep("nap", sleep);
+        await context.run("after", () => ran.push("after"));
+      },
+      { env: w.env },
+    ).handler,
+  );
+}
+
+interface RunLog {
+  workflowRunId: string;
+  workflowState: string;
+  label?: string;
+  steps: { type: string; steps: { stepName?: string; state: string; messageId: string }[] }[];
+}
+
+describe("cancel and logs", () => {
+  it("cancels one run: its delayed step never reaches the endpoint", async () => {
+    const ran: string[] = [];
+    const url = sleeper("/cancel-one", 1, ran);
+    const { workflowRunId } = await w.client.trigger({ url });
+    await eventually(() => expect(ran).toEqual(["before"]));
+    // The second delivery (after "before") publishes the sleep step and answers.
+    await eventually(() =>
+      expect(w.app.hitsOf("/cancel-one").map((h) => h.status)).toEqual([200, 200]),
+    );
+    const sleeping = await eventually(async () => {
+      const { runs } = (await w.client.logs({ workflowRunId })) as unknown as { runs: RunLog[] };
+      const hit = new Set(
+        w.app.hitsOf("/cancel-one").map((h) => h.headers.get("upstash-message-id")),
+      );
+      const waiting = runs[0]?.steps.at(-1)?.steps.find((s) => !hit.has(s.messageId));
+      expect(waiting).toBeDefined();
+      return waiting?.messageId ?? "";
+    });
+    expect((await w.api(`/v2/messages/${sleeping}`)).status).toBe(200);
+    expect(await w.client.cancel({ ids: workflowRunId })).toEqual({ cancelled: 1 });
+    // The delayed step is gone from the queue: it can never be delivered.
+    expect((await w.api(`/v2/messages/${sleeping}`)).status).toBe(404);
+    expect(
+      w.app.hitsOf("/cancel-one").every((h) => h.headers.get("upstash-message-id") !== sleeping),
+    ).toBe(true);
+    expect(ran).toEqual(["before"]);
+    const { runs } = (await w.client.logs({ workflowRunId })) as unknown as { runs: RunLog[] };
+    expect(runs[0]?.workflowState).toBe("RUN_CANCELED");
+    expect(await w.client.cancel({ ids: workflowRunId })).toEqual({ cancelled: 0 });
+  });
+
+  it("bulk-cancels by label and by URL prefix, never everything by mistake", async () => {
+    const ran: string[] = [];
+    const a = sleeper("/bulk/a", 30, ran);
+    const b = sleeper("/bulk/b", 30, ran);
+    const [ra, rb, rc] = await w.client.trigger([
+      { url: a, label: "red" },
+      { url: b, label: "blue" },
+      { url: b, label: "green" },
+    ]);
+    await eventually(() => expect(ran).toHaveLength(3));
+    const typo = await w.api("/v2/workflows/runs?labell=red", { method: "DELETE" });
+    expect(typo.status).toBe(400);
+    expect((await w.api("/v2/workflows/runs", { method: "DELETE" })).status).toBe(400);
+    expect(await w.client.cancel({ filter: { label: "red" } })).toEqual({ cancelled: 1 });
+    expect(
+      await w.client.cancel({ filter: { workflowUrlStartingWith: `${w.app.url}/bulk/` } }),
+    ).toEqual({ cancelled: 2 });
+    for (const id of [ra, rb, rc]) {
+      const { runs } = (await w.client.logs({
+        workflowRunId: id?.workflowRunId ?? "",
+      })) as unknown as {
+        runs: RunLog[];
+      };
+      expect(runs[0]?.workflowState).toBe("RUN_CANCELED");
+    }
+  });
+
+  it("lists runs with states, step groups, filters and cursor paging", async () => {
+    const url = w.app.route(
+      "/logged",
+      serve(
+        async (context) => {
+          const x = await context.run("x", () => 1);
+          const [y, z] = await Promise.all([context.run("y", () => 2), context.run("z", () => 3)]);
+          return x + y + z;
+        },
+        { env: w.env },
+      ).handler,
+    );
+    const triggered = await w.client.trigger([
+      { url, label: "page" },
+      { url, label: "page" },
+      { url, label: "page" },
+    ]);
+    const ids = triggered.map((t) => t.workflowRunId);
+    await eventually(
+      async () => {
+        const res = await w.client.logs({ filter: { label: "page", state: "RUN_SUCCESS" } });
+        expect(res.runs).toHaveLength(3);
+      },
+      { timeoutMs: 10_000 },
+    );
+    const first = await w.client.logs({ count: 2, filter: { label: "page" } });
+    expect(first.runs).toHaveLength(2);
+    expect(first.cursor).toBeTruthy();
+    const second = await w.client.logs({
+      count: 2,
+      cursor: first.cursor,
+      filter: { label: "page" },
+    });
+    expect(second.runs).toHaveLength(1);
+    expect(second.cursor).toBeFalsy();
+    const all = [...first.runs, ...second.runs].map((r) => r.workflowRunId);
+    expect([...all].sort()).toEqual([...ids].sort());
+    const one = (await w.client.logs({ workflowRunId: ids[0] ?? "" })) as unknown as {
+      runs: RunLog[];
+    };
+    const run = one.runs[0];
+    expect(run?.workflowState).toBe("RUN_SUCCESS");
+    expect(run?.steps.map((g) => g.type)).toEqual(["sequential", "sequential", "parallel"]);
+    expect(run?.steps[2]?.steps.map((s) => s.stepName).sort()).toEqual(["y", "z"]);
+    expect((await w.api("/v2/workflows/events?groupBy=workflowRunId&stat=x")).status).toBe(400);
+  });
+});
