@@ -9,7 +9,9 @@ import type { TopicStore, UrlGroup } from "../store/topic-store.js";
 
 /**
  * The one way messages come into being: publish, enqueue, batch items and schedule fires all go
- * through `produce` (and the workflow engine is meant to as well). In order:
+ * through `produce`. Workflow step messages are the one exception (workflow/produce.ts): a run's
+ * step-list append must be atomic with storing the message, so they use the same option parsing,
+ * message building and destination checks but their own store script. In order:
  *
  * 1. destination → targets: one URL, or every endpoint of a URL group as the group is now;
  * 2. options: the caller's parsed publish options, given the group's default headers;
