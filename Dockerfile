@@ -24,10 +24,12 @@ ARG NODE_EXTRA_CA_CERTS
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
-COPY scripts/copy-lua.mjs ./scripts/
+COPY scripts/copy-lua.mjs scripts/build-console.mjs ./scripts/
+COPY console ./console
 COPY src ./src
 COPY bin ./bin
-# The full build: tsc, then the .lua scripts copied next to the compiled modules.
+# The full build: tsc, the .lua scripts copied next to the compiled modules, the web console
+# bundled into dist/console.
 RUN npm run build && npm prune --omit=dev
 
 FROM ${BASE}

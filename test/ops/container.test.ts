@@ -160,6 +160,11 @@ describe.skipIf(unavailable)("container image (podman)", () => {
     const first = await runContainer();
     expect(podman("healthcheck", "run", NAME).status).toBe(0);
     expect(podmanOk("exec", NAME, "id", "-u")).toBe("10001");
+    // The whole `npm run build` is in the image: the console's bundle (the queue's Lua scripts
+    // are proven by the publish below).
+    const bundle = await fetch(`${first.adminUrl}/console/assets/app.js`);
+    expect(bundle.status).toBe(200);
+    expect((await bundle.text()).length).toBeGreaterThan(1000);
 
     const kv = new Redis({ url: first.kvUrl, token: first.kvToken });
     expect(await kv.set("container:key", "kept")).toBe("OK");
