@@ -1,0 +1,67 @@
+import { Redis } from "@upstash/redis";
+import { afterAll, beforeAll } from "vitest";
+import { RedisConnection } from "../../src/shared/redis/connection.js";
+import { replyText, type Arg, type Reply } from "../../src/shared/redis/resp.js";
+import { startTestCluster, type TestCluster } from "../harness/cluster.js";
+import { startStashd, type TestStashd } from "../harness/stashd.js";
+
+/**
+ * One Redis Cluster (3 masters, 3 replicas), a stashd whose database URL names one of its nodes,
+ * and the official SDK pointed at stashd: shared by the tests of one file.
+ */
+export interface ClusterContext {
+  cluster: TestCluster;
+  stashd: TestStashd;
+  sdk: Redis;
+  direct: Redis;
+  readonly: Redis;
+  /** Runs a command on one node directly (no redirects followed). */
+  node(port: number, args: Arg[]): Promise<Reply>;
+  /** Ports of the nodes that are masters right now. */
+  masters(): Promise<number[]>;
+}
+
+export function useCluster(onReady: (c: ClusterContext) => void): void {
+  let ctx: ClusterContext | undefined;
+  beforeAll(async () => {
+    const cluster = await startTestCluster();
+    const stashd = await startStashd({ kvRedisUrl: cluster.url });
+    const { url, token, readonlyToken } = stashd.kv;
+    ctx = {
+      cluster,
+      stashd,
+      sdk: new Redis({ url, token }),
+      direct: new Redis({ url, token, enableAutoPipelining: false }),
+      readonly: new Redis({ url, token: readonlyToken, enableAutoPipelining: false }),
+      node: onNode,
+      masters: async () => {
+        const roles = await Promise.all(
+          cluster.ports.map((p) => onNode(p, ["ROLE"]).catch(() => undefined)),
+        );
+        return cluster.ports.filter((_, i) => {
+          const role = roles[i];
+          return role?.kind === "array" && replyText(role.value[0] as Reply) === "master";
+        });
+      },
+    };
+    onReady(ctx);
+  });
+  afterAll(async () => {
+    await ctx?.stashd.stop();
+    await ctx?.cluster.stop();
+  });
+}
+
+export async function onNode(port: number, args: Arg[]): Promise<Reply> {
+  const conn = await RedisConnection.open({ host: "127.0.0.1", port }, 2_000);
+  try {
+    return await conn.send(args);
+  } finally {
+    conn.destroy();
+  }
+}
+
+/** `count` key names whose slots fall on every master (names differ in a counter only). */
+export function spreadKeys(prefix: string, count: number): string[] {
+  return Array.from({ length: count }, (_, i) => `${prefix}:${i}`);
+}
