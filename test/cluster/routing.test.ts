@@ -54,8 +54,20 @@ describe("KV on a Redis Cluster: routing", () => {
     expect(await tx.exec()).toEqual([12, 1, 12]);
   });
 
+  it("splits MSET, MGET, DEL and EXISTS by slot, as Redis Cluster's tips say", async () => {
+    const keys = spreadKeys("multi", 9);
+    expect(await c.direct.mset(Object.fromEntries(keys.map((key, i) => [key, i])))).toBe("OK");
+    expect(await c.direct.mget(...keys, "multi:none")).toEqual([...keys.map((_, i) => i), null]);
+    expect(await c.direct.exists(...keys, "multi:none")).toBe(9);
+    expect(await c.direct.del(...keys.slice(0, 5))).toBe(5);
+    expect(await c.direct.exists(...keys)).toBe(4);
+  });
+
   it("answers Redis's CROSSSLOT error for keys in different slots", async () => {
-    await expect(c.direct.mset({ "x:1": 1, "x:2": 2 })).rejects.toThrow(/CROSSSLOT/);
+    await c.direct.sadd("x:1", "a");
+    await expect(c.direct.sunionstore("x:2", "x:1")).rejects.toThrow(/CROSSSLOT/);
+    await expect(c.direct.rename("x:1", "x:2")).rejects.toThrow(/CROSSSLOT/);
+    await c.direct.del("x:1");
     await expect(c.direct.eval("return 1", ["x:1", "x:2"], [])).rejects.toThrow(/CROSSSLOT/);
     const tx = c.sdk.multi();
     tx.set("x:1", 1);

@@ -13,6 +13,7 @@ import {
   type Redirect,
 } from "./redirect.js";
 import { hashSlot } from "./slot.js";
+import { runSplit } from "./split.js";
 import { keysOf, routingOf } from "./commands.js";
 import { routeOf, type Route } from "./route.js";
 import type { ClusterTopology, SlotMap } from "./topology.js";
@@ -67,7 +68,7 @@ export class ClusterBackend implements RedisBackend {
     let segment: number[] = [];
     for (let i = 0; i < commands.length; i++) {
       const route = routes[i] as Route;
-      if (route.kind !== "fanout" && route.kind !== "scan") {
+      if (route.kind !== "fanout" && route.kind !== "scan" && route.kind !== "split") {
         segment.push(i);
         continue;
       }
@@ -137,8 +138,7 @@ export class ClusterBackend implements RedisBackend {
    */
   async execRouted(argv: readonly Arg[], route: Route): Promise<Reply> {
     const resolved = route.kind === "getkeys" ? await this.askKeys(argv, route.readonly) : route;
-    if (resolved.kind === "fanout" || resolved.kind === "scan")
-      return this.runSpread(argv, resolved);
+    if (resolved.kind !== "slot" && resolved.kind !== "any") return this.runSpread(argv, resolved);
     const slot = resolved.kind === "slot" ? resolved.slot : undefined;
     return this.withFailover(
       async (redirect) => {
@@ -194,6 +194,7 @@ export class ClusterBackend implements RedisBackend {
   private runSpread(argv: readonly Arg[], route: Route): Promise<Reply> {
     if (route.kind === "scan")
       return this.withFailover(() => scanCluster(this, argv), true, redirectOf);
+    if (route.kind === "split") return runSplit(this, route);
     if (route.kind !== "fanout") return this.execRouted(argv, route);
     return this.withFailover(() => fanOut(this, argv, route), true, redirectOf);
   }

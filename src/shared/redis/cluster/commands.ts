@@ -117,13 +117,21 @@ export function routingOf(table: CommandTable, argv: readonly Arg[]): CommandRou
  * then ask the server with COMMAND GETKEYS.
  */
 export function keysOf(routing: CommandRouting, argv: readonly Arg[]): Arg[] | undefined {
-  const keys: Arg[] = [];
+  return keyPositionsOf(routing, argv)?.map((i) => argv[i] as Arg);
+}
+
+/** Argument indexes of the keys (see keysOf). */
+export function keyPositionsOf(
+  routing: CommandRouting,
+  argv: readonly Arg[],
+): number[] | undefined {
+  const positions: number[] = [];
   for (const spec of routing.specs) {
-    const positions = keyPositions(spec, argv);
-    if (positions === undefined) return undefined;
-    for (const i of positions) keys.push(argv[i] as Arg);
+    const found = keyPositions(spec, argv);
+    if (found === undefined) return undefined;
+    positions.push(...found);
   }
-  return keys;
+  return positions;
 }
 
 function keyPositions(spec: KeySpec, argv: readonly Arg[]): number[] | undefined {

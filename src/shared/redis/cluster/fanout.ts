@@ -1,6 +1,7 @@
-import type { Arg, Reply } from "../resp.js";
+import { replyText, type Arg, type Reply } from "../resp.js";
 import type { ClusterBackend } from "./backend.js";
 import type { Route } from "./route.js";
+import type { ClusterNode } from "./topology.js";
 
 /**
  * Keyless commands that span the keyspace, run on every master (or every node) and merged the
@@ -62,9 +63,9 @@ function merge(route: Extract<Route, { kind: "fanout" }>, replies: Reply[]): Rep
   }
 }
 
-type Aggregate = "agg_sum" | "agg_min" | "agg_max" | "agg_logical_and" | "agg_logical_or";
+export type Aggregate = "agg_sum" | "agg_min" | "agg_max" | "agg_logical_and" | "agg_logical_or";
 
-function aggregate(policy: Aggregate, replies: Reply[]): Reply {
+export function aggregate(policy: Aggregate, replies: Reply[]): Reply {
   const first = replies[0];
   if (first?.kind === "array") {
     return {
@@ -94,36 +95,57 @@ function aggregate(policy: Aggregate, replies: Reply[]): Reply {
 /**
  * SCAN over all masters behind one cursor. The cursor stashd returns is `node + masters ×
  * nodeCursor` (decimal, as Redis's own): the low part says which master (in slot order) is being
- * walked, the high part is that master's own cursor. When a master is done the walk moves on to
- * the next one; 0 comes back after the last. MATCH, COUNT and TYPE apply per master. A reshard
- * that changes the number of masters during a walk can repeat or skip keys (see docs/scaling.md).
+ * walked, the high part is that master's own cursor. When a master is done and the call has
+ * fewer keys than COUNT (default 10), the same call goes on with the next master, so a small
+ * keyspace is scanned in one call as on a single Redis; 0 comes back after the last master.
+ * MATCH, COUNT and TYPE apply per master. A reshard that changes the number of masters during
+ * a walk can repeat or skip keys (see docs/scaling.md).
  */
 export async function scanCluster(backend: ClusterBackend, argv: readonly Arg[]): Promise<Reply> {
   const map = await backend.topology.map();
   const count = BigInt(map.masters.length);
-  let cursor: bigint;
-  try {
-    cursor = BigInt(String(argv[1] ?? ""));
-  } catch {
-    return { kind: "error", value: "ERR invalid cursor" };
+  const cursor = parseCursor(argv[1]);
+  if (cursor === undefined) return { kind: "error", value: "ERR invalid cursor" };
+  const wanted = countOption(argv);
+  let index = cursor % count;
+  let nodeCursor = cursor / count;
+  const keys: Reply[] = [];
+  for (;;) {
+    const node = map.masters[Number(index)] as ClusterNode;
+    const reply = await backend
+      .pool(node.addr)
+      .exec(["SCAN", nodeCursor.toString(), ...argv.slice(2)]);
+    if (reply.kind !== "array") return reply;
+    const [next, batch] = reply.value;
+    if (batch?.kind === "array") keys.push(...batch.value);
+    nodeCursor = parseCursor(next) ?? 0n;
+    if (nodeCursor !== 0n) break;
+    index += 1n;
+    if (index === count || keys.length >= wanted) break;
   }
-  if (cursor < 0n) return { kind: "error", value: "ERR invalid cursor" };
-  const index = cursor % count;
-  const node = map.masters[Number(index)];
-  if (!node) return { kind: "error", value: "ERR invalid cursor" };
-  const reply = await backend
-    .pool(node.addr)
-    .exec(["SCAN", (cursor / count).toString(), ...argv.slice(2)]);
-  if (reply.kind !== "array") return reply;
-  const [next, keys] = reply.value;
-  const nodeNext = BigInt(next?.kind === "bulk" ? next.value.toString() : "0");
-  const combined =
-    nodeNext === 0n ? (index + 1n < count ? index + 1n : 0n) : nodeNext * count + index;
+  const combined = index === count ? 0n : nodeCursor * count + index;
   return {
     kind: "array",
     value: [
       { kind: "bulk", value: Buffer.from(combined.toString()) },
-      keys ?? { kind: "array", value: [] },
+      { kind: "array", value: keys },
     ],
   };
+}
+
+function parseCursor(arg: Arg | Reply | undefined): bigint | undefined {
+  const text =
+    arg === undefined
+      ? ""
+      : typeof arg === "string" || Buffer.isBuffer(arg)
+        ? String(arg)
+        : (replyText(arg) ?? "");
+  if (!/^\d+$/.test(text)) return undefined;
+  return BigInt(text);
+}
+
+function countOption(argv: readonly Arg[]): number {
+  const at = argv.findIndex((a, i) => i > 1 && String(a).toLowerCase() === "count");
+  const value = at > 0 ? Number(String(argv[at + 1])) : 10;
+  return Number.isFinite(value) && value > 0 ? value : 10;
 }

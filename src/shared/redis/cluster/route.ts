@@ -1,5 +1,5 @@
 import type { Arg } from "../resp.js";
-import { keysOf, routingOf, type CommandTable } from "./commands.js";
+import { keyPositionsOf, routingOf, type CommandRouting, type CommandTable } from "./commands.js";
 import { hashSlot } from "./slot.js";
 
 /**
@@ -10,6 +10,8 @@ import { hashSlot } from "./slot.js";
  * - `fanout`: keyless commands Redis tips as spanning the keyspace (`request_policy:all_shards`
  *   or `all_nodes`), run on every master (or every node) and merged by `response_policy`;
  * - `scan`: SCAN, walked master by master behind one cursor;
+ * - `split`: a multi-key command Redis tips as `request_policy:multi_shard` (MGET, MSET, DEL,
+ *   EXISTS, TOUCH, UNLINK) whose keys hash to several slots: one command per slot, merged back;
  * - `getkeys`: a key spec stashd cannot follow alone; the server's COMMAND GETKEYS decides.
  */
 export type Route =
@@ -17,7 +19,16 @@ export type Route =
   | { kind: "any"; readonly: boolean }
   | { kind: "fanout"; nodes: "masters" | "all"; response: string | undefined; name: string }
   | { kind: "scan" }
+  | { kind: "split"; parts: SplitPart[]; response: string | undefined; keyCount: number }
   | { kind: "getkeys"; readonly: boolean };
+
+/** One slot's share of a split multi-key command, and where its keys were in the original. */
+export interface SplitPart {
+  slot: number;
+  argv: Arg[];
+  /** Index of each key of `argv` among the original command's keys. */
+  keyIndexes: number[];
+}
 
 /**
  * ACL users are per node and Redis gives ACL SETUSER/DELUSER no routing tip: stashd sends them to
@@ -44,15 +55,51 @@ export function routeOf(table: CommandTable, argv: readonly Arg[]): Route {
   const routing = routingOf(table, argv);
   const readonly = routing?.readonly ?? false;
   if (!routing) return { kind: "any", readonly };
-  const keys = keysOf(routing, argv);
-  if (keys === undefined) return { kind: "getkeys", readonly };
-  if (keys.length > 0) return { kind: "slot", slot: hashSlot(keys[0] as Arg), readonly };
+  const positions = keyPositionsOf(routing, argv);
+  if (positions === undefined) return { kind: "getkeys", readonly };
   const { requestPolicy: request, responsePolicy: response } = routing;
+  if (positions.length > 0) {
+    const slots = positions.map((i) => hashSlot(argv[i] as Arg));
+    const split =
+      request === "multi_shard" ? splitBySlot(routing, argv, positions, slots) : undefined;
+    return split
+      ? { kind: "split", parts: split, response, keyCount: positions.length }
+      : { kind: "slot", slot: slots[0] as number, readonly };
+  }
   const spans = request === "all_shards" || request === "all_nodes";
   if (spans && (MERGEABLE.has(response) || name === "randomkey")) {
     return { kind: "fanout", nodes: request === "all_nodes" ? "all" : "masters", response, name };
   }
   return { kind: "any", readonly };
+}
+
+/**
+ * Parts of a multi_shard command, one per slot, each `[name, …the arguments of its keys]` (a key
+ * and, for MSET, its value); undefined when every key is in one slot or the keys are not one
+ * evenly stepped run at the end of the command.
+ */
+function splitBySlot(
+  routing: CommandRouting,
+  argv: readonly Arg[],
+  positions: number[],
+  slots: number[],
+): SplitPart[] | undefined {
+  if (slots.every((s) => s === slots[0]) || routing.specs.length !== 1) return undefined;
+  const step = positions.length > 1 ? (positions[1] as number) - (positions[0] as number) : 1;
+  const last = (positions[positions.length - 1] as number) + step;
+  if (last !== argv.length) return undefined;
+  const parts = new Map<number, SplitPart>();
+  positions.forEach((pos, k) => {
+    const slot = slots[k] as number;
+    let part = parts.get(slot);
+    if (!part) {
+      part = { slot, argv: argv.slice(0, positions[0]), keyIndexes: [] };
+      parts.set(slot, part);
+    }
+    part.argv.push(...argv.slice(pos, pos + step));
+    part.keyIndexes.push(k);
+  });
+  return [...parts.values()];
 }
 
 /** `get`, or `object|encoding` for a container command. */
