@@ -1,8 +1,7 @@
 import { Redis } from "@upstash/redis";
 import { afterAll, beforeAll } from "vitest";
-import { RedisConnection } from "../../src/shared/redis/connection.js";
 import { replyText, type Arg, type Reply } from "../../src/shared/redis/resp.js";
-import { startTestCluster, type TestCluster } from "../harness/cluster.js";
+import { onNode, startTestCluster, type TestCluster } from "../harness/cluster.js";
 import { startStashd, type TestStashd } from "../harness/stashd.js";
 
 /**
@@ -50,15 +49,6 @@ export function useCluster(onReady: (c: ClusterContext) => void): void {
     await ctx?.stashd.stop();
     await ctx?.cluster.stop();
   });
-}
-
-export async function onNode(port: number, args: Arg[]): Promise<Reply> {
-  const conn = await RedisConnection.open({ host: "127.0.0.1", port }, 2_000);
-  try {
-    return await conn.send(args);
-  } finally {
-    conn.destroy();
-  }
 }
 
 /** `count` key names whose slots fall on every master (names differ in a counter only). */

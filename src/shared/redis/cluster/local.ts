@@ -68,6 +68,8 @@ function spawnNode(opts: LocalClusterOptions, port: number): ChildProcess {
     ...["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"],
     ...["--cluster-node-timeout", String(opts.nodeTimeoutMs ?? 5_000)],
     ...["--save", "", "--appendonly", "no", "--logfile", "redis.log"],
+    // Replicas sync at once instead of after the default 5 s wait for more replicas.
+    ...["--repl-diskless-sync-delay", "0"],
   ];
   return spawn(opts.bin ?? "redis-server", args, { stdio: "ignore" });
 }
@@ -103,6 +105,16 @@ async function createCluster(ports: number[], masters: number): Promise<void> {
         /cluster_state:ok/.test(replyText(await c.send(["CLUSTER", "INFO"])) ?? ""),
       ),
     ),
+  );
+  // A replica that has not synced yet could not take over from its master.
+  await Promise.all(
+    ports
+      .slice(masters)
+      .map((p) =>
+        waitUntil(p, async (c) =>
+          /master_link_status:up/.test(replyText(await c.send(["INFO", "replication"])) ?? ""),
+        ),
+      ),
   );
 }
 
