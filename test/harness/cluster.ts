@@ -38,7 +38,7 @@ export async function startTestCluster(): Promise<TestCluster> {
 }
 
 /** A base port whose NODES ports and their bus ports (+10000) are all free right now. */
-async function freeRange(): Promise<number> {
+export async function freeRange(): Promise<number> {
   for (;;) {
     const base = 20_000 + Math.floor(Math.random() * 20_000);
     const ports = Array.from({ length: NODES }, (_, i) => base + i);
