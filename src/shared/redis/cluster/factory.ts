@@ -61,10 +61,10 @@ export class BackendFactory {
     let lastError: unknown;
     for (const seed of this.seeds) {
       try {
-        const conn = await RedisConnection.open(
-          { ...this.endpoint, ...seed },
-          this.options.connectTimeoutMs,
-        );
+        // A cluster has database 0 only (SELECT is refused), so the probe does not select one.
+        const endpoint: RedisEndpoint = { ...this.endpoint, ...seed };
+        delete endpoint.db;
+        const conn = await RedisConnection.open(endpoint, this.options.connectTimeoutMs);
         const info = await conn.send(["INFO", "cluster"]).finally(() => conn.destroy());
         if (!/cluster_enabled:1/.test(replyText(info) ?? "")) return undefined;
         return new ClusterTopology(this.endpoint, this.seeds, this.options.connectTimeoutMs);
