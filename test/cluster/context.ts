@@ -1,6 +1,7 @@
+import { textOf } from "../../src/shared/redis/cluster/commands.js";
 import { Redis } from "@upstash/redis";
 import { afterAll, beforeAll } from "vitest";
-import { replyText, type Arg, type Reply } from "../../src/shared/redis/resp.js";
+import type { Arg, Reply } from "../../src/shared/redis/resp.js";
 import { onNode, startTestCluster, type TestCluster } from "../harness/cluster.js";
 import { startStashd, type TestStashd } from "../harness/stashd.js";
 
@@ -39,7 +40,7 @@ export function useCluster(onReady: (c: ClusterContext) => void): void {
         );
         return cluster.ports.filter((_, i) => {
           const role = roles[i];
-          return role?.kind === "array" && replyText(role.value[0] as Reply) === "master";
+          return role?.kind === "array" && textOf(role.value[0] as Reply) === "master";
         });
       },
     };

@@ -3,9 +3,10 @@ import {
   keysOf,
   parseRoutingTable,
   routingOf,
+  textOf,
   type CommandTable,
 } from "../../src/shared/redis/cluster/commands.js";
-import { replyText, type Reply } from "../../src/shared/redis/resp.js";
+import type { Reply } from "../../src/shared/redis/resp.js";
 import { startRedis, type TestRedis } from "../harness/redis.js";
 import { RedisConnection } from "../../src/shared/redis/connection.js";
 
@@ -55,7 +56,7 @@ const LINES: string[][] = [
 ];
 
 function texts(reply: Reply): string[] {
-  return reply.kind === "array" ? reply.value.map((r) => replyText(r) ?? "") : [];
+  return reply.kind === "array" ? reply.value.map((r) => textOf(r) ?? "") : [];
 }
 
 describe("key positions from COMMAND key specs", () => {

@@ -1,6 +1,6 @@
+import { textOf } from "../../src/shared/redis/cluster/commands.js";
 import { Redis } from "@upstash/redis";
 import { describe, expect, it } from "vitest";
-import { replyText } from "../../src/shared/redis/resp.js";
 import { eventually } from "../harness/eventually.js";
 import { useCluster, spreadKeys, type ClusterContext } from "./context.js";
 
@@ -63,7 +63,7 @@ describe("KV on a Redis Cluster: commands spanning the keyspace", () => {
     // Every node (replicas too, for failovers) knows the read-only user.
     for (const port of c.cluster.ports) {
       const users = await c.node(port, ["ACL", "USERS"]);
-      const names = users.kind === "array" ? users.value.map(replyText) : [];
+      const names = users.kind === "array" ? users.value.map(textOf) : [];
       expect(names).toContain("default_ro");
     }
   });

@@ -1,10 +1,11 @@
+import { textOf } from "../../src/shared/redis/cluster/commands.js";
 import { mkdtempSync, rmSync } from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { startLocalCluster, type LocalCluster } from "../../src/shared/redis/cluster/local.js";
 import { RedisConnection } from "../../src/shared/redis/connection.js";
-import { replyText, type Arg, type Reply } from "../../src/shared/redis/resp.js";
+import type { Arg, Reply } from "../../src/shared/redis/resp.js";
 
 /**
  * A real Redis Cluster for one test file: 3 masters and 3 replicas on free consecutive loopback
@@ -71,7 +72,7 @@ export async function migrateSlot(
   await ok(from, ["CLUSTER", "SETSLOT", String(slot), "MIGRATING", toId]);
   for (;;) {
     const keys = await onNode(from, ["CLUSTER", "GETKEYSINSLOT", String(slot), "50"]);
-    const names = keys.kind === "array" ? keys.value.map((k) => replyText(k) ?? "") : [];
+    const names = keys.kind === "array" ? keys.value.map((k) => textOf(k) ?? "") : [];
     if (names.length === 0) break;
     await ok(from, ["MIGRATE", "127.0.0.1", String(to), "", "0", "5000", "KEYS", ...names]);
   }
@@ -90,7 +91,7 @@ export async function ownerPort(port: number, slot: number): Promise<number> {
     const fields = shard.kind === "array" ? shard.value : [];
     const ranges =
       fields[1]?.kind === "array"
-        ? fields[1].value.map((r) => Number(replyText(r) ?? (r.kind === "int" ? r.value : NaN)))
+        ? fields[1].value.map((r) => Number(textOf(r) ?? (r.kind === "int" ? r.value : NaN)))
         : [];
     const nodes = fields[3]?.kind === "array" ? fields[3].value : [];
     for (let i = 0; i + 1 < ranges.length; i += 2) {
@@ -98,7 +99,7 @@ export async function ownerPort(port: number, slot: number): Promise<number> {
       for (const node of nodes) {
         const f =
           node.kind === "array"
-            ? node.value.map((r) => replyText(r) ?? (r.kind === "int" ? r.value : ""))
+            ? node.value.map((r) => textOf(r) ?? (r.kind === "int" ? r.value : ""))
             : [];
         if (f[f.indexOf("role") + 1] === "master") return Number(f[f.indexOf("port") + 1]);
       }
@@ -108,7 +109,7 @@ export async function ownerPort(port: number, slot: number): Promise<number> {
 }
 
 async function nodeId(port: number): Promise<string> {
-  return replyText(await ok(port, ["CLUSTER", "MYID"])) ?? "";
+  return textOf(await ok(port, ["CLUSTER", "MYID"])) ?? "";
 }
 
 async function ok(port: number, args: Arg[]): Promise<Reply> {

@@ -1,3 +1,4 @@
+import type { Exchange, ExchangeOptions } from "./connection.js";
 import type { Arg, Reply } from "./resp.js";
 
 /**
@@ -8,6 +9,8 @@ export interface RedisBackend {
   exec(args: readonly Arg[]): Promise<Reply>;
   /** Replies in the order of the commands. */
   execMany(commands: readonly (readonly Arg[])[]): Promise<Reply[]>;
+  /** `execMany` with a reply budget and stall watch (see RedisConnection.exchange). */
+  exchange(commands: readonly (readonly Arg[])[], opts: ExchangeOptions): Promise<Exchange>;
   /** A connection only the caller uses; give it back with `release` or `discard`. */
   acquire(): Promise<ExclusiveConnection>;
   release(conn: ExclusiveConnection): void;
@@ -20,6 +23,7 @@ export interface ExclusiveConnection {
   readonly alive: boolean;
   send(args: readonly Arg[]): Promise<Reply>;
   sendMany(commands: readonly (readonly Arg[])[]): Promise<Reply[]>;
+  exchange(commands: readonly (readonly Arg[])[], opts?: ExchangeOptions): Promise<Exchange>;
   setPushHandler(handler: (reply: Reply) => void): void;
   onClose(listener: (err: Error) => void): void;
   destroy(): void;

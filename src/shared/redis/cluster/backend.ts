@@ -1,6 +1,6 @@
 import { AppError } from "../../errors.js";
 import type { ExclusiveConnection, RedisBackend } from "../backend.js";
-import type { RedisEndpoint } from "../connection.js";
+import type { Exchange, ExchangeOptions, RedisEndpoint } from "../connection.js";
 import { RedisPool, type PoolOptions } from "../pool.js";
 import type { Arg, Reply } from "../resp.js";
 import { ClusterExclusive } from "./exclusive.js";
@@ -32,6 +32,16 @@ export interface Target {
   asking: boolean;
 }
 
+/**
+ * One request's reply budget (ExchangeOptions.maxReplyBytes) and what its replies cost so far.
+ * Parts sent to several nodes at once each get what is left when they start, so one request's
+ * replies can reach the budget once per node (docs/scaling.md, Redis Cluster).
+ */
+export interface Tally {
+  maxReplyBytes?: number;
+  bytes: number;
+}
+
 /** Redirects followed for one command before its last error reply is returned as it is. */
 const MAX_REDIRECTS = 16;
 
@@ -56,15 +66,26 @@ export class ClusterBackend implements RedisBackend {
     return reply as Reply;
   }
 
+  async execMany(commands: readonly (readonly Arg[])[]): Promise<Reply[]> {
+    return (await this.exchange(commands)).replies;
+  }
+
   /**
    * Runs a pipeline: consecutive routable commands are grouped per node and sent together (each
-   * node sees its commands in pipeline order); a fanned-out command runs alone, after everything
-   * before it. Replies come back in the order of `commands`.
+   * node sees its commands in pipeline order); a fanned-out or split command runs alone, after
+   * everything before it. Replies come back in the order of `commands`. `opts.watched` script
+   * calls are watched on whichever node they go to.
    */
-  async execMany(commands: readonly (readonly Arg[])[]): Promise<Reply[]> {
+  async exchange(
+    commands: readonly (readonly Arg[])[],
+    opts: ExchangeOptions = {},
+  ): Promise<Exchange> {
+    const tally: Tally = { bytes: 0, ...pick(opts.maxReplyBytes) };
+    const watched = opts.watched ?? new Set<number>();
     const table = await this.topology.routing();
     const routes = commands.map((argv) => routeOf(table, argv));
     const replies = new Array<Reply>(commands.length);
+    const run = { commands, routes, replies, tally, watched };
     let segment: number[] = [];
     for (let i = 0; i < commands.length; i++) {
       const route = routes[i] as Route;
@@ -72,12 +93,30 @@ export class ClusterBackend implements RedisBackend {
         segment.push(i);
         continue;
       }
-      await this.runSegment(commands, routes, segment, replies);
+      await this.runSegment(run, segment);
       segment = [];
-      replies[i] = await this.runSpread(commands[i] as Arg[], route);
+      replies[i] = await this.runSpread(commands[i] as Arg[], route, tally);
     }
-    await this.runSegment(commands, routes, segment, replies);
-    return replies;
+    await this.runSegment(run, segment);
+    return { replies, bytes: tally.bytes };
+  }
+
+  /** `pool.exchange` within what is left of the tally's budget; adds the cost to the tally. */
+  async sendOn(
+    addr: string,
+    commands: readonly (readonly Arg[])[],
+    tally: Tally,
+    watched: ReadonlySet<number> = new Set(),
+  ): Promise<Reply[]> {
+    const left = tally.maxReplyBytes === undefined ? {} : pick(tally.maxReplyBytes - tally.bytes);
+    const sent = await this.pool(addr).exchange(commands, {
+      ...(left.maxReplyBytes === undefined
+        ? {}
+        : { maxReplyBytes: Math.max(0, left.maxReplyBytes) }),
+      ...(watched.size > 0 ? { watched } : {}),
+    });
+    tally.bytes += sent.bytes;
+    return sent.replies;
   }
 
   acquire(): Promise<ExclusiveConnection> {
@@ -136,15 +175,30 @@ export class ClusterBackend implements RedisBackend {
    * to the new owner, ASK sends ASKING + the command to the importing node, TRYAGAIN / CLUSTERDOWN
    * and unreachable masters are retried with back-off until `failoverWindowMs` has passed.
    */
-  async execRouted(argv: readonly Arg[], route: Route): Promise<Reply> {
+  async execRouted(
+    argv: readonly Arg[],
+    route: Route,
+    tally: Tally = { bytes: 0 },
+    watched = false,
+  ): Promise<Reply> {
     const resolved = route.kind === "getkeys" ? await this.askKeys(argv, route.readonly) : route;
-    if (resolved.kind !== "slot" && resolved.kind !== "any") return this.runSpread(argv, resolved);
+    if (resolved.kind !== "slot" && resolved.kind !== "any") {
+      return this.runSpread(argv, resolved, tally);
+    }
     const slot = resolved.kind === "slot" ? resolved.slot : undefined;
     return this.withFailover(
       async (redirect) => {
         const addr = redirect?.addr ?? (await this.addrOf(slot));
-        if (!redirect?.asking) return this.pool(addr).exec(argv);
-        return (await this.pool(addr).execMany([["ASKING"], argv]))[1] as Reply;
+        if (!redirect?.asking) {
+          return (await this.sendOn(addr, [argv], tally, new Set(watched ? [0] : [])))[0] as Reply;
+        }
+        const sent = await this.sendOn(
+          addr,
+          [["ASKING"], argv],
+          tally,
+          new Set(watched ? [1] : []),
+        );
+        return sent[1] as Reply;
       },
       resolved.readonly,
       redirectOf,
@@ -191,22 +245,19 @@ export class ClusterBackend implements RedisBackend {
     }
   }
 
-  private runSpread(argv: readonly Arg[], route: Route): Promise<Reply> {
-    if (route.kind === "scan")
-      return this.withFailover(() => scanCluster(this, argv), true, redirectOf);
-    if (route.kind === "split") return runSplit(this, route);
-    if (route.kind !== "fanout") return this.execRouted(argv, route);
-    return this.withFailover(() => fanOut(this, argv, route), true, redirectOf);
+  private runSpread(argv: readonly Arg[], route: Route, tally: Tally): Promise<Reply> {
+    if (route.kind === "scan") {
+      return this.withFailover(() => scanCluster(this, argv, tally), true, redirectOf);
+    }
+    if (route.kind === "split") return runSplit(this, route, tally);
+    if (route.kind !== "fanout") return this.execRouted(argv, route, tally);
+    return this.withFailover(() => fanOut(this, argv, route, tally), true, redirectOf);
   }
 
   /** Sends one segment of a pipeline, grouped per node; redirected commands are re-run alone. */
-  private async runSegment(
-    commands: readonly (readonly Arg[])[],
-    routes: Route[],
-    indices: number[],
-    replies: Reply[],
-  ): Promise<void> {
+  private async runSegment(run: PipelineRun, indices: number[]): Promise<void> {
     if (indices.length === 0) return;
+    const { commands, routes, replies, tally, watched } = run;
     const map = await this.topology.map().catch(() => undefined);
     const groups = new Map<string, number[]>();
     for (const i of indices) {
@@ -219,32 +270,37 @@ export class ClusterBackend implements RedisBackend {
     }
     await Promise.all(
       [...groups].map(async ([addr, group]) => {
-        const sent =
-          addr === ""
-            ? []
-            : await this.sendGroup(
-                addr,
-                group.map((i) => commands[i] as Arg[]),
-                group.map((i) => routes[i] as Route),
-              );
+        const sent = addr === "" ? [] : await this.sendGroup(addr, run, group);
         const again: number[] = [];
         group.forEach((i, j) => {
           const reply = sent[j];
           if (reply && !redirectOf(reply)) replies[i] = reply;
           else again.push(i);
         });
-        for (const i of again)
-          replies[i] = await this.execRouted(commands[i] as Arg[], routes[i] as Route);
+        for (const i of again) {
+          const argv = commands[i] as Arg[];
+          replies[i] = await this.execRouted(argv, routes[i] as Route, tally, watched.has(i));
+        }
       }),
     );
   }
 
   /** One node's share of a pipeline; [] (all to be re-run) when no connection could be opened. */
-  private async sendGroup(addr: string, commands: Arg[][], routes: Route[]): Promise<Reply[]> {
+  private async sendGroup(addr: string, run: PipelineRun, group: number[]): Promise<Reply[]> {
+    const local = new Set<number>();
+    group.forEach((i, j) => run.watched.has(i) && local.add(j));
     try {
-      return await this.pool(addr).execMany(commands);
+      return await this.sendOn(
+        addr,
+        group.map((i) => run.commands[i] as Arg[]),
+        run.tally,
+        local,
+      );
     } catch (err) {
-      const allReadonly = routes.every((r) => "readonly" in r && r.readonly);
+      const allReadonly = group.every((i) => {
+        const r = run.routes[i] as Route;
+        return "readonly" in r && r.readonly;
+      });
       if (isBackendDown(err) && (allReadonly || failedBeforeSending(err))) return [];
       throw err;
     }
@@ -261,6 +317,18 @@ export class ClusterBackend implements RedisBackend {
     if (first?.kind !== "bulk") return { kind: "any", readonly };
     return { kind: "slot", slot: hashSlot(first.value), readonly };
   }
+}
+
+interface PipelineRun {
+  commands: readonly (readonly Arg[])[];
+  routes: Route[];
+  replies: Reply[];
+  tally: Tally;
+  watched: ReadonlySet<number>;
+}
+
+function pick(maxReplyBytes: number | undefined): { maxReplyBytes?: number } {
+  return maxReplyBytes === undefined ? {} : { maxReplyBytes };
 }
 
 /** Owner of a slot; for keyless commands (`slot` undefined) the first master. */

@@ -180,7 +180,8 @@ function itemsOf(reply: Reply | undefined): Reply[] {
   return reply?.kind === "array" ? reply.value : [];
 }
 
-function textOf(reply: Reply | undefined): string | undefined {
+/** Text of a string reply (bulk or simple), or undefined for anything else. */
+export function textOf(reply: Reply | undefined): string | undefined {
   return reply?.kind === "bulk" || reply?.kind === "simple" ? reply.value.toString() : undefined;
 }
 

@@ -1,8 +1,14 @@
+import { textOf } from "./commands.js";
 import { AppError } from "../../errors.js";
 import type { ExclusiveConnection, RedisBackend } from "../backend.js";
-import { RedisConnection, type RedisEndpoint } from "../connection.js";
+import {
+  RedisConnection,
+  type Exchange,
+  type ExchangeOptions,
+  type RedisEndpoint,
+} from "../connection.js";
 import { RedisPool, type PoolOptions } from "../pool.js";
-import { replyText, type Arg, type Reply } from "../resp.js";
+import type { Arg, Reply } from "../resp.js";
 import { ClusterBackend } from "./backend.js";
 import { ClusterTopology } from "./topology.js";
 
@@ -50,6 +56,15 @@ export class BackendFactory {
     );
   }
 
+  /** Admin endpoints of every master of a cluster, or the one endpoint of a single Redis. */
+  async masterEndpoints(): Promise<RedisEndpoint[]> {
+    if (this.endpoint.path !== undefined) return [this.endpoint];
+    const topology = await this.detect();
+    if (!topology) return [this.endpoint];
+    const map = await topology.map();
+    return map.masters.map((node) => topology.nodeEndpoint(node.addr, this.endpoint));
+  }
+
   /** The cluster's topology, or undefined for a single Redis; retried after a failure. */
   detect(): Promise<ClusterTopology | undefined> {
     this.detected ??= this.probe();
@@ -66,7 +81,7 @@ export class BackendFactory {
         delete endpoint.db;
         const conn = await RedisConnection.open(endpoint, this.options.connectTimeoutMs);
         const info = await conn.send(["INFO", "cluster"]).finally(() => conn.destroy());
-        if (!/cluster_enabled:1/.test(replyText(info) ?? "")) return undefined;
+        if (!/cluster_enabled:1/.test(textOf(info) ?? "")) return undefined;
         return new ClusterTopology(this.endpoint, this.seeds, this.options.connectTimeoutMs);
       } catch (err) {
         lastError = err;
@@ -112,6 +127,10 @@ class DetectingBackend implements RedisBackend {
 
   async execMany(commands: readonly (readonly Arg[])[]): Promise<Reply[]> {
     return (this.inner ?? (await this.resolve())).execMany(commands);
+  }
+
+  async exchange(commands: readonly (readonly Arg[])[], opts: ExchangeOptions): Promise<Exchange> {
+    return (this.inner ?? (await this.resolve())).exchange(commands, opts);
   }
 
   async acquire(): Promise<ExclusiveConnection> {

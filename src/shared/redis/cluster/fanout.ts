@@ -1,5 +1,6 @@
-import { replyText, type Arg, type Reply } from "../resp.js";
-import type { ClusterBackend } from "./backend.js";
+import { textOf } from "./commands.js";
+import type { Arg, Reply } from "../resp.js";
+import type { ClusterBackend, Tally } from "./backend.js";
 import type { Route } from "./route.js";
 import type { ClusterNode } from "./topology.js";
 
@@ -15,14 +16,15 @@ export async function fanOut(
   backend: ClusterBackend,
   argv: readonly Arg[],
   route: Extract<Route, { kind: "fanout" }>,
+  tally: Tally,
 ): Promise<Reply> {
   const map = await backend.topology.map();
   const nodes = route.nodes === "all" ? [...map.masters, ...map.replicas] : map.masters;
   const replies = await Promise.all(
     nodes.map((node) =>
       backend
-        .pool(node.addr)
-        .exec(argv)
+        .sendOn(node.addr, [argv], tally)
+        .then((r) => r[0] as Reply)
         // A replica that is down must not fail ACL SETUSER or SCRIPT LOAD on the masters; it
         // catches up when it resyncs (ACL users: see docs/scaling.md).
         .catch((err: unknown) => {
@@ -101,7 +103,11 @@ export function aggregate(policy: Aggregate, replies: Reply[]): Reply {
  * MATCH, COUNT and TYPE apply per master. A reshard that changes the number of masters during
  * a walk can repeat or skip keys (see docs/scaling.md).
  */
-export async function scanCluster(backend: ClusterBackend, argv: readonly Arg[]): Promise<Reply> {
+export async function scanCluster(
+  backend: ClusterBackend,
+  argv: readonly Arg[],
+  tally: Tally,
+): Promise<Reply> {
   const map = await backend.topology.map();
   const count = BigInt(map.masters.length);
   const cursor = parseCursor(argv[1]);
@@ -112,9 +118,12 @@ export async function scanCluster(backend: ClusterBackend, argv: readonly Arg[])
   const keys: Reply[] = [];
   for (;;) {
     const node = map.masters[Number(index)] as ClusterNode;
-    const reply = await backend
-      .pool(node.addr)
-      .exec(["SCAN", nodeCursor.toString(), ...argv.slice(2)]);
+    const [reply] = await backend.sendOn(
+      node.addr,
+      [["SCAN", nodeCursor.toString(), ...argv.slice(2)]],
+      tally,
+    );
+    if (!reply) return { kind: "array", value: [] };
     if (reply.kind !== "array") return reply;
     const [next, batch] = reply.value;
     if (batch?.kind === "array") keys.push(...batch.value);
@@ -139,7 +148,7 @@ function parseCursor(arg: Arg | Reply | undefined): bigint | undefined {
       ? ""
       : typeof arg === "string" || Buffer.isBuffer(arg)
         ? String(arg)
-        : (replyText(arg) ?? "");
+        : (textOf(arg) ?? "");
   if (!/^\d+$/.test(text)) return undefined;
   return BigInt(text);
 }

@@ -1,9 +1,9 @@
+import { textOf } from "./commands.js";
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { RedisConnection } from "../connection.js";
 import type { Arg, Reply } from "../resp.js";
-import { replyText } from "../resp.js";
 import { SLOT_COUNT } from "./slot.js";
 
 /**
@@ -102,7 +102,7 @@ async function createCluster(ports: number[], masters: number): Promise<void> {
   await Promise.all(
     ports.map((p) =>
       waitUntil(p, async (c) =>
-        /cluster_state:ok/.test(replyText(await c.send(["CLUSTER", "INFO"])) ?? ""),
+        /cluster_state:ok/.test(textOf(await c.send(["CLUSTER", "INFO"])) ?? ""),
       ),
     ),
   );
@@ -112,7 +112,7 @@ async function createCluster(ports: number[], masters: number): Promise<void> {
       .slice(masters)
       .map((p) =>
         waitUntil(p, async (c) =>
-          /master_link_status:up/.test(replyText(await c.send(["INFO", "replication"])) ?? ""),
+          /master_link_status:up/.test(textOf(await c.send(["INFO", "replication"])) ?? ""),
         ),
       ),
   );
@@ -120,7 +120,7 @@ async function createCluster(ports: number[], masters: number): Promise<void> {
 
 /** Nodes in CLUSTER NODES whose handshake is over (flags field without `handshake`/`noaddr`). */
 function knownNodes(reply: Reply): number {
-  const lines = (replyText(reply) ?? "").split("\n").filter((l) => l.trim() !== "");
+  const lines = (textOf(reply) ?? "").split("\n").filter((l) => l.trim() !== "");
   return lines.filter((l) => !/handshake|noaddr/.test(l.split(" ")[2] ?? "")).length;
 }
 
@@ -131,7 +131,7 @@ async function call(port: number, args: Arg[]): Promise<string> {
     const reply = await conn.send(args);
     if (reply.kind === "error")
       throw new Error(`${args.join(" ")} on port ${port}: ${reply.value}`);
-    return replyText(reply) ?? "";
+    return textOf(reply) ?? "";
   } finally {
     conn.destroy();
   }
@@ -154,7 +154,7 @@ async function waitUntil(
 }
 
 function isPong(reply: Reply): boolean {
-  return replyText(reply) === "PONG";
+  return textOf(reply) === "PONG";
 }
 
 async function stopNodes(nodes: LocalNode[]): Promise<void> {

@@ -1,5 +1,5 @@
 import type { Reply } from "../resp.js";
-import type { ClusterBackend } from "./backend.js";
+import type { ClusterBackend, Tally } from "./backend.js";
 import { aggregate } from "./fanout.js";
 import type { Route } from "./route.js";
 
@@ -13,10 +13,11 @@ import type { Route } from "./route.js";
 export async function runSplit(
   backend: ClusterBackend,
   route: Extract<Route, { kind: "split" }>,
+  tally: Tally,
 ): Promise<Reply> {
   const replies = await Promise.all(
     route.parts.map((part) =>
-      backend.execRouted(part.argv, { kind: "slot", slot: part.slot, readonly: false }),
+      backend.execRouted(part.argv, { kind: "slot", slot: part.slot, readonly: false }, tally),
     ),
   );
   const error = replies.find((r) => r.kind === "error");

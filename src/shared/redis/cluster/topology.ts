@@ -1,7 +1,7 @@
 import { AppError } from "../../errors.js";
 import { RedisConnection, type RedisEndpoint } from "../connection.js";
-import { replyText, type Arg, type Reply } from "../resp.js";
-import { mapOf, parseRoutingTable, type CommandTable } from "./commands.js";
+import type { Arg, Reply } from "../resp.js";
+import { mapOf, parseRoutingTable, textOf, type CommandTable } from "./commands.js";
 import { SLOT_COUNT } from "./slot.js";
 
 /** One cluster node, by the address stashd connects to (`host:port`). */
@@ -147,12 +147,11 @@ function fromShards(reply: Reply, seed: RedisEndpoint): SlotMap {
     const nodes = fields.get("nodes");
     for (const node of nodes?.kind === "array" ? nodes.value : []) {
       const f = mapOf(node);
-      if (replyText(f.get("health") as Reply) === "fail") continue;
-      const endpoint = replyText(f.get("endpoint") as Reply);
-      const host =
-        !endpoint || endpoint === "?" ? (replyText(f.get("ip") as Reply) ?? "") : endpoint;
+      if (textOf(f.get("health") as Reply) === "fail") continue;
+      const endpoint = textOf(f.get("endpoint") as Reply);
+      const host = !endpoint || endpoint === "?" ? (textOf(f.get("ip") as Reply) ?? "") : endpoint;
       const port = intOf(f.get((seed.tls ? "tls-port" : "port") as string) ?? f.get("port"));
-      const master = replyText(f.get("role") as Reply) === "master";
+      const master = textOf(f.get("role") as Reply) === "master";
       builder.add({ addr: `${host}:${port}`, host, port, master }, master ? ranges : []);
     }
   }
@@ -166,7 +165,7 @@ function fromSlots(reply: Reply): SlotMap {
     const [start, end, ...nodes] = range.value;
     nodes.forEach((node, i) => {
       if (node.kind !== "array") return;
-      const host = replyText(node.value[0] as Reply) ?? "";
+      const host = textOf(node.value[0] as Reply) ?? "";
       const port = intOf(node.value[1]);
       builder.add(
         { addr: `${host}:${port}`, host, port, master: i === 0 },
@@ -205,7 +204,7 @@ class MapBuilder {
 }
 
 function intOf(reply: Reply | undefined): number {
-  return Number(reply?.kind === "int" ? reply.value : ((reply && replyText(reply)) ?? NaN));
+  return Number(reply?.kind === "int" ? reply.value : ((reply && textOf(reply)) ?? NaN));
 }
 
 export function splitAddr(addr: string): { host: string; port: number } {
