@@ -2,7 +2,9 @@ import { textOf } from "../../src/shared/redis/cluster/commands.js";
 import { Redis } from "@upstash/redis";
 import { afterAll, beforeAll } from "vitest";
 import type { Arg, Reply } from "../../src/shared/redis/resp.js";
-import { onNode, startTestCluster, type TestCluster } from "../harness/cluster.js";
+import { hashSlot } from "../../src/shared/redis/cluster/slot.js";
+import { onNode, ownerPort, startTestCluster, type TestCluster } from "../harness/cluster.js";
+import type { StartOptions } from "../../src/index.js";
 import { startStashd, type TestStashd } from "../harness/stashd.js";
 
 /**
@@ -21,11 +23,11 @@ export interface ClusterContext {
   masters(): Promise<number[]>;
 }
 
-export function useCluster(onReady: (c: ClusterContext) => void): void {
+export function useCluster(onReady: (c: ClusterContext) => void, options: StartOptions = {}): void {
   let ctx: ClusterContext | undefined;
   beforeAll(async () => {
     const cluster = await startTestCluster();
-    const stashd = await startStashd({ kvRedisUrl: cluster.url });
+    const stashd = await startStashd({ kvRedisUrl: cluster.url, ...options });
     const { url, token, readonlyToken } = stashd.kv;
     ctx = {
       cluster,
@@ -55,4 +57,16 @@ export function useCluster(onReady: (c: ClusterContext) => void): void {
 /** `count` key names whose slots fall on every master (names differ in a counter only). */
 export function spreadKeys(prefix: string, count: number): string[] {
   return Array.from({ length: count }, (_, i) => `${prefix}:${i}`);
+}
+
+/** One key name per master (by its slot's owner now), e.g. to test something on every node. */
+export async function keyPerMaster(c: ClusterContext, prefix: string): Promise<string[]> {
+  const masters = await c.masters();
+  const found = new Map<number, string>();
+  for (let i = 0; found.size < masters.length; i++) {
+    const key = `${prefix}:${i}`;
+    const owner = await ownerPort(c.cluster.ports[0] as number, hashSlot(key));
+    if (!found.has(owner)) found.set(owner, key);
+  }
+  return [...found.values()];
 }
