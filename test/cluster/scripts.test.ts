@@ -15,7 +15,7 @@ describe("KV on a Redis Cluster: the script time limit", () => {
     for (const port of c.cluster.ports) {
       await c.node(port, ["CONFIG", "SET", "busy-reply-threshold", String(SCRIPT_LIMIT_MS)]);
     }
-    for (const key of await keyPerMaster(c, "spin")) {
+    for (const key of await keyPerMaster(c.cluster, "spin")) {
       const res = await c.stashd.kvFetch("/", {
         body: JSON.stringify(["EVAL_RO", LOOP, "1", key]),
         token: c.stashd.kv.readonlyToken,
