@@ -50,7 +50,7 @@ export async function checkReadiness(src: ReadinessSources): Promise<Readiness> 
 }
 
 async function ping(
-  pool: RedisPool,
+  pool: Pick<RedisPool, "exec">,
   managed: ManagedRedis | undefined,
   timeoutMs: number,
 ): Promise<string> {

@@ -1,5 +1,6 @@
 import { flagName } from "../config/load.js";
 import { SETTINGS, type SettingName } from "../config/schema.js";
+import { CLUSTER_UP } from "./cluster.js";
 
 /**
  * The CLI's commands and options, the single source for parsing and for `--help`. An option
@@ -133,6 +134,7 @@ export const COMMANDS: CommandSpec[] = [
     summary: "New queue API token (signing keys kept); the old one stops working at once.",
     options: [DATA_DIR],
   },
+  CLUSTER_UP,
 ];
 
 const HELP: OptionSpec = { flag: "help", type: "boolean", doc: "Show this help." };

@@ -11,6 +11,7 @@ import {
   usage,
   type CommandSpec,
 } from "./commands.js";
+import { runCluster } from "./cluster.js";
 import { printCredentials } from "./credentials.js";
 import { runDb } from "./db.js";
 import { runQueue } from "./queue.js";
@@ -74,6 +75,7 @@ function run(inv: Invocation): Promise<number> | number {
   if (group === "start") return runStart(inv);
   if (group === "credentials") return printCredentials(inv);
   if (group === "db") return runDb(inv);
+  if (group === "cluster") return runCluster(inv);
   return runQueue(inv);
 }
 

@@ -62,6 +62,12 @@ export const SETTINGS = {
     default: 4,
     doc: "Pipelined backend connections per database and token kind.",
   },
+  kvClusterFailoverWindowMs: {
+    env: "STASHD_KV_CLUSTER_FAILOVER_WINDOW_MS",
+    kind: "int",
+    default: 20_000,
+    doc: "On a Redis Cluster, how long a command waits and retries while its slot has no reachable master (a failover); keep it above cluster-node-timeout.",
+  },
   kvMaxRequestBytes: {
     env: "STASHD_KV_MAX_REQUEST_BYTES",
     kind: "int",

@@ -7,7 +7,9 @@ import {
   type RedisEndpoint,
 } from "../shared/redis/connection.js";
 import type { ManagedRedis } from "../shared/redis/managed.js";
-import { RedisPool, type PoolOptions } from "../shared/redis/pool.js";
+import type { RedisBackend } from "../shared/redis/backend.js";
+import { BackendFactory, seedsOf } from "../shared/redis/cluster/factory.js";
+import type { PoolOptions } from "../shared/redis/pool.js";
 import { parseCommandTable, type CommandTable } from "./policy.js";
 import type { DatabaseRecord } from "./registry.js";
 import { ScriptAliases } from "./rewrite.js";
@@ -54,16 +56,19 @@ const ACL_POOL_IDLE_MS = 5 * 60_000;
  */
 export class KvDatabase {
   readonly aliases = new ScriptAliases();
-  private readonly admin: RedisPool;
-  private readonly readonlyPool: RedisPool;
-  private readonly aclPools = new Map<string, { pool: RedisPool; usedAt: number }>();
+  private readonly admin: RedisBackend;
+  private readonly readonlyPool: RedisBackend;
+  private readonly aclPools = new Map<string, { pool: RedisBackend; usedAt: number }>();
+  /** A single Redis or a Redis Cluster, detected on first use (docs/scaling.md, Redis Cluster). */
+  private readonly backends: BackendFactory;
   private table: Promise<CommandTable> | undefined;
   private readonly roPassword: string;
   private day = "";
   private dayCount = 0;
   /** Scripts killed for running past the time limit; lets replies say why they were killed. */
   scriptKills = 0;
-  private killer: Promise<RedisConnection> | undefined;
+  /** Per node (a cluster's masters; a single Redis is one node). */
+  private readonly killers = new Map<string, Promise<RedisConnection>>();
   private killing = false;
 
   constructor(
@@ -74,10 +79,15 @@ export class KvDatabase {
     readonly managed?: ManagedRedis,
   ) {
     const poolOpts = this.poolOptions(config.kvPoolSize);
-    this.admin = new RedisPool(endpoint, poolOpts);
+    this.backends = new BackendFactory(endpoint, {
+      connectTimeoutMs: config.redisConnectTimeoutMs,
+      failoverWindowMs: config.kvClusterFailoverWindowMs,
+      seeds: seedsOf(record.redisUrl),
+    });
+    this.admin = this.backends.open(endpoint, poolOpts);
     const roPassword = readonlyUserPassword(endpoint.password ?? JSON.stringify(endpoint));
     this.roPassword = roPassword;
-    this.readonlyPool = new RedisPool(
+    this.readonlyPool = this.backends.open(
       { ...endpoint, username: READONLY_USER, password: roPassword },
       { ...poolOpts, onLoginRefused: () => this.ensureReadonlyUser(roPassword) },
     );
@@ -113,7 +123,7 @@ export class KvDatabase {
   }
 
   /** The pool a principal's commands run on; Redis's ACLs enforce what each may do. */
-  poolFor(principal: Principal): RedisPool {
+  poolFor(principal: Principal): RedisBackend {
     if (principal.role === "standard") return this.admin;
     if (principal.role === "readonly") return this.readonlyPool;
     return this.aclPool(principal.acl as AclCredentials);
@@ -184,14 +194,25 @@ export class KvDatabase {
   }
 
   private async kill(): Promise<void> {
-    this.killer ??= RedisConnection.open(this.endpoint, this.config.redisConnectTimeoutMs, {
-      replyTimeoutMs: this.config.kvCommandTimeoutMs,
-    });
-    this.killer.catch(() => (this.killer = undefined));
-    const conn = await this.killer;
+    // On a Redis Cluster the script may run on any master: each one gets the kill.
+    const nodes = await this.backends.masterEndpoints();
+    await Promise.all(nodes.map((node) => this.killOn(node)));
+  }
+
+  private async killOn(endpoint: RedisEndpoint): Promise<void> {
+    const key = JSON.stringify([endpoint.host, endpoint.port, endpoint.path]);
+    let killer = this.killers.get(key);
+    if (!killer) {
+      killer = RedisConnection.open(endpoint, this.config.redisConnectTimeoutMs, {
+        replyTimeoutMs: this.config.kvCommandTimeoutMs,
+      });
+      this.killers.set(key, killer);
+      killer.catch(() => this.killers.delete(key));
+    }
+    const conn = await killer;
     if (!conn.alive) {
-      this.killer = undefined;
-      return this.kill();
+      this.killers.delete(key);
+      return this.killOn(endpoint);
     }
     // SCRIPT KILL for EVAL scripts; a busy function answers it BUSY and takes FUNCTION KILL.
     let reply = await conn.send(["SCRIPT", "KILL"]);
@@ -226,12 +247,13 @@ export class KvDatabase {
   }
 
   async close(): Promise<void> {
-    const killer = this.killer;
-    this.killer = undefined;
-    void killer?.then(
-      (c) => c.destroy(),
-      () => undefined,
-    );
+    for (const killer of this.killers.values()) {
+      void killer.then(
+        (c) => c.destroy(),
+        () => undefined,
+      );
+    }
+    this.killers.clear();
     await Promise.all([
       this.admin.close(),
       this.readonlyPool.close(),
@@ -240,13 +262,13 @@ export class KvDatabase {
     await this.managed?.stop();
   }
 
-  private aclPool(creds: AclCredentials): RedisPool {
+  private aclPool(creds: AclCredentials): RedisBackend {
     const key = JSON.stringify([creds.username, creds.password]);
     const now = Date.now();
     let entry = this.aclPools.get(key);
     if (!entry) {
       this.dropIdleAclPools(now);
-      const pool = new RedisPool(
+      const pool = this.backends.open(
         { ...this.endpoint, username: creds.username, password: creds.password },
         this.poolOptions(1),
       );

@@ -1,7 +1,7 @@
 import { AppError } from "../shared/errors.js";
 import type { Principal } from "./database.js";
 import { REPLY_TOO_LARGE, type Arg, type Reply } from "../shared/redis/resp.js";
-import type { RedisPool } from "../shared/redis/pool.js";
+import type { RedisBackend } from "../shared/redis/backend.js";
 import { refusalOf } from "./policy.js";
 import { upstashError } from "./reply.js";
 import { rewriteCommand } from "./rewrite.js";
@@ -64,7 +64,7 @@ class RequestReplies {
 
   /** Sends one slice within the budget, its script calls watched against the time limit. */
   async exchange(
-    target: Pick<RedisPool, "exchange">,
+    target: Pick<RedisBackend, "exchange">,
     commands: Arg[][],
     watched = scriptCalls(commands),
   ): Promise<Reply[]> {
@@ -201,7 +201,7 @@ export async function runTransaction(p: Principal, commands: Arg[][]): Promise<R
 
 /** EXEC's replies with `SCAN … WITHTYPE` items completed (their TYPE calls run after EXEC). */
 async function addTypesAfterExec(
-  pool: RedisPool,
+  pool: RedisBackend,
   commands: readonly Arg[][],
   items: Reply[],
 ): Promise<Reply[]> {
@@ -212,7 +212,11 @@ async function addTypesAfterExec(
 }
 
 /** MULTI, the commands in slices, EXEC: every reply, MULTI's first and EXEC's last. */
-async function runOnExclusive(p: Principal, pool: RedisPool, commands: Arg[][]): Promise<Reply[]> {
+async function runOnExclusive(
+  p: Principal,
+  pool: RedisBackend,
+  commands: Arg[][],
+): Promise<Reply[]> {
   const conn = await pool.acquire();
   const budget = new RequestReplies(p);
   const replies: Reply[] = [];

@@ -1,5 +1,5 @@
 import { LoginRefusedError, RedisConnection } from "../shared/redis/connection.js";
-import type { RedisPool } from "../shared/redis/pool.js";
+import type { RedisBackend } from "../shared/redis/backend.js";
 import type { Arg, Reply } from "../shared/redis/resp.js";
 import type { Principal } from "./database.js";
 import { mintAclToken } from "./tokens.js";
@@ -62,7 +62,10 @@ async function scanWithType(p: Principal, argv: Arg[]): Promise<Reply> {
 }
 
 /** SCAN's reply `[cursor, [key, …]]` as `[cursor, [key, type, …]]` (TYPE of each key). */
-export async function addKeyTypes(pool: Pick<RedisPool, "execMany">, scan: Reply): Promise<Reply> {
+export async function addKeyTypes(
+  pool: Pick<RedisBackend, "execMany">,
+  scan: Reply,
+): Promise<Reply> {
   if (scan.kind !== "array") return scan;
   const [cursor, keys] = scan.value;
   if (!cursor || keys?.kind !== "array") return scan;

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { AppError } from "../shared/errors.js";
-import type { RedisConnection } from "../shared/redis/connection.js";
+import type { ExclusiveConnection } from "../shared/redis/backend.js";
 import type { Reply } from "../shared/redis/resp.js";
 import type { Principal } from "./database.js";
 import { upstashError } from "./reply.js";
@@ -86,7 +86,7 @@ export async function openStream(
   conn.onClose(end);
 }
 
-function confirm(conn: RedisConnection, kind: StreamKind, target: string): Promise<Reply> {
+function confirm(conn: ExclusiveConnection, kind: StreamKind, target: string): Promise<Reply> {
   if (kind === "monitor") return conn.send(["MONITOR"]);
   return conn.send([kind === "subscribe" ? "SUBSCRIBE" : "PSUBSCRIBE", target]);
 }

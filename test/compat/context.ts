@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { Redis } from "@upstash/redis";
 import { afterAll, beforeAll } from "vitest";
 import { freePort, startRedis, type TestRedis } from "../harness/redis.js";
+import { startTestCluster } from "../harness/cluster.js";
 import { startStashd, type TestStashd } from "../harness/stashd.js";
 
 /**
@@ -9,7 +10,7 @@ import { startStashd, type TestStashd } from "../harness/stashd.js";
  * application would configure it. `key()` prefixes names with a per-file random prefix.
  */
 export interface Compat {
-  redis: TestRedis;
+  redis: Pick<TestRedis, "url" | "stop">;
   stashd: TestStashd;
   /** SDK defaults: base64 responses, auto-pipelining on, read-your-writes on. */
   sdk: Redis;
@@ -19,12 +20,22 @@ export interface Compat {
   stop(): Promise<void>;
 }
 
+/**
+ * Set by test/cluster/compat-*.test.ts before importing a suite: run it on a Redis Cluster, with
+ * every key under one hash tag (docs/scaling.md, Redis Cluster: multi-key commands need one slot).
+ */
+export const compatBackend = { cluster: false, hashTag: true };
+
 export async function startCompat(): Promise<Compat> {
   // Always a private redis-server (a fixed port bypasses REDIS_URL): these files assert on
   // server-wide state (FLUSHALL, FUNCTION FLUSH, SCRIPT FLUSH, PUBSUB NUMPAT, DBSIZE).
-  const redis = await startRedis([], await freePort());
+  const redis = compatBackend.cluster
+    ? await startTestCluster()
+    : await startRedis([], await freePort());
   const stashd = await startStashd({ kvRedisUrl: redis.url });
-  const prefix = `compat:${randomBytes(4).toString("hex")}:`;
+  const id = randomBytes(4).toString("hex");
+  const prefix =
+    compatBackend.cluster && compatBackend.hashTag ? `{compat:${id}}:` : `compat:${id}:`;
   const { url, token } = stashd.kv;
   return {
     redis,

@@ -1,4 +1,4 @@
-import type { RedisPool } from "../../shared/redis/pool.js";
+import type { RedisBackend } from "../../shared/redis/backend.js";
 import { isNoScript } from "../../shared/lua/script.js";
 import type { Arg, Reply } from "../../shared/redis/resp.js";
 import type { CommandTable } from "../policy.js";
@@ -57,7 +57,7 @@ export class EmulationBatch {
    * Post-processes the replies of the commands rewritten since the last call (indexed like the
    * commands; a sliced pipeline calls it after each slice); retries NOSCRIPT items on `pool`.
    */
-  async settle(replies: Reply[], commands: readonly Arg[][], pool: RedisPool): Promise<void> {
+  async settle(replies: Reply[], commands: readonly Arg[][], pool: RedisBackend): Promise<void> {
     for (const [i, route] of this.routes) {
       if (replies[i] === undefined) continue;
       this.routes.delete(i);

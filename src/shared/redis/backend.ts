@@ -1,0 +1,30 @@
+import type { Exchange, ExchangeOptions } from "./connection.js";
+import type { Arg, Reply } from "./resp.js";
+
+/**
+ * What the KV gateway needs from "a Redis": a single server (RedisPool) or a Redis Cluster
+ * (cluster/backend.ts) offer the same surface, so the gateway does not know which it talks to.
+ */
+export interface RedisBackend {
+  exec(args: readonly Arg[]): Promise<Reply>;
+  /** Replies in the order of the commands. */
+  execMany(commands: readonly (readonly Arg[])[]): Promise<Reply[]>;
+  /** `execMany` with a reply budget and stall watch (see RedisConnection.exchange). */
+  exchange(commands: readonly (readonly Arg[])[], opts: ExchangeOptions): Promise<Exchange>;
+  /** A connection only the caller uses; give it back with `release` or `discard`. */
+  acquire(): Promise<ExclusiveConnection>;
+  release(conn: ExclusiveConnection): void;
+  discard(conn: ExclusiveConnection): void;
+  close(): Promise<void>;
+}
+
+/** The part of RedisConnection that callers of `acquire` use. */
+export interface ExclusiveConnection {
+  readonly alive: boolean;
+  send(args: readonly Arg[]): Promise<Reply>;
+  sendMany(commands: readonly (readonly Arg[])[]): Promise<Reply[]>;
+  exchange(commands: readonly (readonly Arg[])[], opts?: ExchangeOptions): Promise<Exchange>;
+  setPushHandler(handler: (reply: Reply) => void): void;
+  onClose(listener: (err: Error) => void): void;
+  destroy(): void;
+}
