@@ -10,6 +10,7 @@ import { QueuesPage } from "./pages/queues.js";
 import { SchedulesPage } from "./pages/schedules.js";
 import { SigningKeysPage } from "./pages/signing-keys.js";
 import { UrlGroupsPage } from "./pages/url-groups.js";
+import { WorkflowsPage } from "./pages/workflows.js";
 import { fmtCount, Toasts, useInterval } from "./ui.js";
 
 export interface Summary {
@@ -35,6 +36,7 @@ const NAV: [string, string][] = [
   ["schedules", "Schedules"],
   ["queues", "Queues"],
   ["url-groups", "URL groups"],
+  ["workflows", "Workflow runs"],
   ["flow-control", "Flow control"],
   ["signing-keys", "Signing keys"],
 ];
@@ -173,6 +175,8 @@ function PageFor(p: { route: string[]; page: string; session: Session }) {
       return <FlowControlPage />;
     case "signing-keys":
       return <SigningKeysPage />;
+    case "workflows":
+      return <WorkflowsPage key={p.route[1] ?? ""} tab={p.route[1]} />;
     case "kv": {
       const db = p.route[1] ?? p.session.databases[0] ?? "default";
       return <KvPage key={db} db={db} />;

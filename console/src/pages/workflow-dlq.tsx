@@ -1,0 +1,77 @@
+import { query, queue, queueSend } from "../api.js";
+import { Pager, useCursorPages } from "../filters.js";
+import { Action, ErrorLine, fmtTime, Page, Table, useLoad, type Children } from "../ui.js";
+
+/** One failed run as GET /v2/workflows/dlq lists it (docs/workflow.md, workflow DLQ). */
+interface WorkflowDlqEntry {
+  dlqId: string;
+  workflowRunId: string;
+  workflowUrl: string;
+  workflowCreatedAt: number;
+  responseStatus: number;
+  responseBody?: string;
+}
+
+/** The workflow DLQ: one entry per failed run; resume (keep done steps), restart, or delete. */
+export function WorkflowDlq(p: { tabs: Children }) {
+  const pages = useCursorPages();
+  const list = useLoad(
+    () =>
+      queue<{ messages: WorkflowDlqEntry[]; cursor?: string }>(
+        `workflows/dlq${query({ order: "latestFirst", count: "50", cursor: pages.cursor })}`,
+      ),
+    [pages.cursor],
+  );
+  const act = (method: string, path: string) => () => queueSend(method, path).then(list.reload);
+  return (
+    <Page title="Workflow DLQ" actions={p.tabs}>
+      <ErrorLine error={list.error} />
+      <Table
+        label="workflow dlq"
+        rows={list.data?.messages ?? []}
+        rowKey={(m) => m.dlqId}
+        empty={list.loading ? "Loading…" : "No failed workflow runs."}
+        columns={[
+          {
+            title: "Failed at",
+            render: (m) => fmtTime(Number(m.dlqId.split("-")[0])),
+            class: "nowrap",
+          },
+          { title: "Run", render: (m) => <code>{m.workflowRunId}</code> },
+          { title: "URL", render: (m) => <span class="url">{m.workflowUrl}</span> },
+          { title: "Status", render: (m) => String(m.responseStatus) },
+          {
+            title: "",
+            class: "nowrap",
+            render: (m) => {
+              const id = encodeURIComponent(m.dlqId);
+              return (
+                <>
+                  <Action
+                    label="Resume"
+                    kind="primary"
+                    done="Resumed"
+                    run={act("POST", `workflows/dlq/resume/${id}`)}
+                  />
+                  <Action
+                    label="Restart"
+                    done="Restarted"
+                    run={act("POST", `workflows/dlq/restart/${id}`)}
+                  />
+                  <Action
+                    label="Delete"
+                    kind="danger"
+                    confirm="Delete this failed run from the DLQ?"
+                    done="Deleted"
+                    run={act("DELETE", `workflows/dlq/${id}`)}
+                  />
+                </>
+              );
+            },
+          },
+        ]}
+      />
+      <Pager page={pages.page} next={list.data?.cursor} onNext={pages.next} onPrev={pages.prev} />
+    </Page>
+  );
+}

@@ -1,0 +1,118 @@
+import { Client, serve } from "@upstash/workflow";
+import type { Page } from "playwright-core";
+import { afterAll, beforeAll, expect, test } from "vitest";
+import { eventually } from "../harness/eventually.js";
+import { startApp, type App } from "../workflow/harness.js";
+import { consoleEnv, type ConsoleEnv } from "./harness.js";
+
+/**
+ * The workflow runs page in chromium against a real stashd and real `@upstash/workflow` runs
+ * (`serve` on a local node:http server, `Client.trigger`), each action checked through the API.
+ */
+let env: ConsoleEnv;
+let page: Page;
+let app: App;
+let client: Client;
+let workflowEnv: Record<string, string>;
+
+beforeAll(async () => {
+  env = await consoleEnv();
+  app = await startApp();
+  const q = env.q.stashd.queue;
+  client = new Client({ baseUrl: q.url, token: q.token });
+  workflowEnv = {
+    QSTASH_URL: q.url,
+    QSTASH_TOKEN: q.token,
+    QSTASH_CURRENT_SIGNING_KEY: q.currentSigningKey,
+    QSTASH_NEXT_SIGNING_KEY: q.nextSigningKey,
+  };
+  page = await env.newPage();
+  await env.login(page);
+});
+afterAll(async () => {
+  await app?.close();
+  await env?.close();
+});
+
+const button = (name: string) => page.getByRole("button", { name, exact: true });
+const toast = (text: string) => page.locator(".toast", { hasText: text }).first().waitFor();
+
+interface RunLog {
+  workflowState: string;
+  steps: { type: string; steps: { stepName?: string }[] }[];
+}
+
+async function runLog(workflowRunId: string): Promise<RunLog | undefined> {
+  const res = await env.q.api(`/v2/workflows/events?workflowRunId=${workflowRunId}`);
+  return ((await res.json()) as { runs: RunLog[] }).runs[0];
+}
+
+test("workflow runs: listed with their steps, a sleeping run cancelled from the page", async () => {
+  const url = app.route(
+    "/nap",
+    serve<string>(
+      async (context) => {
+        await context.run("greet", () => `hello ${context.requestPayload}`);
+        await context.sleep("nap", 3600);
+        await context.run("after", () => "never");
+      },
+      { env: workflowEnv },
+    ).handler,
+  );
+  const { workflowRunId } = await client.trigger({ url, body: "console", label: "sleepy" });
+  await eventually(async () => {
+    const names = (await runLog(workflowRunId))?.steps.flatMap((g) =>
+      g.steps.map((s) => s.stepName),
+    );
+    expect(names).toContain("nap");
+  });
+  await page.goto(`${env.url}#/workflows`);
+  await page.fill("input[name=Label]", "sleepy");
+  await button("Search").click();
+  const row = page.locator("table[aria-label='workflow runs'] tbody tr", {
+    hasText: workflowRunId,
+  });
+  await row.getByText("RUN_STARTED").waitFor();
+  await row.click();
+  const steps = page.locator("aside.panel table[aria-label='workflow steps']");
+  await steps.getByText("greet").waitFor();
+  await steps.getByText("hello console").waitFor();
+  await steps.getByText("nap").waitFor();
+  await env.shot(page, "workflows");
+  await page.locator("aside.panel").getByRole("button", { name: "Cancel run" }).click();
+  await toast("Run cancelled");
+  await row.getByText("RUN_CANCELED").waitFor();
+  expect((await runLog(workflowRunId))?.workflowState).toBe("RUN_CANCELED");
+});
+
+test("workflow DLQ: a failed run listed, then restarted from the page", async () => {
+  const state = { broken: true, done: 0 };
+  const url = app.route(
+    "/fragile",
+    serve(
+      async (context) => {
+        await context.run("work", () => {
+          if (state.broken) throw new Error("broken");
+          state.done++;
+        });
+      },
+      { env: workflowEnv },
+    ).handler,
+  );
+  const { workflowRunId } = await client.trigger({ url, retries: 0 });
+  await eventually(async () =>
+    expect((await runLog(workflowRunId))?.workflowState).toBe("RUN_FAILED"),
+  );
+  await page.goto(`${env.url}#/workflows/dlq`);
+  const row = page.locator("table[aria-label='workflow dlq'] tbody tr", { hasText: workflowRunId });
+  await row.waitFor();
+  await env.shot(page, "workflow-dlq");
+  state.broken = false;
+  await row.getByRole("button", { name: "Restart" }).click();
+  await toast("Restarted");
+  await eventually(async () =>
+    expect((await runLog(workflowRunId))?.workflowState).toBe("RUN_SUCCESS"),
+  );
+  expect(state.done).toBe(1);
+  await page.getByText("No failed workflow runs.").waitFor();
+});
