@@ -90,20 +90,27 @@ export function FilterBar(p: {
           />
         ),
       )}
-      <button type="submit" class="btn primary">
-        Search
-      </button>
-      <button
-        type="button"
-        class="btn plain"
-        onClick={() => {
+      <SearchButtons
+        onClear={() => {
           setF(NO_FILTERS);
           p.onApply(NO_FILTERS);
         }}
-      >
+      />
+    </Form>
+  );
+}
+
+/** Search (submits the filter form) and Clear, the end of every filter bar. */
+export function SearchButtons(p: { onClear: () => void }) {
+  return (
+    <>
+      <button type="submit" class="btn primary">
+        Search
+      </button>
+      <button type="button" class="btn plain" onClick={p.onClear}>
         Clear
       </button>
-    </Form>
+    </>
   );
 }
 

@@ -1,6 +1,6 @@
 import { useState } from "preact/hooks";
 import { query, queue, queueSend } from "../api.js";
-import { Pager, useCursorPages } from "../filters.js";
+import { Pager, SearchButtons, useCursorPages } from "../filters.js";
 import {
   Action,
   Badge,
@@ -138,19 +138,12 @@ function RunFilterBar(p: { initial: RunFilters; onApply: (f: RunFilters) => void
       <Select label="State" value={f.state} options={RUN_STATES} onChange={set("state")} />
       <Field label="URL" value={f.workflowUrl} onInput={set("workflowUrl")} width="16rem" />
       <Field label="Label" value={f.label} onInput={set("label")} width="9rem" />
-      <button type="submit" class="btn primary">
-        Search
-      </button>
-      <button
-        type="button"
-        class="btn plain"
-        onClick={() => {
+      <SearchButtons
+        onClear={() => {
           setF(NO_RUN_FILTERS);
           p.onApply(NO_RUN_FILTERS);
         }}
-      >
-        Clear
-      </button>
+      />
     </Form>
   );
 }
