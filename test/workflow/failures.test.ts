@@ -27,6 +27,16 @@ async function workflowDlq(query = ""): Promise<WorkflowDlqMessage[]> {
   return ((await res.json()) as { messages: WorkflowDlqMessage[] }).messages;
 }
 
+/** The last step the logs show for run `workflowRunId` (the `next` group's first). */
+async function lastStep(workflowRunId: string) {
+  const { runs } = await w.client.logs({ workflowRunId });
+  const group = runs[0]?.steps.at(-1) as
+    | { type: string; steps: { state: string; errors?: { error: string; status: number }[] }[] }
+    | undefined;
+  expect(group?.type).toBe("next");
+  return group?.steps[0];
+}
+
 describe("workflow failures", () => {
   it("calls the failure function with the error and the initial payload after retries run out", async () => {
     let failure: { status: number; response: string; payload: unknown } | undefined;
@@ -66,6 +76,13 @@ describe("workflow failures", () => {
     const plain = (await (await w.api("/v2/dlq")).json()) as { messages: unknown[] };
     expect(JSON.stringify(plain)).not.toContain(workflowRunId);
     expect((await w.api(`/v2/workflows/runs/${workflowRunId}`)).status).toBe(404);
+    // The logs show the failed step with both of its failed attempts.
+    const failed = await lastStep(workflowRunId);
+    expect(failed).toMatchObject({ state: "STEP_FAILED", retries: 1 });
+    expect(failed?.errors?.map((e) => [e.error, e.status])).toEqual([
+      ["kaput", 500],
+      ["kaput", 500],
+    ]);
   });
 
   it("fails at once on a non-retryable error and posts to a separate failureUrl", async () => {
@@ -129,5 +146,9 @@ describe("workflow failures", () => {
       expect(entry?.responseStatus).toBe(489);
     });
     expect(w.app.hitsOf("/plain").length).toBeLessThanOrEqual(2);
+    const failed = await lastStep(workflowRunId);
+    expect(failed?.state).toBe("STEP_FAILED");
+    expect(failed?.errors?.[0]?.status).toBe(489);
+    expect(failed?.errors?.[0]?.error).toMatch(/^detected a non-workflow destination/);
   });
 });

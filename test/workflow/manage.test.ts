@@ -31,7 +31,16 @@ interface RunLog {
   workflowRunId: string;
   workflowState: string;
   label?: string;
-  steps: { type: string; steps: { stepName?: string; state: string; messageId: string }[] }[];
+  steps: { type: string; steps: StepLog[] }[];
+}
+
+interface StepLog {
+  stepName?: string;
+  state: string;
+  messageId: string;
+  createdAt?: number;
+  retryDelay?: string;
+  errors?: { error: string; status: number; body: string; time: number }[];
 }
 
 describe("cancel and logs", () => {
@@ -106,9 +115,9 @@ describe("cancel and logs", () => {
       ).handler,
     );
     const triggered = await w.client.trigger([
-      { url, label: "page" },
-      { url, label: "page" },
-      { url, label: "page" },
+      { url, label: "page", retryDelay: "250" },
+      { url, label: "page", retryDelay: "250" },
+      { url, label: "page", retryDelay: "250" },
     ]);
     const ids = triggered.map((t) => t.workflowRunId);
     await eventually(
@@ -137,6 +146,63 @@ describe("cancel and logs", () => {
     expect(run?.workflowState).toBe("RUN_SUCCESS");
     expect(run?.steps.map((g) => g.type)).toEqual(["sequential", "sequential", "parallel"]);
     expect(run?.steps[2]?.steps.map((s) => s.stepName).sort()).toEqual(["y", "z"]);
+    // Every step shows when its message was stored, its retry settings and its headers.
+    const [init, x] = (run?.steps ?? []).map((g) => g.steps[0]);
+    const logged = {
+      createdAt: expect.any(Number) as number,
+      retries: 3,
+      retryDelay: "250",
+      headers: expect.objectContaining({
+        "Content-Type": ["application/json"],
+        "Upstash-Workflow-Sdk-Version": ["1"],
+      }) as Record<string, string[]>,
+    };
+    expect(init).toMatchObject({ stepName: "init", stepType: "Initial", ...logged });
+    expect(x).toMatchObject({ stepName: "x", state: "STEP_SUCCESS", ...logged });
+    expect(x?.createdAt).toBeGreaterThanOrEqual(init?.createdAt ?? Infinity);
     expect((await w.api("/v2/workflows/events?groupBy=workflowRunId&stat=x")).status).toBe(400);
+  });
+
+  it("logs every failed attempt of a retrying step, and the step its cancel ended", async () => {
+    const url = w.app.route(
+      "/flaky",
+      serve(
+        async (context) => {
+          await context.run("boom", () => {
+            throw new Error("kaput");
+          });
+        },
+        { env: w.env },
+      ).handler,
+    );
+    const { workflowRunId } = await w.client.trigger({ url, retries: 5, retryDelay: "300" });
+    const next = async () => {
+      const { runs } = (await w.client.logs({ workflowRunId })) as unknown as { runs: RunLog[] };
+      const group = runs[0]?.steps.at(-1);
+      expect(group?.type).toBe("next");
+      return group?.steps[0];
+    };
+    const retrying = await eventually(
+      async () => {
+        const step = await next();
+        expect(step).toMatchObject({ state: "STEP_RETRY", retries: 5, retryDelay: "300" });
+        expect(step?.errors?.length).toBeGreaterThanOrEqual(2);
+        return step;
+      },
+      { timeoutMs: 10_000 },
+    );
+    for (const e of retrying?.errors ?? []) {
+      expect(e).toMatchObject({ error: "kaput", status: 500, time: expect.any(Number) as number });
+      expect(e.body).toContain("kaput");
+    }
+    await w.client.cancel({ ids: workflowRunId });
+    const canceled = await next();
+    expect(canceled).toMatchObject({
+      messageId: retrying?.messageId,
+      state: "STEP_CANCELED",
+      retries: 5,
+      retryDelay: "300",
+    });
+    expect(canceled?.errors?.length).toBeGreaterThanOrEqual(retrying?.errors?.length ?? 0);
   });
 });

@@ -43,10 +43,15 @@
  *                        invoker (JSON), failure (JSON failure-callback outcome), released:<id>
  *   <p>wfsteps:<R> list  step entries as JSON `{"messageId","body","callType"}`, in list order
  *   <p>wfmsgs:<R>  set   ids of the run's messages not known finished (cancelled at its end)
+ *   <p>wfinfo:<R>  hash  message id -> JSON of what the logs show of it (createdAt, headers,
+ *                        retries, retryDelay), written when it joins the run
+ *   <p>wferr:<R>   list  JSON failed attempts `{"messageId","error","status","headers","body",
+ *                        "time"}` of the run's messages, oldest first (logs)
  *   <p>wfruns      zset  run id -> createdAt (logs, bulk cancel)
  *   <p>wfwait:<E>  hash  run id -> waiter JSON of a wait for event E
  *   <p>wfnote:<R>  hash  event id -> JSON list of event data kept for run R's next wait
- *   An ended run's hash and step list expire after the log retention.
+ *   An ended run's hash, step list, wfinfo and wferr expire after the log retention; a
+ *   cancelled run's hash keeps the ids of the messages it cancelled as `canceled` (JSON list).
  */
 export const QUEUE_PREFIX = "stashd:{stashd:q}:v1:";
 
@@ -77,6 +82,8 @@ export const queueKeys = {
   workflowRun: (id: string): string => `${QUEUE_PREFIX}wf:${id}`,
   workflowSteps: (id: string): string => `${QUEUE_PREFIX}wfsteps:${id}`,
   workflowMessages: (id: string): string => `${QUEUE_PREFIX}wfmsgs:${id}`,
+  workflowStepInfo: (id: string): string => `${QUEUE_PREFIX}wfinfo:${id}`,
+  workflowErrors: (id: string): string => `${QUEUE_PREFIX}wferr:${id}`,
   workflowRuns: `${QUEUE_PREFIX}wfruns`,
   workflowWaiters: (eventId: string): string => `${QUEUE_PREFIX}wfwait:${eventId}`,
   workflowNotes: (runId: string): string => `${QUEUE_PREFIX}wfnote:${runId}`,

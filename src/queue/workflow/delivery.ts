@@ -7,6 +7,7 @@ import type { QueueContext } from "../routes/context.js";
 import { endRun } from "./lifecycle.js";
 import { NON_WORKFLOW_DESTINATION, OUT, PROTOCOL_VERSION } from "./protocol.js";
 import { stepEntry, type FailureOutcome, type RunRecord } from "./run.js";
+import { recordStepError } from "./step-records.js";
 
 /**
  * How the dispatcher delivers workflow messages (docs/workflow.md §5-§7): the step array as the
@@ -55,6 +56,18 @@ export class WorkflowDelivery implements DeliveryHooks {
     const tag = c.meta.workflow;
     if (!tag) return;
     try {
+      // Every failed attempt shows in the logs, before a final one ends the run (§12).
+      if (outcome !== "DELIVERED") {
+        const text = failureText(r);
+        await recordStepError(
+          this.ctx.workflows.pool,
+          tag.runId,
+          c.meta.messageId,
+          r,
+          text,
+          Date.now(),
+        );
+      }
       if (tag.callType === "toCallback") await this.callDone(c, dlq, children);
       else if (tag.callType === "failureCall") await this.failureCallDone(c, outcome, r);
       else if (outcome === "FAILED" && dlq) await this.runFailed(c, dlq, r, children);

@@ -20,10 +20,22 @@ export async function endRun(
   const now = Date.now();
   const ids = await ctx.workflows.end(now, runId, state, extra);
   if (!ids) return false;
+  if (state === "RUN_CANCELED") await noteCanceled(ctx, runId, ids);
   await ctx.messages.cancel(now, ids);
   const run = await ctx.workflows.get(runId);
   if (run?.invoker) await reportToInvoker(ctx, run, state);
   return true;
+}
+
+/**
+ * Keeps the ids of the run's messages still stored (not delivered yet) for the logs, which show
+ * them as STEP_CANCELED (docs/workflow.md §12).
+ */
+async function noteCanceled(ctx: QueueContext, runId: string, ids: readonly string[]) {
+  const live = await ctx.messages.getMany(ids);
+  if (live.length === 0) return;
+  const canceled = JSON.stringify(live.map((m) => m.meta.messageId));
+  await ctx.workflows.setFields(runId, { canceled });
 }
 
 /**

@@ -6,9 +6,11 @@ import { queueKeys as Q } from "../store/keys.js";
 import type { RunRecord, StepEntry } from "./run.js";
 import { matchesRun, runFilterFromQuery, scanRuns } from "./scan.js";
 import { asArray, asText, checked } from "../store/replies.js";
+import { stepRecords, type StepError, type StepInfo } from "./step-records.js";
 
 type Json = Record<string, unknown>;
 type Group = { type: "sequential" | "parallel" | "next"; steps: Json[] };
+type Records = Awaited<ReturnType<typeof stepRecords>>;
 
 /**
  * GET /v2/workflows/events?groupBy=workflowRunId (docs/workflow.md §12): runs newest first with
@@ -29,8 +31,9 @@ export const listRunLogs: Handler = async (ctx, r) => {
 
 async function runLog(ctx: QueueContext, run: RunRecord): Promise<Json> {
   const entries = (await ctx.workflows.entries(run.runId)).map((e) => JSON.parse(e) as StepEntry);
-  const groups = stepGroups(run, entries);
-  const next = await nextGroup(ctx, run);
+  const records = await stepRecords(ctx.workflows.pool, run.runId);
+  const groups = stepGroups(run, entries, records);
+  const next = await nextGroup(ctx, run, records);
   if (next.steps.length > 0) groups.push(next);
   const f = run.failure;
   return {
@@ -75,12 +78,12 @@ async function runLog(ctx: QueueContext, run: RunRecord): Promise<Json> {
 const decode = (b64: string): string => Buffer.from(b64, "base64").toString("utf8");
 
 /** Completed steps in list order: the init step, then results (plans and calls left out). */
-function stepGroups(run: RunRecord, entries: StepEntry[]): Group[] {
+function stepGroups(run: RunRecord, entries: StepEntry[], records: Records): Group[] {
   const [init, ...rest] = entries;
   const groups: Group[] = [];
   if (init) {
     const step = { stepName: "init", stepType: "Initial", out: decode(init.body), concurrent: 1 };
-    groups.push({ type: "sequential", steps: [stepLog(run, init, step)] });
+    groups.push({ type: "sequential", steps: [stepLog(run, init, step, records.info)] });
   }
   const seen = new Set<number>();
   let open: Group | undefined;
@@ -91,7 +94,7 @@ function stepGroups(run: RunRecord, entries: StepEntry[]): Group[] {
     if (id === 0 || seen.has(id)) continue;
     seen.add(id);
     const concurrent = Number(step["concurrent"] ?? 1);
-    const log = stepLog(run, e, step);
+    const log = stepLog(run, e, step, records.info);
     if (concurrent <= 1) {
       groups.push({ type: "sequential", steps: [log] });
       continue;
@@ -114,44 +117,74 @@ function parseStep(b64: string): Json {
   }
 }
 
-function stepLog(run: RunRecord, e: StepEntry, step: Json): Json {
+/**
+ * A completed step: the entry's step fields with what its message recorded when it joined the
+ * run (the run's trigger configuration for entries recorded without it).
+ */
+function stepLog(run: RunRecord, e: StepEntry, step: Json, infos: Map<string, StepInfo>): Json {
+  const info = infos.get(e.messageId);
   return {
     ...step,
     messageId: e.messageId,
     callType: e.callType,
     state: "STEP_SUCCESS",
-    retries: run.config.maxRetries,
-    headers: run.config.header,
+    createdAt: info?.createdAt ?? run.createdAt,
+    retries: info?.retries ?? run.config.maxRetries,
+    ...retryDelay(info ? info.retryDelay : run.config.retryDelayExpression),
+    headers: info?.headers ?? run.config.header,
   };
 }
 
-/** The run's messages not completed yet (or the failed one), as the last group. */
-async function nextGroup(ctx: QueueContext, run: RunRecord): Promise<Group> {
+const retryDelay = (expression: string | undefined) =>
+  expression !== undefined ? { retryDelay: expression } : {};
+
+/** The failed attempts of a message as the logs show them (no message id). */
+const attemptErrors = (records: Records, messageId: string): Json[] =>
+  (records.errors.get(messageId) ?? []).map(({ messageId: _, ...e }: StepError) => e);
+
+/** The run's messages not completed yet (or the failed or cancelled ones), as the last group. */
+async function nextGroup(ctx: QueueContext, run: RunRecord, records: Records): Promise<Group> {
   if (run.state === "RUN_FAILED" && run.dlqId) {
     const e = await ctx.dlq.get(run.dlqId);
     if (!e) return { type: "next", steps: [] };
-    const error = {
-      error: run.error ?? "",
-      status: e.meta.responseStatus,
-      headers: e.meta.responseHeader,
-      body: e.meta.responseBodyBase64,
-      time: e.meta.failedAt,
+    const step = {
+      messageId: e.meta.messageId,
+      state: "STEP_FAILED",
+      retries: e.meta.maxRetries,
+      ...retryDelay(e.meta.retryDelayExpression),
     };
-    const step = { messageId: e.meta.messageId, state: "STEP_FAILED", retries: e.meta.maxRetries };
-    return { type: "next", steps: [{ ...step, errors: [error] }] };
+    return { type: "next", steps: [{ ...step, errors: attemptErrors(records, step.messageId) }] };
+  }
+  if (run.state === "RUN_CANCELED") {
+    const steps = (run.canceled ?? []).map((id) => canceledStep(run, id, records));
+    return { type: "next", steps };
   }
   if (run.state !== "RUN_STARTED") return { type: "next", steps: [] };
   const reply = await ctx.workflows.pool.exec(["SMEMBERS", Q.workflowMessages(run.runId)]);
   const ids = asArray(checked(reply, "run messages")).map((x: Reply) => asText(x) ?? "");
   const live = await ctx.messages.getMany(ids);
-  return { type: "next", steps: live.map(pendingStep) };
+  return { type: "next", steps: live.map((m) => pendingStep(m, records)) };
 }
 
-function pendingStep(m: StoredMessage): Json {
+function canceledStep(run: RunRecord, messageId: string, records: Records): Json {
+  const info = records.info.get(messageId);
+  return {
+    messageId,
+    state: "STEP_CANCELED",
+    retries: info?.retries ?? run.config.maxRetries,
+    ...retryDelay(info ? info.retryDelay : run.config.retryDelayExpression),
+    errors: attemptErrors(records, messageId),
+  };
+}
+
+function pendingStep(m: StoredMessage, records: Records): Json {
+  const errors = attemptErrors(records, m.meta.messageId);
+  const retrying = m.state === "RETRY" || m.retried > 0 || errors.length > 0;
   return {
     messageId: m.meta.messageId,
-    state: m.state === "RETRY" || m.retried > 0 ? "STEP_RETRY" : "STEP_PROGRESS",
+    state: retrying ? "STEP_RETRY" : "STEP_PROGRESS",
     retries: m.meta.maxRetries,
-    ...(m.meta.retryDelayExpression ? { retryDelay: m.meta.retryDelayExpression } : {}),
+    ...retryDelay(m.meta.retryDelayExpression),
+    ...(retrying ? { errors } : {}),
   };
 }

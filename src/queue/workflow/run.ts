@@ -66,6 +66,8 @@ export interface RunRecord {
   error?: string | undefined;
   invoker?: Invoker | undefined;
   failure?: FailureOutcome | undefined;
+  /** Ids of the messages the run's cancel ended (logs: STEP_CANCELED). */
+  canceled?: string[] | undefined;
 }
 
 /** One element of the step array delivered to the endpoint (docs/workflow.md §5). */

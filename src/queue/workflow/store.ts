@@ -6,6 +6,7 @@ import { ScriptCode } from "../store/codes.js";
 import { asArray, asBuffer, asInt, asText, checked } from "../store/replies.js";
 import { transitions as T } from "../store/transitions.js";
 import type { RunConfig, RunRecord, RunState } from "./run.js";
+import { recordStepInfo } from "./step-records.js";
 
 /** Most notifications kept per run and event for waits to come (docs/workflow.md §11). */
 export const MAX_KEPT_EVENTS = 100;
@@ -26,7 +27,7 @@ export interface Append {
 
 export type AppendResult = "ok" | "ended" | "full";
 
-const JSON_FIELDS = new Set(["config", "invoker", "failure"]);
+const JSON_FIELDS = new Set(["config", "invoker", "failure", "canceled"]);
 const NUMBER_FIELDS = new Set(["createdAt", "completedAt"]);
 
 /**
@@ -67,7 +68,10 @@ export class WorkflowStore {
       [...this.head(now), runId, String(pairs.length / 2), ...pairs, ...items.flatMap(appendArgs)],
     );
     const [flag, firstId] = asArray(reply);
-    if (flag && asInt(flag) === ScriptCode.ok) return { created: true };
+    if (flag && asInt(flag) === ScriptCode.ok) {
+      await recordStepInfo(this.pool, runId, items);
+      return { created: true };
+    }
     return { created: false, firstId: asText(firstId) ?? "" };
   }
 
@@ -79,8 +83,9 @@ export class WorkflowStore {
       ...args,
     ]);
     const code = asInt(reply);
-    if (code === ScriptCode.ok) return "ok";
-    return code === ScriptCode.tooManySteps ? "full" : "ended";
+    if (code !== ScriptCode.ok) return code === ScriptCode.tooManySteps ? "full" : "ended";
+    await recordStepInfo(this.pool, runId, items);
+    return "ok";
   }
 
   /** Ends the run if active; the ids of its messages to cancel, or undefined when not active. */
@@ -97,6 +102,8 @@ export class WorkflowStore {
         Q.workflowMessages(runId),
         Q.workflowSteps(runId),
         Q.workflowNotes(runId),
+        Q.workflowStepInfo(runId),
+        Q.workflowErrors(runId),
       ],
       [String(now), state, String(this.logRetentionMs), ...Object.entries(extra).flat()],
     );
@@ -129,7 +136,11 @@ export class WorkflowStore {
     const [flag, data] = asArray(reply);
     const code = flag ? asInt(flag) : ScriptCode.runNotActive;
     if (code === ScriptCode.eventKept) return { kept: asText(data) ?? "" };
-    return code === ScriptCode.ok ? "registered" : "ended";
+    if (code !== ScriptCode.ok) return "ended";
+    await recordStepInfo(this.pool, runId, [
+      { id: timeout.meta.messageId, entry: "", message: timeout },
+    ]);
+    return "registered";
   }
 
   /** Ends a wait exactly once (lua/release.lua); `result.message` absent = the timeout itself. */
@@ -156,7 +167,10 @@ export class WorkflowStore {
       [...this.head(now), runId, token, ...group, result.entry],
     );
     const code = asInt(reply);
-    if (code === ScriptCode.ok) return "released";
+    if (code === ScriptCode.ok) {
+      await recordStepInfo(this.pool, runId, [result]);
+      return "released";
+    }
     if (code === ScriptCode.duplicate) return "again";
     return code === ScriptCode.unchanged ? "taken" : "ended";
   }
