@@ -97,7 +97,7 @@ export class Dispatcher {
     private readonly log: Logger,
   ) {
     this.leases = new LeaseKeeper(store, cfg.queueLeaseMs, log);
-    this.share = new DestinationShare(cfg.queueConcurrency, cfg.queueDestinationShare);
+    this.share = new DestinationShare(cfg.queueConcurrency, cfg.queueDestinationShare, CLAIM_BATCH);
   }
 
   useHooks(hooks: DeliveryHooks): void {

@@ -109,15 +109,15 @@ export class Scheduler {
     const { schedules, messages, queues, topics, dispatcher, cfg, log } = this.deps;
     const now = this.now();
     const ids = await schedules.claim(now, BATCH, FIRE_LEASE_MS);
-    const fireDeps = { schedules, messages, queues, topics, config: cfg, claimMs: CLAIM_MS };
+    const fireDeps = { schedules, messages, queues, topics, dispatcher, config: cfg };
     const claimed = await schedules.getMany(ids);
     await Promise.all(
       claimed.map(async (s) => {
         if (s.paused || s.next > now) return; // changed meanwhile
         try {
-          const result = await fireSchedule(fireDeps, s, now);
+          // The dispatcher takes the messages (leased at once, or woken for their due time).
+          await fireSchedule({ ...fireDeps, claimMs: CLAIM_MS }, s, now);
           metrics.scheduleTick(now - s.next);
-          if (result.dueAt !== undefined) dispatcher.wake(result.dueAt);
         } catch (err) {
           this.failed = true;
           log.warn("schedule fire failed", { id: s.def.scheduleId, err: messageOf(err) });
