@@ -1,5 +1,5 @@
 /**
- * Queue benchmark: `npm run bench:queue [-- --seconds N] [--smoke] [--profile DIR]`.
+ * Queue benchmark: `npm run bench:queue [-- --seconds N] [--soak S] [--smoke] [--profile DIR]`.
  *
  * Every stashd row is printed next to its anchor, measured in the same run on the same machine:
  * - durable publishes/s at 1 and 50 connections (autocannon against /v2/publish/<receiver>;
@@ -11,7 +11,10 @@
  *   a flow-control key whose limit never binds (the flow-control overhead);
  * - publish->delivery latency p50/p99 (no delay, one publish at a time), next to the bare POST's;
  * - CPU per message of stashd and of its Redis over the 50-connection publish phase (each
- *   publish is also delivered then), and stashd's resident memory after the run and at its peak.
+ *   publish is also delivered then), beside the receiver's CPU per request (what one bare
+ *   node:http exchange costs on this machine now);
+ * - stashd's resident memory after the run and at its peak; with `--soak S`, also after each
+ *   `--seconds` round of 50-connection publishing during S seconds (growth would show there).
  * `--smoke` runs every phase for a moment (CI runs it so the script keeps working; its figures
  * mean nothing). `--profile DIR` runs stashd with `--cpu-prof` and leaves the profile in DIR.
  */
@@ -218,6 +221,21 @@ async function latency(base: string, token: string, rx: string, samples: number)
   return { n: lat.length, p50: pct(lat, 50), p99: pct(lat, 99) };
 }
 
+/**
+ * `--soak S`: publishes at 50 connections (each delivered) in rounds of `seconds` for S seconds;
+ * stashd's resident memory after each round, in MB.
+ */
+async function soak(base: string, token: string, rx: string, pid: number | undefined) {
+  const total = Number(option("--soak")) || 0;
+  const rss: number[] = [];
+  for (const end = Date.now() + total * 1000; Date.now() < end;) {
+    const round = await publishLoad(base, token, rx, 50);
+    await drain(rx, round.total, 30_000);
+    rss.push(rssMb(pid).now);
+  }
+  return { total, rss };
+}
+
 const f = (x: number): string => (Number.isFinite(x) ? x.toFixed(x < 10 ? 2 : 0) : "n/a");
 const rate = (r: Rate, unit: string) =>
   `${f(r.rps)} ${unit}, p50 ${f(r.p50)} ms, p99 ${f(r.p99)} ms`;
@@ -236,19 +254,27 @@ async function main(): Promise<void> {
   const rx = `http://127.0.0.1:${await firstLine(receiver)}`;
   const dataDir = mkdtempSync(path.join(os.tmpdir(), "stashd-bench-queue-"));
   const stashd = await startStashd(dataDir);
-  const pids = { stashd: stashd.child.pid, redis: redisPid(dataDir) };
+  const pids = { stashd: stashd.child.pid, redis: redisPid(dataDir), receiver: receiver.pid };
   try {
     const bare1 = await bareLoop(rx, 1, seconds);
     const bare50 = await bareLoop(rx, 50, seconds);
     await stats(rx);
     const pub1 = await publishLoad(stashd.url, stashd.token, rx, 1);
     await drain(rx, pub1.total, 10_000);
-    const cpu0 = { stashd: cpuMs(pids.stashd), redis: cpuMs(pids.redis) };
+    const cpu0 = {
+      stashd: cpuMs(pids.stashd),
+      redis: cpuMs(pids.redis),
+      receiver: cpuMs(pids.receiver),
+    };
     const pub50 = await publishLoad(stashd.url, stashd.token, rx, 50);
     await drain(rx, pub50.total, 30_000);
     const perMsg = (pid: number | undefined, before: number) =>
       ((cpuMs(pid) - before) * 1000) / pub50.total;
-    const cpu = { stashd: perMsg(pids.stashd, cpu0.stashd), redis: perMsg(pids.redis, cpu0.redis) };
+    const cpu = {
+      stashd: perMsg(pids.stashd, cpu0.stashd),
+      redis: perMsg(pids.redis, cpu0.redis),
+      receiver: perMsg(pids.receiver, cpu0.receiver),
+    };
     const n = smoke ? 100 : Math.min(20_000, Math.max(2000, Math.round(pub50.rps * 2)));
     const dps = await deliveries(stashd.url, stashd.token, rx, n, pub50.rps);
     const dpsKey = await deliveries(stashd.url, stashd.token, rx, n, pub50.rps, {
@@ -297,11 +323,21 @@ async function main(): Promise<void> {
       [
         "CPU per message, 50-connection publish phase (published and delivered)",
         `stashd ${f(cpu.stashd)} µs, its Redis ${f(cpu.redis)} µs`,
-        "",
-        "",
+        `the receiver (a bare node:http server): ${f(cpu.receiver)} µs per request`,
+        ratio(cpu.stashd, cpu.receiver),
       ],
       ["stashd resident memory", `${f(rss.now)} MB after the run, peak ${f(rss.peak)} MB`, "", ""],
     ];
+    const soaked = await soak(stashd.url, stashd.token, rx, pids.stashd);
+    if (soaked.rss.length > 0) {
+      const mb = soaked.rss.map(f).join(", ");
+      rows.push([
+        `stashd resident memory over a ${soaked.total} s publish soak`,
+        `${mb} MB`,
+        "",
+        "",
+      ]);
+    }
     for (const r of rows) console.log(`| ${r.join(" | ")} |`);
   } finally {
     await stopChild(stashd.child);
