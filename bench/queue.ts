@@ -59,6 +59,14 @@ interface Rate {
   p99: number;
 }
 
+/** CPU per request of this (the load generator's) process while `work` runs, µs. */
+async function ownCpu<T>(count: (r: T) => number, work: () => Promise<T>) {
+  const before = process.cpuUsage();
+  const result = await work();
+  const used = process.cpuUsage(before);
+  return { result, cpuUs: (used.user + used.system) / count(result) };
+}
+
 async function firstLine(child: ChildProcess): Promise<string> {
   return new Promise((resolve) =>
     child.stdout?.once("data", (d: Buffer) => resolve(d.toString().trim())),
@@ -159,14 +167,15 @@ async function drain(rx: string, expected: number, timeoutMs: number): Promise<n
   return seen;
 }
 
+/** Deliveries/s of a backlog of `n`, and stashd's CPU per delivery (µs) while it drains. */
 async function deliveries(
-  base: string,
-  token: string,
+  stashd: { url: string; token: string; pid: number | undefined },
   rx: string,
   n: number,
   rate: number,
   extra: Record<string, string> = {},
 ) {
+  const { url: base, token } = stashd;
   const pool = new Pool(base, { connections: 20 });
   const releaseAt = Math.ceil((Date.now() + (n / rate) * 1000 * 1.5 + 1500) / 1000);
   const headers = {
@@ -194,9 +203,11 @@ async function deliveries(
   await new Promise((r) => setTimeout(r, wait));
   await stats(rx);
   const t = Date.now();
+  const cpu0 = cpuMs(stashd.pid);
   const got = await drain(rx, n, 60_000);
+  const cpuUs = ((cpuMs(stashd.pid) - cpu0) * 1000) / got;
   if (got < n) throw new Error(`only ${got} of ${n} backlog messages were delivered`);
-  return got / ((Date.now() - t) / 1000);
+  return { rps: got / ((Date.now() - t) / 1000), cpuUs };
 }
 
 async function latency(base: string, token: string, rx: string, samples: number) {
@@ -257,7 +268,10 @@ async function main(): Promise<void> {
   const pids = { stashd: stashd.child.pid, redis: redisPid(dataDir), receiver: receiver.pid };
   try {
     const bare1 = await bareLoop(rx, 1, seconds);
-    const bare50 = await bareLoop(rx, 50, seconds);
+    const bare50 = await ownCpu(
+      (r) => r.rps * seconds,
+      () => bareLoop(rx, 50, seconds),
+    );
     await stats(rx);
     const pub1 = await publishLoad(stashd.url, stashd.token, rx, 1);
     await drain(rx, pub1.total, 10_000);
@@ -276,8 +290,9 @@ async function main(): Promise<void> {
       receiver: perMsg(pids.receiver, cpu0.receiver),
     };
     const n = smoke ? 100 : Math.min(20_000, Math.max(2000, Math.round(pub50.rps * 2)));
-    const dps = await deliveries(stashd.url, stashd.token, rx, n, pub50.rps);
-    const dpsKey = await deliveries(stashd.url, stashd.token, rx, n, pub50.rps, {
+    const target = { ...stashd, pid: pids.stashd };
+    const dps = await deliveries(target, rx, n, pub50.rps);
+    const dpsKey = await deliveries(target, rx, n, pub50.rps, {
       "upstash-flow-control-key": "bench",
       "upstash-flow-control-value": "parallelism=100000",
     });
@@ -304,15 +319,21 @@ async function main(): Promise<void> {
       ],
       [
         `deliveries (backlog of ${n})`,
-        `${f(dps)} /s`,
-        `bare undici POST, 50 connections: ${f(bare50.rps)} req/s`,
-        ratio(dps, bare50.rps),
+        `${f(dps.rps)} /s`,
+        `bare undici POST, 50 connections: ${f(bare50.result.rps)} req/s`,
+        ratio(dps.rps, bare50.result.rps),
+      ],
+      [
+        "CPU per delivery (backlog drain)",
+        `stashd ${f(dps.cpuUs)} µs`,
+        `bare undici POST, 50 connections: ${f(bare50.cpuUs)} µs per request (load generator)`,
+        ratio(dps.cpuUs, bare50.cpuUs),
       ],
       [
         "deliveries with a flow-control key (limit never reached)",
-        `${f(dpsKey)} /s`,
-        `deliveries without: ${f(dps)} /s`,
-        ratio(dpsKey, dps),
+        `${f(dpsKey.rps)} /s`,
+        `deliveries without: ${f(dps.rps)} /s`,
+        ratio(dpsKey.rps, dps.rps),
       ],
       [
         `publish -> delivery latency (${lat.n} samples)`,

@@ -16,8 +16,12 @@ export interface Clock {
 
 export const systemClock: Clock = { now: () => Date.now() };
 
-/** Due schedules claimed per batch; a full batch is followed by another at once. */
-const BATCH = 200;
+/**
+ * Due schedules claimed per batch; a full batch is followed by another at once. Large, because
+ * the fires of a batch start together and the next batch waits for the whole batch: with 1,000
+ * schedules on one minute, batches of 200 made the last fires wait for four batches before them.
+ */
+const BATCH = 1000;
 /**
  * How long a claimed tick belongs to the claiming process: if it dies before advancing the
  * schedule, another process fires the tick after this (the fire's dedup key prevents a double).
