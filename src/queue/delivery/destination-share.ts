@@ -29,6 +29,11 @@ export class DestinationShare {
     return true;
   }
 
+  /** Whether one of `origins` holds more than its refill level (see `refillAt`). */
+  crowded(origins: readonly string[]): boolean {
+    return origins.some((o) => (this.inflight.get(o) ?? 0) > this.refillAt);
+  }
+
   take(origin: string): void {
     this.inflight.set(origin, (this.inflight.get(origin) ?? 0) + 1);
   }
