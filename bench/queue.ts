@@ -1,23 +1,39 @@
 /**
- * Queue benchmark: `npm run bench:queue [-- --seconds N]`.
+ * Queue benchmark: `npm run bench:queue [-- --seconds N] [--soak S] [--smoke] [--profile DIR]`.
  *
- * One run on this machine, stashd (`bin/stashd start`, managed queue Redis with appendfsync
- * always, so every counted publish is on disk) and a local receiver as child processes:
- * - bare: an undici POST loop straight to the receiver, 1 and 50 connections (the ceiling);
- * - durable publishes/s at 1 and 50 connections (autocannon against /v2/publish/<receiver>);
- * - deliveries/s: a backlog released at once by a common Upstash-Not-Before, without and with a
- *   flow-control key whose limit never binds (the flow-control overhead);
- * - publish->delivery latency p50/p99 with no delay, one publish at a time.
+ * Every stashd row is printed next to its anchor, measured in the same run on the same machine:
+ * - durable publishes/s at 1 and 50 connections (autocannon against /v2/publish/<receiver>;
+ *   stashd's managed queue Redis has `appendfsync always`, so a counted publish is on disk), next
+ *   to `redis-benchmark` SET at 1 and 50 clients against an identically configured redis-server
+ *   (lib/redis-anchor.ts), the most any durable write can do here;
+ * - deliveries/s: a backlog released at once by a common Upstash-Not-Before, next to the bare
+ *   ceiling, an undici POST loop at 50 connections straight to the same receiver; and again with
+ *   a flow-control key whose limit never binds (the flow-control overhead);
+ * - publish->delivery latency p50/p99 (no delay, one publish at a time), next to the bare POST's;
+ * - CPU per message of stashd and of its Redis over the 50-connection publish phase (each
+ *   publish is also delivered then), beside the receiver's CPU per request (what one bare
+ *   node:http exchange costs on this machine now);
+ * - stashd's resident memory after the run and at its peak; with `--soak S`, also after each
+ *   `--seconds` round of 50-connection publishing during S seconds (growth would show there).
+ * `--smoke` runs every phase for a moment (CI runs it so the script keeps working; its figures
+ * mean nothing). `--profile DIR` runs stashd with `--cpu-prof` and leaves the profile in DIR.
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import autocannon from "autocannon";
 import { Pool } from "undici";
 import { stopChild } from "../test/harness/redis.js";
+import { cpuMs, rssMb } from "./lib/proc.js";
+import { fsyncAlwaysSet, type AnchorRow } from "./lib/redis-anchor.js";
 
-const seconds = Number(process.argv[process.argv.indexOf("--seconds") + 1]) || 4;
+const smoke = process.argv.includes("--smoke");
+const option = (name: string): string | undefined => {
+  const i = process.argv.indexOf(name);
+  return i === -1 ? undefined : process.argv[i + 1];
+};
+const seconds = smoke ? 1 : Number(option("--seconds")) || 4;
 const now = (): number => performance.timeOrigin + performance.now();
 
 /** Receiver: 200 to everything; records publish->arrival latency from `X-Bench-T`. */
@@ -37,6 +53,20 @@ http.createServer((req, res) => {
 }).listen(0, "127.0.0.1", function () { process.stdout.write(String(this.address().port) + "\\n"); });
 `;
 
+interface Rate {
+  rps: number;
+  p50: number;
+  p99: number;
+}
+
+/** CPU per request of this (the load generator's) process while `work` runs, µs. */
+async function ownCpu<T>(count: (r: T) => number, work: () => Promise<T>) {
+  const before = process.cpuUsage();
+  const result = await work();
+  const used = process.cpuUsage(before);
+  return { result, cpuUs: (used.user + used.system) / count(result) };
+}
+
 async function firstLine(child: ChildProcess): Promise<string> {
   return new Promise((resolve) =>
     child.stdout?.once("data", (d: Buffer) => resolve(d.toString().trim())),
@@ -52,9 +82,8 @@ function pct(sorted: number[], p: number): number {
 }
 
 /** `connections` concurrent POST loops through one undici Pool for `secs` seconds. */
-async function bareLoop(url: string, connections: number, secs: number) {
-  const u = new URL(url);
-  const pool = new Pool(u.origin, { connections });
+async function bareLoop(url: string, connections: number, secs: number): Promise<Rate> {
+  const pool = new Pool(new URL(url).origin, { connections });
   const lat: number[] = [];
   const end = Date.now() + secs * 1000;
   await Promise.all(
@@ -73,18 +102,24 @@ async function bareLoop(url: string, connections: number, secs: number) {
 }
 
 async function startStashd(dataDir: string) {
-  const child = spawn(process.execPath, ["bin/stashd", "start", "--data-dir", dataDir], {
-    env: { ...process.env, STASHD_KV_PORT: "0", STASHD_QUEUE_PORT: "0", STASHD_LOG_LEVEL: "warn" },
-    stdio: "ignore",
-  });
-  for (let i = 0; i < 300; i++) {
-    const out = spawnSync(
-      process.execPath,
-      ["bin/stashd", "credentials", "--json", "--data-dir", dataDir],
-      {
-        encoding: "utf8",
+  const profileDir = option("--profile");
+  const nodeArgs = profileDir ? ["--cpu-prof", "--cpu-prof-dir", profileDir] : [];
+  const child = spawn(
+    process.execPath,
+    [...nodeArgs, "bin/stashd", "start", "--data-dir", dataDir],
+    {
+      env: {
+        ...process.env,
+        STASHD_KV_PORT: "0",
+        STASHD_QUEUE_PORT: "0",
+        STASHD_LOG_LEVEL: "warn",
       },
-    ).stdout;
+      stdio: "ignore",
+    },
+  );
+  for (let i = 0; i < 300; i++) {
+    const args = ["bin/stashd", "credentials", "--json", "--data-dir", dataDir];
+    const out = spawnSync(process.execPath, args, { encoding: "utf8" }).stdout;
     const creds = JSON.parse(out || "{}") as {
       running?: boolean;
       queue?: { url: string; token: string };
@@ -93,6 +128,17 @@ async function startStashd(dataDir: string) {
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error("stashd did not start");
+}
+
+/** The managed queue Redis's pid (its pid file under the data directory). */
+function redisPid(dataDir: string): number | undefined {
+  try {
+    return (
+      Number(readFileSync(path.join(dataDir, "queue-redis", "redis.pid"), "utf8")) || undefined
+    );
+  } catch {
+    return undefined;
+  }
 }
 
 async function publishLoad(base: string, token: string, target: string, connections: number) {
@@ -106,9 +152,11 @@ async function publishLoad(base: string, token: string, target: string, connecti
   });
   if (r.non2xx > 0 || r.errors > 0)
     throw new Error(`publish: ${r.non2xx} non-2xx, ${r.errors} errors`);
-  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99 };
+  const rate: Rate = { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99 };
+  return { ...rate, total: r.requests.total };
 }
 
+/** Counts arrivals until `expected` arrived or `timeoutMs` passed. */
 async function drain(rx: string, expected: number, timeoutMs: number): Promise<number> {
   let seen = 0;
   const end = Date.now() + timeoutMs;
@@ -119,14 +167,15 @@ async function drain(rx: string, expected: number, timeoutMs: number): Promise<n
   return seen;
 }
 
+/** Deliveries/s of a backlog of `n`, and stashd's CPU per delivery (µs) while it drains. */
 async function deliveries(
-  base: string,
-  token: string,
+  stashd: { url: string; token: string; pid: number | undefined },
   rx: string,
   n: number,
   rate: number,
   extra: Record<string, string> = {},
 ) {
+  const { url: base, token } = stashd;
   const pool = new Pool(base, { connections: 20 });
   const releaseAt = Math.ceil((Date.now() + (n / rate) * 1000 * 1.5 + 1500) / 1000);
   const headers = {
@@ -154,8 +203,11 @@ async function deliveries(
   await new Promise((r) => setTimeout(r, wait));
   await stats(rx);
   const t = Date.now();
+  const cpu0 = cpuMs(stashd.pid);
   const got = await drain(rx, n, 60_000);
-  return got / ((Date.now() - t) / 1000);
+  const cpuUs = ((cpuMs(stashd.pid) - cpu0) * 1000) / got;
+  if (got < n) throw new Error(`only ${got} of ${n} backlog messages were delivered`);
+  return { rps: got / ((Date.now() - t) / 1000), cpuUs };
 }
 
 async function latency(base: string, token: string, rx: string, samples: number) {
@@ -175,55 +227,139 @@ async function latency(base: string, token: string, rx: string, samples: number)
     await new Promise((r) => setTimeout(r, 2));
   }
   await pool.close();
-  await drain(rx, 0, 0);
   await new Promise((r) => setTimeout(r, 500));
   const lat = (await stats(rx)).lat.sort((a, b) => a - b);
   return { n: lat.length, p50: pct(lat, 50), p99: pct(lat, 99) };
 }
 
+/**
+ * `--soak S`: publishes at 50 connections (each delivered) in rounds of `seconds` for S seconds;
+ * stashd's resident memory after each round, in MB.
+ */
+async function soak(base: string, token: string, rx: string, pid: number | undefined) {
+  const total = Number(option("--soak")) || 0;
+  const rss: number[] = [];
+  for (const end = Date.now() + total * 1000; Date.now() < end;) {
+    const round = await publishLoad(base, token, rx, 50);
+    await drain(rx, round.total, 30_000);
+    rss.push(rssMb(pid).now);
+  }
+  return { total, rss };
+}
+
+const f = (x: number): string => (Number.isFinite(x) ? x.toFixed(x < 10 ? 2 : 0) : "n/a");
+const rate = (r: Rate, unit: string) =>
+  `${f(r.rps)} ${unit}, p50 ${f(r.p50)} ms, p99 ${f(r.p99)} ms`;
+const ratio = (a: number, b: number | undefined) => (b ? (a / b).toFixed(2) : "n/a");
+
 async function main(): Promise<void> {
+  // The anchor first, before stashd and the receiver exist, so the three rows share nothing.
+  const anchor = await fsyncAlwaysSet([
+    { clients: 1, requests: smoke ? 50 : seconds * 500 },
+    { clients: 50, requests: smoke ? 2000 : seconds * 25_000 },
+  ]);
+  const set = (c: number): AnchorRow | undefined => anchor?.find((a) => a.clients === c);
   const receiver = spawn(process.execPath, ["-e", RECEIVER], {
     stdio: ["ignore", "pipe", "ignore"],
   });
   const rx = `http://127.0.0.1:${await firstLine(receiver)}`;
   const dataDir = mkdtempSync(path.join(os.tmpdir(), "stashd-bench-queue-"));
   const stashd = await startStashd(dataDir);
+  const pids = { stashd: stashd.child.pid, redis: redisPid(dataDir), receiver: receiver.pid };
   try {
     const bare1 = await bareLoop(rx, 1, seconds);
-    const bare50 = await bareLoop(rx, 50, seconds);
+    const bare50 = await ownCpu(
+      (r) => r.rps * seconds,
+      () => bareLoop(rx, 50, seconds),
+    );
     await stats(rx);
     const pub1 = await publishLoad(stashd.url, stashd.token, rx, 1);
+    await drain(rx, pub1.total, 10_000);
+    const cpu0 = {
+      stashd: cpuMs(pids.stashd),
+      redis: cpuMs(pids.redis),
+      receiver: cpuMs(pids.receiver),
+    };
     const pub50 = await publishLoad(stashd.url, stashd.token, rx, 50);
-    await drain(rx, Number.MAX_SAFE_INTEGER, 3000);
-    const n = Math.min(20_000, Math.max(2000, Math.round(pub50.rps * 2)));
-    const dps = await deliveries(stashd.url, stashd.token, rx, n, pub50.rps);
-    // Flow-control overhead: the same backlog under one key whose limit never binds.
-    const dpsKey = await deliveries(stashd.url, stashd.token, rx, n, pub50.rps, {
+    await drain(rx, pub50.total, 30_000);
+    const perMsg = (pid: number | undefined, before: number) =>
+      ((cpuMs(pid) - before) * 1000) / pub50.total;
+    const cpu = {
+      stashd: perMsg(pids.stashd, cpu0.stashd),
+      redis: perMsg(pids.redis, cpu0.redis),
+      receiver: perMsg(pids.receiver, cpu0.receiver),
+    };
+    const n = smoke ? 100 : Math.min(20_000, Math.max(2000, Math.round(pub50.rps * 2)));
+    const target = { ...stashd, pid: pids.stashd };
+    const dps = await deliveries(target, rx, n, pub50.rps);
+    const dpsKey = await deliveries(target, rx, n, pub50.rps, {
       "upstash-flow-control-key": "bench",
       "upstash-flow-control-value": "parallelism=100000",
     });
-    const lat = await latency(stashd.url, stashd.token, rx, 500);
-    const f = (x: number) => x.toFixed(x < 10 ? 2 : 0);
-    console.log(`| measure | value |\n|---|---|`);
-    console.log(
-      `| bare undici POST, 1 connection | ${f(bare1.rps)} req/s, p50 ${f(bare1.p50)} ms, p99 ${f(bare1.p99)} ms |`,
-    );
-    console.log(`| bare undici POST, 50 connections | ${f(bare50.rps)} req/s |`);
-    console.log(
-      `| durable publishes, 1 connection | ${f(pub1.rps)} /s, p50 ${pub1.p50} ms, p99 ${pub1.p99} ms |`,
-    );
-    console.log(
-      `| durable publishes, 50 connections | ${f(pub50.rps)} /s, p50 ${pub50.p50} ms, p99 ${pub50.p99} ms |`,
-    );
-    console.log(
-      `| deliveries (backlog of ${n}) | ${f(dps)} /s (${f((dps / bare50.rps) * 100)} % of bare 50) |`,
-    );
-    console.log(
-      `| deliveries with a flow-control key (limit never reached) | ${f(dpsKey)} /s (${f((dpsKey / dps) * 100)} % of without) |`,
-    );
-    console.log(
-      `| publish -> delivery latency (${lat.n} samples) | p50 ${f(lat.p50)} ms, p99 ${f(lat.p99)} ms |`,
-    );
+    const lat = await latency(stashd.url, stashd.token, rx, smoke ? 20 : 500);
+    const rss = rssMb(pids.stashd);
+    const anchorText = (c: number) => {
+      const a = set(c);
+      return a ? rate(a, "SET/s") : "n/a (no redis-benchmark)";
+    };
+    const rows = [
+      ["measure", "stashd", "anchor (same run)", "ratio"],
+      ["---", "---", "---", "---"],
+      [
+        "durable publishes, 1 connection",
+        rate(pub1, "/s"),
+        `redis-benchmark SET, appendfsync always, 1 client: ${anchorText(1)}`,
+        ratio(pub1.rps, set(1)?.rps),
+      ],
+      [
+        "durable publishes, 50 connections",
+        rate(pub50, "/s"),
+        `redis-benchmark SET, appendfsync always, 50 clients: ${anchorText(50)}`,
+        ratio(pub50.rps, set(50)?.rps),
+      ],
+      [
+        `deliveries (backlog of ${n})`,
+        `${f(dps.rps)} /s`,
+        `bare undici POST, 50 connections: ${f(bare50.result.rps)} req/s`,
+        ratio(dps.rps, bare50.result.rps),
+      ],
+      [
+        "CPU per delivery (backlog drain)",
+        `stashd ${f(dps.cpuUs)} µs`,
+        `bare undici POST, 50 connections: ${f(bare50.cpuUs)} µs per request (load generator)`,
+        ratio(dps.cpuUs, bare50.cpuUs),
+      ],
+      [
+        "deliveries with a flow-control key (limit never reached)",
+        `${f(dpsKey.rps)} /s`,
+        `deliveries without: ${f(dps.rps)} /s`,
+        ratio(dpsKey.rps, dps.rps),
+      ],
+      [
+        `publish -> delivery latency (${lat.n} samples)`,
+        `p50 ${f(lat.p50)} ms, p99 ${f(lat.p99)} ms`,
+        `bare undici POST, 1 connection: ${rate(bare1, "req/s")}`,
+        "",
+      ],
+      [
+        "CPU per message, 50-connection publish phase (published and delivered)",
+        `stashd ${f(cpu.stashd)} µs, its Redis ${f(cpu.redis)} µs`,
+        `the receiver (a bare node:http server): ${f(cpu.receiver)} µs per request`,
+        ratio(cpu.stashd, cpu.receiver),
+      ],
+      ["stashd resident memory", `${f(rss.now)} MB after the run, peak ${f(rss.peak)} MB`, "", ""],
+    ];
+    const soaked = await soak(stashd.url, stashd.token, rx, pids.stashd);
+    if (soaked.rss.length > 0) {
+      const mb = soaked.rss.map(f).join(", ");
+      rows.push([
+        `stashd resident memory over a ${soaked.total} s publish soak`,
+        `${mb} MB`,
+        "",
+        "",
+      ]);
+    }
+    for (const r of rows) console.log(`| ${r.join(" | ")} |`);
   } finally {
     await stopChild(stashd.child);
     receiver.kill();

@@ -8,10 +8,17 @@ export class DestinationShare {
   /** Attempts in flight per origin (origins with none are removed). */
   private readonly inflight = new Map<string, number>();
   readonly cap: number;
+  /**
+   * A destination that reached its cap gets new attempts once it is down to this many: claiming
+   * for every single freed slot would cost a claim round trip (an fsync) per delivery, which caps
+   * a busy destination at one delivery per fsync. Half the cap, at most `batch`, is freed first.
+   */
+  private readonly refillAt: number;
 
-  constructor(concurrency: number, sharePercent: number) {
+  constructor(concurrency: number, sharePercent: number, batch = 64) {
     const share = Math.min(100, Math.max(0, sharePercent));
     this.cap = Math.max(1, Math.floor((concurrency * share) / 100));
+    this.refillAt = this.cap - Math.max(1, Math.min(batch, Math.floor(this.cap / 2)));
   }
 
   /** Whether `origins` (one entry per message, repeats allowed) fit under the cap together. */
@@ -22,16 +29,24 @@ export class DestinationShare {
     return true;
   }
 
+  /** Whether one of `origins` holds more than its refill level (see `refillAt`). */
+  crowded(origins: readonly string[]): boolean {
+    return origins.some((o) => (this.inflight.get(o) ?? 0) > this.refillAt);
+  }
+
   take(origin: string): void {
     this.inflight.set(origin, (this.inflight.get(origin) ?? 0) + 1);
   }
 
-  /** Gives a slot back; true when the origin was at its cap (its waiting messages may go now). */
+  /**
+   * Gives a slot back; true when the origin just fell to its refill level (see `refillAt`): its
+   * messages skipped at the cap may be claimed now, a batch of them at once.
+   */
   give(origin: string): boolean {
     const n = this.inflight.get(origin) ?? 0;
     if (n <= 1) this.inflight.delete(origin);
     else this.inflight.set(origin, n - 1);
-    return n >= this.cap;
+    return n - 1 === this.refillAt;
   }
 
   /** Attempts in flight per origin, for the claim script. */

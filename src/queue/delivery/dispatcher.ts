@@ -97,7 +97,7 @@ export class Dispatcher {
     private readonly log: Logger,
   ) {
     this.leases = new LeaseKeeper(store, cfg.queueLeaseMs, log);
-    this.share = new DestinationShare(cfg.queueConcurrency, cfg.queueDestinationShare);
+    this.share = new DestinationShare(cfg.queueConcurrency, cfg.queueDestinationShare, CLAIM_BATCH);
   }
 
   useHooks(hooks: DeliveryHooks): void {
@@ -129,7 +129,10 @@ export class Dispatcher {
    * Local hand-off of messages being produced (see produce/produce.ts): when they are due now,
    * not held by a flow-control key and this process has free slots for all of them, they are
    * stored under a lease to this process (`store` gets it) and delivered at once, saving the
-   * claim round trip. Otherwise they are stored plainly and the dispatcher wakes at their due time.
+   * claim round trip. Otherwise they are stored plainly and the dispatcher wakes at their due time,
+   * except behind a destination that reached its share while messages wait for it (`blocked`):
+   * those queue in the due set, in due order, for the destination's next batch claim (see
+   * destination-share.ts) instead of taking single freed slots or waking a claim each.
    */
   async offer<R extends { stored: boolean }>(
     messages: NewMessage[],
@@ -140,7 +143,8 @@ export class Dispatcher {
     const origins = messages.map((m) => originOf(m.meta.url));
     // Flow-control messages wait for their key's admission (lua/flow-includes.ts), never leased here.
     const direct = dueAt <= now && !messages[0]?.meta.flowControl;
-    const reserved = direct && this.reserve(origins);
+    const queued = direct && this.blocked && this.share.crowded(origins);
+    const reserved = direct && !queued && this.reserve(origins);
     const lease = reserved ? { token: newLeaseToken(), leaseMs: this.cfg.queueLeaseMs } : undefined;
     try {
       const result = await store(lease);
@@ -148,7 +152,7 @@ export class Dispatcher {
       if (lease && result.stored) {
         const leaseUntil = now + lease.leaseMs;
         for (const m of messages) this.run({ ...m, retried: 0, token: lease.token, leaseUntil });
-      } else if (result.stored) {
+      } else if (result.stored && !queued) {
         this.wake(dueAt);
       }
       return result;

@@ -1,3 +1,4 @@
+import type { Readable } from "node:stream";
 import { Agent, request } from "undici";
 import { messageOf } from "../../shared/errors.js";
 import { canonicalHeader } from "../domain/headers.js";
@@ -83,16 +84,23 @@ export class HttpClient {
     }
   }
 
-  private async readLimited(stream: AsyncIterable<Buffer>): Promise<Buffer> {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of stream) {
-      if (size >= this.maxBodyBytes) continue;
-      chunks.push(chunk);
-      size += chunk.length;
-    }
-    const all = Buffer.concat(chunks);
-    return all.length > this.maxBodyBytes ? all.subarray(0, this.maxBodyBytes) : all;
+  /** The body's first `maxBodyBytes` (the rest is read and dropped, so the connection is reused). */
+  private readLimited(stream: Readable): Promise<Buffer> {
+    const max = this.maxBodyBytes;
+    return new Promise((resolve, reject) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      stream.on("data", (chunk: Buffer) => {
+        if (size >= max) return;
+        chunks.push(chunk);
+        size += chunk.length;
+      });
+      stream.once("error", reject);
+      stream.once("end", () => {
+        const all = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
+        resolve(all.length > max ? all.subarray(0, max) : all);
+      });
+    });
   }
 }
 

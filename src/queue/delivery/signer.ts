@@ -1,4 +1,4 @@
-import { createHash, createHmac } from "node:crypto";
+import { createHash, createHmac, createSecretKey, type KeyObject } from "node:crypto";
 import { newJwtId } from "../domain/ids.js";
 
 /** Lifetime of a delivery signature (docs/qstash-protocol.md §5: exp = iat + 300). */
@@ -8,6 +8,22 @@ const b64url = (data: Buffer | string): string => Buffer.from(data).toString("ba
 
 /** JWS header is constant: HS256, typ JWT. */
 const HEADER = b64url(JSON.stringify({ alg: "HS256", typ: "JWT" }));
+
+/**
+ * HMAC keys by signing key: importing the key's bytes once instead of at every delivery. Only
+ * the current key signs, so this holds one or two entries (cleared beyond a few, after rotations).
+ */
+const hmacKeys = new Map<string, KeyObject>();
+
+function hmacKey(key: string): KeyObject {
+  let k = hmacKeys.get(key);
+  if (!k) {
+    if (hmacKeys.size >= 4) hmacKeys.clear();
+    k = createSecretKey(Buffer.from(key, "utf8"));
+    hmacKeys.set(key, k);
+  }
+  return k;
+}
 
 /**
  * `Upstash-Signature` (docs/qstash-protocol.md §5): HS256 JWT keyed with the signing key's UTF-8
@@ -28,6 +44,6 @@ export function signDelivery(key: string, url: string, body: Buffer, nowMs: numb
     body: bodyHash.replace(/\//g, "_"),
   };
   const unsigned = `${HEADER}.${b64url(JSON.stringify(claims))}`;
-  const sig = createHmac("sha256", Buffer.from(key, "utf8")).update(unsigned).digest("base64url");
+  const sig = createHmac("sha256", hmacKey(key)).update(unsigned).digest("base64url");
   return `${unsigned}.${sig}`;
 }

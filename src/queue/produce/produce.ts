@@ -137,13 +137,12 @@ function dedupOf(
   opts: PublishOptions,
   produced: ProducedMessage[],
 ): Dedup {
-  const response = JSON.stringify(produced);
-  if (req.dedup) return { ...req.dedup, response };
+  if (req.dedup) return { ...req.dedup, response: JSON.stringify(produced) };
   const destination = "url" in req.to ? req.to.url : req.to.group;
   const key = dedupKey(opts, destination, req.body);
   return key === undefined
     ? undefined
-    : { key, windowMs: deps.config.queueDedupWindowMs, response };
+    : { key, windowMs: deps.config.queueDedupWindowMs, response: JSON.stringify(produced) };
 }
 
 /** Into the FIFO queue, or the due set through the dispatcher's offer (local hand-off). */

@@ -31,8 +31,8 @@ export function parseCron(raw: string): CronSchedule {
   const schedule: CronSchedule = {
     text,
     timezone,
-    next: (afterMs) => cron.nextRun(new Date(afterMs))?.getTime(),
-    latest: (atMs) => cron.previousRuns(1, new Date(atMs + 1))[0]?.getTime(),
+    next: byMinute((afterMs) => cron.nextRun(new Date(afterMs))?.getTime()),
+    latest: byMinute((atMs) => cron.previousRuns(1, new Date(atMs + 1))[0]?.getTime()),
   };
   try {
     // croner checks the zone only when computing; an expression that never fires is refused too.
@@ -43,6 +43,25 @@ export function parseCron(raw: string): CronSchedule {
     throw invalid(raw, err);
   }
   return schedule;
+}
+
+/**
+ * Remembers `f`'s answer for the last minute it was asked about. Ticks are whole minutes (and
+ * zone offsets whole minutes too), so the first tick after, or the latest at or before, any
+ * moment of a minute is the same as for the minute's start. A cron tick fires every schedule of
+ * the same expression in the same minute: croner computes it once, not once per schedule.
+ */
+function byMinute(f: (ms: number) => number | undefined): (ms: number) => number | undefined {
+  let minute = Number.NaN;
+  let answer: number | undefined;
+  return (ms) => {
+    const m = Math.floor(ms / 60_000);
+    if (m !== minute) {
+      answer = f(m * 60_000);
+      minute = m;
+    }
+    return answer;
+  };
 }
 
 function invalid(raw: string, err: unknown): AppError {

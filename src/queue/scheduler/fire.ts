@@ -3,7 +3,11 @@ import { produce, type ProduceDeps } from "../produce/produce.js";
 import type { ScheduleStore, StoredSchedule } from "../store/schedule-store.js";
 import { cachedCron } from "./cron.js";
 
-export interface FireDeps extends Omit<ProduceDeps, "dispatcher"> {
+/**
+ * With a `dispatcher`, a tick's messages due now are leased to this process as they are stored
+ * (the local hand-off of produce.ts), saving a claim; without one the caller wakes its dispatcher.
+ */
+export interface FireDeps extends ProduceDeps {
   schedules: ScheduleStore;
   /** How long a fire's claim (its dedup key) is kept; far longer than a fire takes. */
   claimMs: number;

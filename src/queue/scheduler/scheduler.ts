@@ -16,8 +16,12 @@ export interface Clock {
 
 export const systemClock: Clock = { now: () => Date.now() };
 
-/** Due schedules claimed per batch; a full batch is followed by another at once. */
-const BATCH = 200;
+/**
+ * Due schedules claimed per batch; a full batch is followed by another at once. Large, because
+ * the fires of a batch start together and the next batch waits for the whole batch: with 1,000
+ * schedules on one minute, batches of 200 made the last fires wait for four batches before them.
+ */
+const BATCH = 1000;
 /**
  * How long a claimed tick belongs to the claiming process: if it dies before advancing the
  * schedule, another process fires the tick after this (the fire's dedup key prevents a double).
@@ -109,15 +113,15 @@ export class Scheduler {
     const { schedules, messages, queues, topics, dispatcher, cfg, log } = this.deps;
     const now = this.now();
     const ids = await schedules.claim(now, BATCH, FIRE_LEASE_MS);
-    const fireDeps = { schedules, messages, queues, topics, config: cfg, claimMs: CLAIM_MS };
+    const fireDeps = { schedules, messages, queues, topics, dispatcher, config: cfg };
     const claimed = await schedules.getMany(ids);
     await Promise.all(
       claimed.map(async (s) => {
         if (s.paused || s.next > now) return; // changed meanwhile
         try {
-          const result = await fireSchedule(fireDeps, s, now);
+          // The dispatcher takes the messages (leased at once, or woken for their due time).
+          await fireSchedule({ ...fireDeps, claimMs: CLAIM_MS }, s, now);
           metrics.scheduleTick(now - s.next);
-          if (result.dueAt !== undefined) dispatcher.wake(result.dueAt);
         } catch (err) {
           this.failed = true;
           log.warn("schedule fire failed", { id: s.def.scheduleId, err: messageOf(err) });

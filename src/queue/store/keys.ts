@@ -1,8 +1,8 @@
 /**
  * The queue's Redis key layout. Key names are built here and, inside the Lua scripts, only by
  * lua/includes/keys.lua, for the keys whose ids a script learns itself (a message id popped from
- * a wait list, a queue name read from a message hash); every other key a script touches is
- * passed in its KEYS. test/queue/lua-contracts.test.ts checks the include builds the same
+ * a wait list, a queue name read from a message hash) or whose number varies (the dedup keys of
+ * a group-committed enqueue); every other key a script touches is passed in its KEYS. test/queue/lua-contracts.test.ts checks the include builds the same
  * names, and that scripts touch no other keys.
  *
  * Every key carries the `{stashd:q}` hash tag, so each script touches one cluster slot; scripts

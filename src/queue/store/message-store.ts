@@ -1,11 +1,12 @@
 import { randomBytes } from "node:crypto";
 import type { RedisPool } from "../../shared/redis/pool.js";
-import type { Arg } from "../../shared/redis/resp.js";
+import type { Arg, Reply } from "../../shared/redis/resp.js";
 import type { DlqMeta, MessageMeta, MessageState } from "../domain/message.js";
 import { queueKeys as K } from "./keys.js";
 import { ScriptCode } from "./codes.js";
 import { asArray, asBuffer, asInt, asText, checked } from "./replies.js";
-import { transitions } from "./transitions.js";
+import { pipeline, transitions } from "./transitions.js";
+import { TurnBatch } from "./turn-batch.js";
 
 /** A message to create: its meta, raw body and first due time. */
 export interface NewMessage {
@@ -61,7 +62,27 @@ export interface FinishArgs {
   children: NewMessage[];
 }
 
-export const newLeaseToken = (): string => randomBytes(9).toString("base64url");
+const FINISH_KEYS = [K.due, K.active, K.pending, K.log, K.dlq];
+
+/** One publish waiting for its turn's enqueue call. */
+interface Publish {
+  now: number;
+  messages: NewMessage[];
+  dedup: { key: string; windowMs: number; response: string } | undefined;
+  lease: { token: string; leaseMs: number } | undefined;
+}
+
+export type EnqueueResult = { stored: true } | { stored: false; response: string };
+
+/** A publish's share of a script call's size: its bodies plus about a meta each. */
+const publishBytes = (p: Publish): number =>
+  p.messages.reduce((n, m) => n + m.body.length + 512, 0);
+
+/** Lease tokens: this process's random prefix and a counter, unique without a random draw each. */
+const LEASE_PREFIX = randomBytes(9).toString("base64url");
+let leaseSeq = 0;
+
+export const newLeaseToken = (): string => `${LEASE_PREFIX}${(leaseSeq++).toString(36)}`;
 
 export function messageArgs(m: NewMessage): Arg[] {
   return [
@@ -90,28 +111,47 @@ export class MessageStore {
   /**
    * Stores the messages; with a dedup key already taken returns the first publish's response.
    * With `lease` the (due now) messages are leased to the caller instead of waiting for a claim.
+   * Publishes made in the same event-loop turn are stored by one enqueue script call (group
+   * commit, see turn-batch.ts); each resolves once Redis answered that call.
    */
-  async enqueue(
+  enqueue(
     now: number,
     messages: NewMessage[],
     dedup?: { key: string; windowMs: number; response: string },
     lease?: { token: string; leaseMs: number },
-  ): Promise<{ stored: true } | { stored: false; response: string }> {
-    const reply = await transitions.enqueue.run(
-      this.pool,
-      [K.due, K.pending, K.log, K.dedup(dedup?.key ?? "-"), K.active],
-      [
-        ...this.head(now),
-        dedup ? String(dedup.windowMs) : "0",
+  ): Promise<EnqueueResult> {
+    return this.publishes.add({ now, messages, dedup, lease });
+  }
+
+  private readonly publishes = new TurnBatch<Publish, EnqueueResult>(
+    (calls) => this.storePublishes(calls),
+    { maxItems: 64, maxBytes: 1 << 20, bytes: publishBytes },
+  );
+
+  /** One enqueue script call for `calls` (see lua/enqueue.lua); a result per call, in order. */
+  private storePublishes(calls: Publish[]): Promise<EnqueueResult>[] {
+    const latest = Math.max(...calls.map((c) => c.now));
+    const args: Arg[] = [K.prefix, String(Math.max(0, latest - this.logRetentionMs))];
+    for (const { now, messages, dedup, lease } of calls) {
+      const deduplicated = dedup !== undefined && dedup.windowMs > 0;
+      args.push(
+        String(now),
+        deduplicated ? dedup.key : "",
+        String(dedup?.windowMs ?? 0),
         dedup?.response ?? "",
         lease?.token ?? "",
         String(lease?.leaseMs ?? 0),
-        ...messages.flatMap(messageArgs),
-      ],
-    );
-    const [flag, existing] = asArray(reply);
-    if (flag && asInt(flag) === ScriptCode.ok) return { stored: true };
-    return { stored: false, response: asText(existing) ?? "[]" };
+        String(messages.length),
+      );
+      for (const m of messages) args.push(...messageArgs(m));
+    }
+    const keys = [K.due, K.pending, K.log, K.active];
+    const replies = transitions.enqueue.run(this.pool, keys, args).then(asArray);
+    return calls.map(async (_, i): Promise<EnqueueResult> => {
+      const [code, existing] = (await replies).slice(2 * i, 2 * i + 2);
+      if (code && asInt(code) === ScriptCode.ok) return { stored: true };
+      return { stored: false, response: asText(existing) || "[]" };
+    });
   }
 
   /**
@@ -153,25 +193,29 @@ export class MessageStore {
     return { claimed, skipped: skipped ? asInt(skipped) : 0 };
   }
 
-  /** Records the attempt's outcome (see lua/finish.lua). */
+  /**
+   * Records the attempt's outcome (see lua/finish.lua). The finishes of one event-loop turn go to
+   * Redis as one pipeline (turn-batch.ts); each resolves with its own reply.
+   */
   async finish(now: number, a: FinishArgs): Promise<FinishResult> {
-    const reply = await transitions.finish.run(
-      this.pool,
-      [K.due, K.active, K.pending, K.log, K.dlq],
-      [
-        ...this.head(now),
-        a.id,
-        a.token,
-        a.outcome,
-        a.attempt,
-        String(a.nextDue ?? 0),
-        a.dlq?.dlqId ?? "",
-        a.dlq ? JSON.stringify(a.dlq) : "",
-        ...a.children.flatMap(messageArgs),
-      ],
-    );
-    return asInt(reply) as FinishResult;
+    const args = [
+      ...this.head(now),
+      a.id,
+      a.token,
+      a.outcome,
+      a.attempt,
+      String(a.nextDue ?? 0),
+      a.dlq?.dlqId ?? "",
+      a.dlq ? JSON.stringify(a.dlq) : "",
+      ...a.children.flatMap(messageArgs),
+    ];
+    return asInt(await this.finishes.add(args)) as FinishResult;
   }
+
+  private readonly finishes = new TurnBatch<Arg[], Reply>(
+    (calls) => pipeline(this.pool, transitions.finish, FINISH_KEYS, calls),
+    { maxItems: 256, maxBytes: 1 << 20, bytes: (args) => args.length * 64 },
+  );
 
   /** `now` is for the log and flow-control periods; lease expiry is judged on Redis's clock. */
   async reap(now: number, limit = 1000): Promise<number> {

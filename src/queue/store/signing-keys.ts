@@ -17,6 +17,8 @@ export interface SigningKeyPair {
 export class SigningKeys {
   private cached: SigningKeyPair | undefined;
   private fetchedAt = 0;
+  /** The read in flight: deliveries that find the cache expired together share one. */
+  private fetching: Promise<SigningKeyPair> | undefined;
 
   constructor(
     private readonly pool: RedisPool,
@@ -35,6 +37,17 @@ export class SigningKeys {
 
   async get(fresh = false): Promise<SigningKeyPair> {
     if (!fresh && this.cached && Date.now() - this.fetchedAt < this.refreshMs) return this.cached;
+    if (!fresh && this.fetching) return this.fetching;
+    const fetching = this.fetch();
+    this.fetching = fetching;
+    try {
+      return await fetching;
+    } finally {
+      if (this.fetching === fetching) this.fetching = undefined;
+    }
+  }
+
+  private async fetch(): Promise<SigningKeyPair> {
     const reply = checked(
       await this.pool.exec(["HMGET", K.signingKeys, "current", "next"]),
       "keys",

@@ -1,6 +1,6 @@
 import type { RedisPool } from "../../shared/redis/pool.js";
 import type { Arg, Reply } from "../../shared/redis/resp.js";
-import { LuaScript } from "../../shared/lua/script.js";
+import { isNoScript, LuaScript } from "../../shared/lua/script.js";
 import { checked } from "./replies.js";
 
 /**
@@ -15,6 +15,24 @@ export class Transition {
   async run(pool: RedisPool, keys: readonly string[], args: readonly Arg[]): Promise<Reply> {
     return checked(await this.script.run(pool, keys, args), this.script.name);
   }
+}
+
+/**
+ * Calls `t` once per argument list in `calls` (same keys), as one pipeline on one connection;
+ * a reply each, in order (a Redis error rejects only its own call). A call Redis answers with
+ * NOSCRIPT is repeated through `run`, which loads the script.
+ */
+export function pipeline(
+  pool: RedisPool,
+  t: Transition,
+  keys: readonly string[],
+  calls: readonly (readonly Arg[])[],
+): Promise<Reply>[] {
+  const replies = pool.execMany(calls.map((args) => t.script.command("sha", keys, args)));
+  return calls.map(async (args, i) => {
+    const reply = (await replies)[i] as Reply;
+    return isNoScript(reply) ? t.run(pool, keys, args) : checked(reply, t.script.name);
+  });
 }
 
 const load = (name: string): Transition =>
