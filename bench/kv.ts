@@ -12,7 +12,8 @@
  * - JSON group (skipped by --smoke; --json-only runs just this): JSON.SET / JSON.GET of a 1 KB
  *   document (stashd's Lua scripts on a Redis without the JSON module) beside SET / GET.
  * Then the goals of docs/benchmarks.md, each beside its anchor from the same run, and stashd's
- * resident memory (idle, peak under load, after). `--soak` adds a long GET run sampling memory.
+ * resident memory (idle, peak under load, after). `--soak SECONDS` instead cycles through the
+ * stashd scenarios at 50 connections for that long and prints the memory after each round.
  * `--smoke` runs every scenario briefly once (no speed is asserted: it keeps the script working).
  * `--stashd PATH` measures another build's launcher (bin/stashd of a copy made before a change).
  * `--cpu-prof DIR` makes the stashd child write a V8 CPU profile there when it stops.
@@ -282,7 +283,8 @@ function report(rows: Row[], memory: Memory, load: string): void {
     lines.push(
       `| ${r.name} | ${r.connections} | ${Math.round(r.rps)} | ${Math.round(r.commandsPerSec)} | ${f(r.p50)} | ${f(r.p99)} |`,
     );
-  lines.push("", ...goalLines(rows), "", ...memoryLines(memory));
+  if (rows.length > 0) lines.push("", ...goalLines(rows));
+  lines.push("", ...memoryLines(memory));
   process.stdout.write(`${lines.join("\n")}\n`);
 }
 
@@ -379,19 +381,24 @@ function memoryLines(m: Memory): string[] {
   const lines = [
     `stashd RSS: idle ${mb(m.idle)}, peak under load ${mb(m.peak)}, after the runs ${mb(m.after)}`,
   ];
-  if (m.soak.length > 0) lines.push(`soak RSS samples (GET, c=50): ${m.soak.map(mb).join(", ")}`);
+  if (m.soak.length > 0) lines.push(`soak RSS after each round: ${m.soak.map(mb).join(", ")}`);
   return lines;
 }
 
 // ---- main ----
 
-async function soak(spec: LoadSpec, dir: string, memory: MemoryWatch): Promise<number[]> {
+/** `--soak`: the stashd scenarios at the higher connection count in turn, 5 s each, for
+ * `soakSeconds`; stashd's resident memory after each round. */
+async function soak(scenarios: Scenario[], dir: string, memory: MemoryWatch): Promise<number[]> {
   const samples: number[] = [memory.now];
-  const chunk = Math.min(10, soakSeconds);
-  for (let done = 0; done < soakSeconds; done += chunk) {
-    await runLoad({ ...spec, seconds: chunk }, dir);
+  const cycle = scenarios.filter((s) => s.stashd && s.connections > 1);
+  const started = performance.now();
+  while (performance.now() - started < soakSeconds * 1000) {
+    for (const s of cycle)
+      await runLoad({ ...s.spec, connections: s.connections, seconds: 5 }, dir);
     samples.push(memory.now);
-    process.stderr.write(`  soak ${done + chunk}s: ${samples.at(-1)?.toFixed(1)} MB\n`);
+    const elapsed = Math.round((performance.now() - started) / 1000);
+    process.stderr.write(`  soak ${elapsed}s: ${samples.at(-1)?.toFixed(1)} MB\n`);
   }
   return samples;
 }
@@ -433,27 +440,17 @@ async function main(): Promise<void> {
           auth,
         );
     if (!smoke) scenarios.push(...(await jsonScenarios(url, auth)));
+    if (soakSeconds > 0) {
+      const samples = await soak(scenarios, dir, memory);
+      report([], { idle, peak: NaN, after: memory.now, soak: samples }, load);
+      return;
+    }
     const rows = await measure(scenarios, dir, memory);
     if (!jsonOnly) {
       for (const c of CONNECTIONS) rows.push(...redisBenchmark(redis.port, c, 1));
       for (const c of CONNECTIONS) rows.push(...redisBenchmark(redis.port, c, 100));
     }
-    const soakSamples =
-      soakSeconds > 0
-        ? await soak(
-            {
-              url: `${url}/`,
-              connections: 50,
-              seconds: soakSeconds,
-              method: "POST",
-              body: '["GET","bench:k"]',
-              headers: auth,
-            },
-            dir,
-            memory,
-          )
-        : [];
-    report(rows, { idle, peak: memory.peak, after: memory.now, soak: soakSamples }, load);
+    report(rows, { idle, peak: memory.peak, after: memory.now, soak: [] }, load);
   } finally {
     await Promise.all([
       stopChild(stashd.child),

@@ -71,14 +71,21 @@ class Reader {
     }
   }
 
-  string(): Buffer {
+  /**
+   * A string's bytes: as a JS string when it is ASCII or had escapes (encoded to UTF-8 later,
+   * which gives the same bytes, and is cheaper than a Buffer view per argument), else as a slice
+   * of the body, so invalid UTF-8 reaches Redis unchanged.
+   */
+  string(): Buffer | string {
     const start = ++this.pos;
     let escaped = false;
+    let ascii = true;
     for (;;) {
       const c = this.buf[this.pos];
       if (c === undefined) this.fail("unterminated string");
       if (c === 0x22) break;
       if (c < 0x20) this.fail("control character in string");
+      if (c >= 0x80) ascii = false;
       if (c === 0x5c) {
         escaped = true;
         this.pos++;
@@ -86,9 +93,10 @@ class Reader {
       this.pos++;
     }
     const end = this.pos++;
-    if (!escaped) return this.buf.subarray(start, end);
+    if (!escaped)
+      return ascii ? this.buf.toString("latin1", start, end) : this.buf.subarray(start, end);
     try {
-      return Buffer.from(JSON.parse(this.buf.toString("utf8", start - 1, end + 1)) as string);
+      return JSON.parse(this.buf.toString("utf8", start - 1, end + 1)) as string;
     } catch {
       this.pos = start;
       return this.fail("invalid escape in string");

@@ -117,6 +117,8 @@ export class RedisConnection {
   private flushScheduled = false;
   /** When the next owed reply became the next one (a reply arrived, or a write to an idle link). */
   private waitingSince = 0;
+  /** When the chunk being parsed arrived (one clock read per chunk, not per reply). */
+  private readAt = 0;
   private stallReported = false;
   private timer: NodeJS.Timeout | undefined;
 
@@ -129,6 +131,7 @@ export class RedisConnection {
       () => this.budgetLeft(),
     );
     socket.on("data", (chunk: Buffer) => {
+      this.readAt = Date.now();
       try {
         parser.feed(chunk);
       } catch (err) {
@@ -267,7 +270,7 @@ export class RedisConnection {
       this.pushHandler?.(reply);
       return;
     }
-    this.nextReplyOwed();
+    this.nextReplyOwed(this.readAt);
     batch.bytes += cost;
     batch.replies.push(reply);
     if (batch.replies.length < batch.expected) return this.armTimer();
@@ -283,8 +286,8 @@ export class RedisConnection {
     if (this.inFlight > 0) this.armTimer();
   }
 
-  private nextReplyOwed(): void {
-    this.waitingSince = Date.now();
+  private nextReplyOwed(now = Date.now()): void {
+    this.waitingSince = now;
     this.stallReported = false;
   }
 

@@ -26,11 +26,27 @@ export function encodeCommand(args: readonly Arg[]): Buffer {
 }
 
 /**
- * Encodes commands as consecutive RESP arrays into one buffer of the exact size: a first pass
- * adds up the lengths, the second writes headers digit by digit and copies the arguments in (a
- * pipeline of 100 GETs is one allocation, with no intermediate strings or buffers).
+ * Encodes commands as consecutive RESP arrays in one buffer. Commands of string arguments only
+ * (the usual case) are joined into one text and converted once; with any Buffer argument, see
+ * `encodeWithBuffers`.
  */
 export function encodeCommands(commands: readonly (readonly Arg[])[]): Buffer {
+  let text = "";
+  for (const args of commands) {
+    text += `*${args.length}${CRLF}`;
+    for (const arg of args) {
+      if (typeof arg !== "string") return encodeWithBuffers(commands);
+      text += `$${Buffer.byteLength(arg)}${CRLF}${arg}${CRLF}`;
+    }
+  }
+  return Buffer.from(text);
+}
+
+/**
+ * Encodes into one buffer of the exact size: a first pass adds up the lengths, the second writes
+ * headers digit by digit and copies the arguments in, with no intermediate buffers.
+ */
+function encodeWithBuffers(commands: readonly (readonly Arg[])[]): Buffer {
   let size = 0;
   for (const args of commands) {
     size += 3 + digitCount(args.length);
