@@ -412,10 +412,16 @@ async function main(): Promise<void> {
     await freePort(),
   ];
   const floor = floorServer(floorPort);
-  const stashd = await startStashdChild(redis.url, dir, stashdPort, {}, {
-    bin: stashdBin,
-    nodeFlags: cpuProfDir ? ["--cpu-prof", "--cpu-prof-dir", cpuProfDir] : [],
-  });
+  const stashd = await startStashdChild(
+    redis.url,
+    dir,
+    stashdPort,
+    {},
+    {
+      bin: stashdBin,
+      nodeFlags: cpuProfDir ? ["--cpu-prof", "--cpu-prof-dir", cpuProfDir] : [],
+    },
+  );
   const webdis = jsonOnly ? undefined : startWebdis(redis.port, webdisPort, dir);
   const auth = { authorization: `Bearer ${stashd.token}`, "content-type": "application/json" };
   const url = `http://127.0.0.1:${stashdPort}`;

@@ -24,8 +24,8 @@ import { readOnlyFcallRefusal, retryReadOnlyFcalls } from "./emulate/fcall-ro.js
  * pipelines turn refusals into error replies; a transaction with any refused command is refused
  * whole before anything runs.
  *
- * Most commands need only the emulation step: a `plain` command (see `isPlain`) skips the
- * policy, gateway and rewrite steps, decided once per command name rather than per request.
+ * Most commands need only the emulation and rewrite steps: a `plain` command (see `isPlain`)
+ * skips the policy and gateway steps, decided once per command name rather than per request.
  */
 
 const errorReply = (value: string): Reply => ({ kind: "error", value });
@@ -41,10 +41,10 @@ const SCRIPT_CALLS = new Set(["eval", "evalsha", "eval_ro", "evalsha_ro", "fcall
 
 const NONE_WATCHED: ReadonlySet<number> = new Set();
 /**
- * Names that a step other than emulation reads the arguments of: gateway commands
- * (gateway-commands.ts), script rewrites (rewrite.ts), the read-only FCALL refusal
- * (emulate/fcall-ro.ts) and script calls. A new such step must add its names here, or commands
- * the backend knows will bypass it.
+ * Names that the policy or gateway steps read the arguments of beyond `neverRefused`: gateway
+ * commands (gateway-commands.ts), the read-only FCALL refusal (emulate/fcall-ro.ts), and script
+ * calls (watched against the time limit). A new step of that kind must add its names here, or
+ * commands the backend knows will bypass it.
  */
 const ARGUMENT_STEPS = new Set([
   "acl",
@@ -62,8 +62,8 @@ const plainNames = new WeakMap<CommandTable, Map<string, boolean>>();
 const MAX_PLAIN_NAMES = 4096;
 
 /**
- * Whether only the emulation step can apply to the command: the backend knows it, the policy
- * never refuses it (whatever its arguments), and no gateway command, rewrite or script watch
+ * Whether the policy and gateway steps can be skipped: the backend knows the command, the
+ * policy never refuses it (whatever its arguments), and no gateway command or script watch
  * applies to it. Cached per name as sent (`GET` and `get` are two entries).
  */
 function isPlain(argv: readonly Arg[], table: CommandTable): boolean {
@@ -178,9 +178,10 @@ export async function runPipeline(p: Principal, commands: Arg[][]): Promise<Repl
       else if (handler) special.push([i, handler]);
       else if (script !== undefined && !Array.isArray(script)) replies[i] = script;
       else {
-        const out = script ?? (plain ? argv : rewriteCommand(argv, p.db.aliases));
+        const out = script ?? rewriteCommand(argv, p.db.aliases);
         // A plain command sent as it is is never a script call (ARGUMENT_STEPS).
-        if ((!plain || out !== argv) && isScriptCall(out)) (watched ??= new Set()).add(toSend.length);
+        if ((!plain || out !== argv) && isScriptCall(out))
+          (watched ??= new Set()).add(toSend.length);
         toSend.push(out);
         sendIndex.push(i);
       }
