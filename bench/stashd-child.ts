@@ -14,34 +14,30 @@ export async function waitForHttp(url: string): Promise<void> {
   throw new Error(`${url} did not come up`);
 }
 
+export interface ChildOptions {
+  /** Another build's launcher (bin/stashd of a copy made before a change); default bin/stashd. */
+  bin?: string;
+  /** Node flags for the child, e.g. `--cpu-prof --cpu-prof-dir DIR`. */
+  nodeFlags?: string[];
+}
+
 export async function startStashdChild(
   redisUrl: string,
   dataDir: string,
   port: number,
   env: Record<string, string> = {},
+  opts: ChildOptions = {},
 ): Promise<{ child: ChildProcess; token: string }> {
-  const child = spawn(
-    process.execPath,
-    [
-      "bin/stashd",
-      "start",
-      "--data-dir",
-      dataDir,
-      "--kv-port",
-      String(port),
-      "--queue-port",
-      "0",
-      "--log-level",
-      "warn",
-    ],
-    {
-      env: { ...process.env, ...env, STASHD_KV_REDIS_URL: redisUrl },
-      stdio: ["ignore", "ignore", "inherit"],
-    },
-  );
+  const bin = opts.bin ?? "bin/stashd";
+  const args = ["start", "--data-dir", dataDir, "--kv-port", String(port), "--queue-port", "0"];
+  args.push("--admin-port", "0", "--log-level", "warn");
+  const child = spawn(process.execPath, [...(opts.nodeFlags ?? []), bin, ...args], {
+    env: { ...process.env, ...env, STASHD_KV_REDIS_URL: redisUrl },
+    stdio: ["ignore", "ignore", "inherit"],
+  });
   await waitForHttp(`http://127.0.0.1:${port}/`);
   const creds = JSON.parse(
-    spawnSync(process.execPath, ["bin/stashd", "credentials", "--json", "--data-dir", dataDir], {
+    spawnSync(process.execPath, [bin, "credentials", "--json", "--data-dir", dataDir], {
       encoding: "utf8",
     }).stdout,
   ) as { kv: { databases: { token: string }[] } };

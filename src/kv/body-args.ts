@@ -11,14 +11,19 @@ import { AppError } from "../shared/errors.js";
  */
 export type ParsedValue = Buffer | string | ParsedValue[];
 
-const WS = new Set([0x20, 0x09, 0x0a, 0x0d]);
+const isWs = (c: number | undefined): boolean =>
+  c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
+/** Bytes that can appear in a JSON number: digits, sign, point, exponent. */
+const isNumberByte = (c: number | undefined): boolean =>
+  c !== undefined &&
+  ((c >= 0x30 && c <= 0x39) || c === 0x2d || c === 0x2b || c === 0x2e || (c | 0x20) === 0x65);
 
 class Reader {
   pos = 0;
   constructor(readonly buf: Buffer) {}
 
   skipWs(): void {
-    while (this.pos < this.buf.length && WS.has(this.buf[this.pos] as number)) this.pos++;
+    while (isWs(this.buf[this.pos])) this.pos++;
   }
 
   fail(what: string): never {
@@ -66,14 +71,21 @@ class Reader {
     }
   }
 
-  string(): Buffer {
+  /**
+   * A string's bytes: as a JS string when it is ASCII or had escapes (encoded to UTF-8 later,
+   * which gives the same bytes, and is cheaper than a Buffer view per argument), else as a slice
+   * of the body, so invalid UTF-8 reaches Redis unchanged.
+   */
+  string(): Buffer | string {
     const start = ++this.pos;
     let escaped = false;
+    let ascii = true;
     for (;;) {
       const c = this.buf[this.pos];
       if (c === undefined) this.fail("unterminated string");
       if (c === 0x22) break;
       if (c < 0x20) this.fail("control character in string");
+      if (c >= 0x80) ascii = false;
       if (c === 0x5c) {
         escaped = true;
         this.pos++;
@@ -81,9 +93,10 @@ class Reader {
       this.pos++;
     }
     const end = this.pos++;
-    if (!escaped) return this.buf.subarray(start, end);
+    if (!escaped)
+      return ascii ? this.buf.toString("latin1", start, end) : this.buf.subarray(start, end);
     try {
-      return Buffer.from(JSON.parse(this.buf.toString("utf8", start - 1, end + 1)) as string);
+      return JSON.parse(this.buf.toString("utf8", start - 1, end + 1)) as string;
     } catch {
       this.pos = start;
       return this.fail("invalid escape in string");
@@ -91,8 +104,10 @@ class Reader {
   }
 
   number(): string {
+    let end = this.pos;
+    while (end - this.pos < 400 && isNumberByte(this.buf[end])) end++;
     const match = /^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?/.exec(
-      this.buf.toString("latin1", this.pos, Math.min(this.buf.length, this.pos + 400)),
+      this.buf.toString("latin1", this.pos, end),
     );
     if (!match || match[0].length === 0) this.fail("unexpected token");
     this.pos += match[0].length;
@@ -102,11 +117,13 @@ class Reader {
 
 /** Longest stretch of parsing before other requests get a turn (see `parseTop`). */
 const SLICE_MS = 5;
+/** Bodies up to this size are parsed in one go, without watching the clock. */
+const SMALL_BODY = 64 * 1024;
 
 /**
- * The items of the top-level array. Parsing yields to the event loop every SLICE_MS, so a 10 MB
- * body of a million tiny commands never holds up other requests; with `maxItems`, an array longer
- * than that is refused as soon as the item past it is read.
+ * The items of the top-level array. Parsing a large body yields to the event loop every SLICE_MS,
+ * so a 10 MB body of a million tiny commands never holds up other requests; with `maxItems`, an
+ * array longer than that is refused as soon as the item past it is read.
  */
 async function parseTop(body: Buffer, maxItems = Infinity): Promise<ParsedValue[]> {
   const reader = new Reader(body);
@@ -115,33 +132,40 @@ async function parseTop(body: Buffer, maxItems = Infinity): Promise<ParsedValue[
   reader.pos++;
   const items: ParsedValue[] = [];
   reader.skipWs();
-  let sliceStart = performance.now();
   if (reader.buf[reader.pos] === 0x5d) reader.pos++;
+  else if (body.length <= SMALL_BODY) readItems(reader, items, maxItems, Infinity);
   else {
-    for (;;) {
-      items.push(reader.value(1));
-      if (items.length > maxItems) {
-        throw new AppError(
-          "request_too_large",
-          `ERR max commands per request exceeded: at most ${maxItems} in one pipeline or transaction`,
-        );
-      }
-      reader.skipWs();
-      const c = reader.buf[reader.pos++];
-      if (c === 0x5d) break;
-      if (c !== 0x2c) {
-        reader.pos--;
-        reader.fail("expected , or ]");
-      }
-      if ((items.length & 255) === 0 && performance.now() - sliceStart > SLICE_MS) {
-        await new Promise((resolve) => setImmediate(resolve));
-        sliceStart = performance.now();
-      }
+    while (!readItems(reader, items, maxItems, performance.now() + SLICE_MS)) {
+      await new Promise((resolve) => setImmediate(resolve));
     }
   }
   reader.skipWs();
   if (reader.pos !== body.length) reader.fail("unexpected data after the array");
   return items;
+}
+
+/**
+ * Reads top-level items up to the closing `]` (then true), or until the clock passes `until`,
+ * looked at every 256 items (then false: call again to go on).
+ */
+function readItems(reader: Reader, items: ParsedValue[], maxItems: number, until: number): boolean {
+  for (;;) {
+    items.push(reader.value(1));
+    if (items.length > maxItems) {
+      throw new AppError(
+        "request_too_large",
+        `ERR max commands per request exceeded: at most ${maxItems} in one pipeline or transaction`,
+      );
+    }
+    reader.skipWs();
+    const c = reader.buf[reader.pos++];
+    if (c === 0x5d) return true;
+    if (c !== 0x2c) {
+      reader.pos--;
+      reader.fail("expected , or ]");
+    }
+    if ((items.length & 255) === 0 && performance.now() > until) return false;
+  }
 }
 
 /** `["CMD", arg, …]` → argv. */

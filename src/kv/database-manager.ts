@@ -12,7 +12,7 @@ import {
   registryFile,
   type DatabaseRecord,
 } from "./registry.js";
-import { deriveToken, isAclToken, openAclToken, sameToken, tokenDigest } from "./tokens.js";
+import { deriveToken, isAclToken, openAclToken } from "./tokens.js";
 
 export interface DatabaseCredentials {
   name: string;
@@ -20,21 +20,24 @@ export interface DatabaseCredentials {
   readonlyToken: string;
 }
 
-interface TokenEntry {
-  token: string;
-  db: KvDatabase;
-  role: "standard" | "readonly";
-}
+/** ACL tokens opened recently (each opening is an AES-GCM decryption); cleared when full. */
+const MAX_ACL_TOKENS = 1024;
 
 /**
  * Keeps the running databases in step with the registry file: on start, and whenever the CLI
  * changes it (polled by mtime), databases are added (managed ones get their redis-server),
  * removed, or re-keyed (a password reset revokes the old tokens at once). Also answers "which
- * database and role does this token belong to", comparing tokens in constant time.
+ * database and role does this token belong to".
+ *
+ * Token lookup is one Map lookup per request (the principals are built when the registry is
+ * applied, not per request). The Map hashes the whole presented token with V8's per-process
+ * random seed and compares bytes only with a stored token of the same hash, so response timing
+ * tells a client nothing it could use to guess a token byte by byte.
  */
 export class DatabaseManager {
   private readonly dbs = new Map<string, KvDatabase>();
-  private tokens = new Map<string, TokenEntry>();
+  private tokens = new Map<string, Principal>();
+  private aclTokens = new Map<string, Principal>();
   /** fileStamp of the registry as last applied. */
   private stamp = "";
   private syncing: Promise<void> = Promise.resolve();
@@ -61,12 +64,15 @@ export class DatabaseManager {
   /** The principal a token stands for, or undefined. */
   authenticate(token: string | undefined): Principal | undefined {
     if (!token) return undefined;
-    const entry = this.tokens.get(tokenDigest(token));
-    if (entry && sameToken(entry.token, token)) return { db: entry.db, role: entry.role };
-    if (!isAclToken(token)) return undefined;
+    const known = this.tokens.get(token) ?? this.aclTokens.get(token);
+    if (known || !isAclToken(token)) return known;
     for (const db of this.dbs.values()) {
       const acl = openAclToken(db.record.password, token);
-      if (acl) return { db, role: "acl", acl };
+      if (!acl) continue;
+      if (this.aclTokens.size >= MAX_ACL_TOKENS) this.aclTokens.clear();
+      const principal: Principal = { db, role: "acl", acl };
+      this.aclTokens.set(token, principal);
+      return principal;
     }
     return undefined;
   }
@@ -85,6 +91,7 @@ export class DatabaseManager {
     await Promise.all([...this.dbs.values()].map((db) => db.close()));
     this.dbs.clear();
     this.tokens.clear();
+    this.aclTokens.clear();
   }
 
   private syncIfChanged(): Promise<void> {
@@ -123,6 +130,7 @@ export class DatabaseManager {
       if (!this.dbs.has(record.name)) await this.openOrReport(record);
     }
     this.tokens = indexTokens([...this.dbs.values()]);
+    this.aclTokens = new Map();
   }
 
   /**
@@ -182,16 +190,13 @@ export function credentialsOf(record: DatabaseRecord): DatabaseCredentials {
   };
 }
 
-function indexTokens(dbs: KvDatabase[]): Map<string, TokenEntry> {
-  const index = new Map<string, TokenEntry>();
+/** Token → principal for every database's standard and read-only token. */
+function indexTokens(dbs: KvDatabase[]): Map<string, Principal> {
+  const index = new Map<string, Principal>();
   for (const db of dbs) {
     const creds = credentialsOf(db.record);
-    index.set(tokenDigest(creds.token), { token: creds.token, db, role: "standard" });
-    index.set(tokenDigest(creds.readonlyToken), {
-      token: creds.readonlyToken,
-      db,
-      role: "readonly",
-    });
+    index.set(creds.token, { db, role: "standard" });
+    index.set(creds.readonlyToken, { db, role: "readonly" });
   }
   return index;
 }

@@ -15,11 +15,14 @@ import type { DatabaseRecord } from "./registry.js";
 import { ScriptAliases } from "./rewrite.js";
 import { readonlyUserPassword, type AclCredentials } from "./tokens.js";
 
-/** Who a request runs as: the database, and which backend user its token maps to. */
+/**
+ * Who a request runs as: the database, and which backend user its token maps to. Built once per
+ * token (database-manager.ts) and shared by every request that presents it.
+ */
 export interface Principal {
-  db: KvDatabase;
-  role: "standard" | "readonly" | "acl";
-  acl?: AclCredentials;
+  readonly db: KvDatabase;
+  readonly role: "standard" | "readonly" | "acl";
+  readonly acl?: AclCredentials;
 }
 
 const READONLY_USER = "default_ro";
@@ -63,6 +66,7 @@ export class KvDatabase {
   private readonly backends: BackendFactory;
   private table: Promise<CommandTable> | undefined;
   private readonly roPassword: string;
+  private loaded: CommandTable | undefined;
   private day = "";
   private dayCount = 0;
   /** Scripts killed for running past the time limit; lets replies say why they were killed. */
@@ -129,6 +133,11 @@ export class KvDatabase {
     return this.aclPool(principal.acl as AclCredentials);
   }
 
+  /** The command table once loaded, so requests need not wait on `commandTable()` each time. */
+  get loadedTable(): CommandTable | undefined {
+    return this.loaded;
+  }
+
   /** The backend's COMMAND table, loaded once (and again after a failure). */
   commandTable(): Promise<CommandTable> {
     this.table ??= this.admin.exec(["COMMAND"]).then(async (reply) => {
@@ -136,7 +145,8 @@ export class KvDatabase {
         throw new AppError("backend_unavailable", `ERR COMMAND failed: ${reply.value}`);
       // Once per process: a user made by an older stashd gets today's rules.
       await this.ensureReadonlyUser(this.roPassword);
-      return parseCommandTable(reply);
+      this.loaded = parseCommandTable(reply);
+      return this.loaded;
     });
     this.table.catch(() => (this.table = undefined));
     return this.table;

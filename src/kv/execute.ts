@@ -2,7 +2,7 @@ import { AppError } from "../shared/errors.js";
 import type { Principal } from "./database.js";
 import { REPLY_TOO_LARGE, type Arg, type Reply } from "../shared/redis/resp.js";
 import type { RedisBackend } from "../shared/redis/backend.js";
-import { refusalOf } from "./policy.js";
+import { neverRefused, refusalOf, type CommandTable } from "./policy.js";
 import { upstashError } from "./reply.js";
 import { rewriteCommand } from "./rewrite.js";
 import {
@@ -23,6 +23,9 @@ import { readOnlyFcallRefusal, retryReadOnlyFcalls } from "./emulate/fcall-ro.js
  * (emulate/route.ts) → rewrites → execution on the principal's pool. Single commands and
  * pipelines turn refusals into error replies; a transaction with any refused command is refused
  * whole before anything runs.
+ *
+ * Most commands need only the emulation and rewrite steps: a `plain` command (see `isPlain`)
+ * skips the policy and gateway steps, decided once per command name rather than per request.
  */
 
 const errorReply = (value: string): Reply => ({ kind: "error", value });
@@ -36,10 +39,47 @@ const SLICE = 1000;
 /** Commands that run a Lua script or function: their waits are watched against the time limit. */
 const SCRIPT_CALLS = new Set(["eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro"]);
 
-function scriptCalls(commands: readonly Arg[][]): Set<number> {
-  const watched = new Set<number>();
-  commands.forEach((argv, i) => isScriptCall(argv) && watched.add(i));
-  return watched;
+const NONE_WATCHED: ReadonlySet<number> = new Set();
+/**
+ * Names that the policy or gateway steps read the arguments of beyond `neverRefused`: gateway
+ * commands (gateway-commands.ts), the read-only FCALL refusal (emulate/fcall-ro.ts), and script
+ * calls (watched against the time limit). A new step of that kind must add its names here, or
+ * commands the backend knows will bypass it.
+ */
+const ARGUMENT_STEPS = new Set([
+  "acl",
+  "scan",
+  "script",
+  "eval",
+  "evalsha",
+  "eval_ro",
+  "evalsha_ro",
+  "fcall",
+  "fcall_ro",
+]);
+/** Per command table: command name as sent → plain or not. Cleared when full (odd casings). */
+const plainNames = new WeakMap<CommandTable, Map<string, boolean>>();
+const MAX_PLAIN_NAMES = 4096;
+
+/**
+ * Whether the policy and gateway steps can be skipped: the backend knows the command, the
+ * policy never refuses it (whatever its arguments), and no gateway command or script watch
+ * applies to it. Cached per name as sent (`GET` and `get` are two entries).
+ */
+function isPlain(argv: readonly Arg[], table: CommandTable): boolean {
+  const first = argv[0];
+  if (first === undefined) return false;
+  const raw = typeof first === "string" ? first : first.toString("latin1");
+  let names = plainNames.get(table);
+  if (!names) plainNames.set(table, (names = new Map()));
+  let plain = names.get(raw);
+  if (plain === undefined) {
+    const name = raw.toLowerCase();
+    plain = !ARGUMENT_STEPS.has(name) && neverRefused(name, table);
+    if (names.size >= MAX_PLAIN_NAMES) names.clear();
+    names.set(raw, plain);
+  }
+  return plain;
 }
 
 function isScriptCall(argv: readonly Arg[]): boolean {
@@ -66,7 +106,7 @@ class RequestReplies {
   async exchange(
     target: Pick<RedisBackend, "exchange">,
     commands: Arg[][],
-    watched = scriptCalls(commands),
+    watched: ReadonlySet<number>,
   ): Promise<Reply[]> {
     const sent = await target.exchange(commands, {
       maxReplyBytes: Math.max(0, this.left),
@@ -114,7 +154,7 @@ function countCommands(p: Principal, n: number): void {
 
 export async function runPipeline(p: Principal, commands: Arg[][]): Promise<Reply[]> {
   countCommands(p, commands.length);
-  const table = await p.db.commandTable();
+  const table = p.db.loadedTable ?? (await p.db.commandTable());
   const replies: (Reply | undefined)[] = new Array<Reply | undefined>(commands.length);
   const special: [number, GatewayHandler][] = [];
   const emulated = new EmulationBatch(p.db, table, p.db.emulatesFieldTtl);
@@ -125,23 +165,31 @@ export async function runPipeline(p: Principal, commands: Arg[][]): Promise<Repl
   for (let from = 0; from < commands.length; from += SLICE) {
     const toSend: Arg[][] = [];
     const sendIndex: number[] = [];
+    let watched: Set<number> | undefined;
     for (let i = from; i < Math.min(from + SLICE, commands.length); i++) {
       const argv = commands[i] as Arg[];
-      const refusal = refusalOf(argv, table, policy) ?? readOnlyFcallRefusal(p, argv);
-      const handler = refusal === undefined ? gatewayCommand(argv) : undefined;
+      const plain = isPlain(argv, table);
+      const refusal = plain
+        ? undefined
+        : (refusalOf(argv, table, policy) ?? readOnlyFcallRefusal(p, argv));
+      const handler = refusal === undefined && !plain ? gatewayCommand(argv) : undefined;
       const script = refusal === undefined && !handler ? emulated.rewrite(argv, i) : undefined;
       if (refusal !== undefined) replies[i] = errorReply(refusal);
       else if (handler) special.push([i, handler]);
       else if (script !== undefined && !Array.isArray(script)) replies[i] = script;
       else {
-        toSend.push(script ?? rewriteCommand(argv, p.db.aliases));
+        const out = script ?? rewriteCommand(argv, p.db.aliases);
+        // A plain command sent as it is is never a script call (ARGUMENT_STEPS).
+        if ((!plain || out !== argv) && isScriptCall(out))
+          (watched ??= new Set()).add(toSend.length);
+        toSend.push(out);
         sendIndex.push(i);
       }
     }
     if (toSend.length === 0) continue;
     sentAny = true;
-    const sent = await budget.exchange(pool, toSend);
-    sent.forEach((reply, j) => (replies[sendIndex[j] as number] = reply));
+    const sent = await budget.exchange(pool, toSend, watched ?? NONE_WATCHED);
+    for (let j = 0; j < sent.length; j++) replies[sendIndex[j] as number] = sent[j];
     // Per slice, so the next slices call scripts by SHA once Redis holds them.
     await emulated.settle(replies as Reply[], commands, pool);
   }
@@ -152,13 +200,13 @@ export async function runPipeline(p: Principal, commands: Arg[][]): Promise<Repl
 }
 
 /**
- * MULTI … EXEC on one exclusively held connection. Returns EXEC's per-command replies (runtime
- * errors stay per item); throws a 400 when the transaction is refused or Redis aborts it. The
- * queued commands go out a slice at a time; EXEC's reply counts against the reply budget whole.
+ * MULTI … EXEC (see runMultiExec for the connection it runs on). Returns EXEC's per-command
+ * replies (runtime errors stay per item); throws a 400 when the transaction is refused or Redis
+ * aborts it. EXEC's reply counts against the reply budget whole.
  */
 export async function runTransaction(p: Principal, commands: Arg[][]): Promise<Reply[]> {
   countCommands(p, commands.length);
-  const table = await p.db.commandTable();
+  const table = p.db.loadedTable ?? (await p.db.commandTable());
   const policy = { allowMigrate: p.db.allowMigrate };
   for (const argv of commands) {
     const refusal = isRestToken(argv)
@@ -186,7 +234,7 @@ export async function runTransaction(p: Principal, commands: Arg[][]): Promise<R
     return script ?? rewriteCommand(argv, p.db.aliases);
   });
   const pool = p.db.poolFor(p);
-  const replies = await runOnExclusive(p, pool, rewritten);
+  const replies = await runMultiExec(p, pool, rewritten);
   emulated.rename(replies, 1);
   const exec = replies[replies.length - 1] as Reply;
   if (exec.kind === "array") {
@@ -211,22 +259,28 @@ async function addTypesAfterExec(
   return items;
 }
 
-/** MULTI, the commands in slices, EXEC: every reply, MULTI's first and EXEC's last. */
-async function runOnExclusive(
-  p: Principal,
-  pool: RedisBackend,
-  commands: Arg[][],
-): Promise<Reply[]> {
-  const conn = await pool.acquire();
+/**
+ * MULTI, the commands, EXEC: every reply, MULTI's first and EXEC's last. On a single Redis, a
+ * transaction of up to SLICE commands goes out as one exchange on a shared pipelined connection:
+ * a connection writes each exchange's commands contiguously, so nothing of other requests can
+ * fall between MULTI and EXEC, and the connection is out of MULTI again once EXEC is read. A
+ * longer one is sent a slice at a time, so it takes an exclusive connection.
+ */
+async function runMultiExec(p: Principal, pool: RedisBackend, commands: Arg[][]): Promise<Reply[]> {
   const budget = new RequestReplies(p);
+  const scripts = commands.some(isScriptCall);
+  if (pool.sharedTransactions && commands.length <= SLICE) {
+    const all = [["MULTI"], ...commands, ["EXEC"]];
+    return budget.exchange(pool, all, scripts ? new Set([all.length - 1]) : NONE_WATCHED);
+  }
+  const conn = await pool.acquire();
   const replies: Reply[] = [];
   try {
     replies.push(await conn.send(["MULTI"]));
     for (let from = 0; from < commands.length; from += SLICE) {
       for (const r of await conn.sendMany(commands.slice(from, from + SLICE))) replies.push(r);
     }
-    const scripts = commands.some(isScriptCall);
-    const [exec] = await budget.exchange(conn, [["EXEC"]], new Set(scripts ? [0] : []));
+    const [exec] = await budget.exchange(conn, [["EXEC"]], scripts ? new Set([0]) : NONE_WATCHED);
     replies.push(exec as Reply);
   } catch (err) {
     pool.discard(conn);

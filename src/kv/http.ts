@@ -6,12 +6,12 @@ import { sendError, streamBody } from "../shared/http/respond.js";
 import { labelRequest } from "../shared/instrument.js";
 import type { Logger } from "../shared/log.js";
 import { metrics } from "../shared/metrics.js";
-import { replyPieces, type Arg, type Reply } from "../shared/redis/resp.js";
+import { replyPieces, serializeReply, type Arg, type Reply } from "../shared/redis/resp.js";
 import type { Principal } from "./database.js";
 import type { DatabaseManager } from "./database-manager.js";
 import { runPipeline, runSingle, runTransaction } from "./execute.js";
 import { parseCommand, parseCommandList } from "./body-args.js";
-import { itemPieces } from "./reply.js";
+import { itemPieces, renderableAtOnce, renderItem } from "./reply.js";
 import { openStream, type StreamKind } from "./sse.js";
 import { parseUrl, type UrlParts } from "./url-args.js";
 
@@ -38,9 +38,12 @@ const PREFLIGHT = {
 };
 
 interface Format {
-  base64: boolean;
-  resp2: boolean;
+  readonly base64: boolean;
+  readonly resp2: boolean;
 }
+
+/** The format when the request names none (nearly every request). */
+const JSON_FORMAT: Format = { base64: false, resp2: false };
 
 export interface KvHttpOptions {
   manager: DatabaseManager;
@@ -57,7 +60,11 @@ export class KvHttpHandler {
   constructor(private readonly opts: KvHttpOptions) {}
 
   readonly handle = (req: IncomingMessage, res: ServerResponse): void => {
-    const headers = { ...CORS, "upstash-sync-token": `${this.syncPrefix}-${++this.syncCounter}` };
+    const headers = {
+      "access-control-allow-origin": CORS["access-control-allow-origin"],
+      "access-control-expose-headers": CORS["access-control-expose-headers"],
+      "upstash-sync-token": `${this.syncPrefix}-${++this.syncCounter}`,
+    };
     this.route(req, res, headers).catch((err: unknown) => {
       req.resume();
       sendError(res, err, this.opts.logger, closingIfUnread(req, headers));
@@ -158,14 +165,18 @@ function closingIfUnread(
 
 function tokenOf(req: IncomingMessage, url: UrlParts): string | undefined {
   const auth = req.headers.authorization;
-  if (auth !== undefined) {
-    const m = /^bearer\s+(\S+)\s*$/i.exec(auth);
-    return m ? m[1] : "";
-  }
-  return url.token;
+  if (auth === undefined) return url.token;
+  // The common spelling without a regex; anything else (other case, more spaces) with one.
+  if (auth.startsWith("Bearer ") && !/\s/.test(auth.slice(7)) && auth.length > 7)
+    return auth.slice(7);
+  const m = /^bearer\s+(\S+)\s*$/i.exec(auth);
+  return m ? m[1] : "";
 }
 
 function formatOf(req: IncomingMessage): Format {
+  const h = req.headers;
+  if (h["upstash-encoding"] === undefined && h["upstash-response-format"] === undefined)
+    return JSON_FORMAT;
   const encoding = headerValue(req, "upstash-encoding");
   const format = headerValue(req, "upstash-response-format");
   if (format !== undefined && format !== "json" && format !== "resp2") {
@@ -215,8 +226,11 @@ async function commandOf(url: UrlParts, body: Buffer | undefined): Promise<Arg[]
   return argv;
 }
 
-/** Replies are written with backpressure (streamBody): a slow reader costs the reply, no more. */
-function sendSingle(
+/**
+ * Replies are written with backpressure (streamBody): a slow reader costs the reply, no more.
+ * A small reply (renderableAtOnce) is rendered whole and sent with its headers in one write.
+ */
+async function sendSingle(
   res: ServerResponse,
   reply: Reply,
   format: Format,
@@ -224,19 +238,47 @@ function sendSingle(
   method: string,
 ): Promise<void> {
   const status = reply.kind === "error" ? 400 : 200;
+  if (method !== "HEAD" && renderableAtOnce(reply)) {
+    const body = format.resp2 ? serializeReply(reply) : renderItem(reply, format.base64);
+    return sendWhole(res, status, headers, format, body);
+  }
   const pieces = format.resp2 ? replyPieces(reply) : itemPieces(reply, format.base64);
   return streamBody(res, status, withType(headers, format), pieces, method === "HEAD");
 }
 
-function sendList(
+async function sendList(
   res: ServerResponse,
   replies: Reply[],
   format: Format,
   headers: Record<string, string>,
   method: string,
 ): Promise<void> {
+  if (method !== "HEAD" && renderableAtOnce({ kind: "array", value: replies })) {
+    const body = format.resp2
+      ? Buffer.concat(replies.map(serializeReply))
+      : `[${replies.map((r) => renderItem(r, format.base64)).join(",")}]`;
+    return sendWhole(res, 200, headers, format, body);
+  }
   const pieces = format.resp2 ? listBytes(replies) : listJson(replies, format.base64);
   return streamBody(res, 200, withType(headers, format), pieces, method === "HEAD");
+}
+
+/** Status, headers and a whole body in one go (a string body goes out in the headers' write). */
+function sendWhole(
+  res: ServerResponse,
+  status: number,
+  headers: Record<string, string>,
+  format: Format,
+  body: string | Buffer,
+): void {
+  const list: string[] = [];
+  for (const name in headers) list.push(name, headers[name] as string);
+  list.push("content-type", typeOf(format));
+  list.push(
+    "content-length",
+    String(typeof body === "string" ? Buffer.byteLength(body) : body.length),
+  );
+  res.writeHead(status, list).end(body);
 }
 
 function* listBytes(replies: Reply[]): Generator<Buffer> {
@@ -253,8 +295,9 @@ function* listJson(replies: Reply[], base64: boolean): Generator<string> {
 }
 
 function withType(headers: Record<string, string>, format: Format): Record<string, string> {
-  return {
-    ...headers,
-    "content-type": format.resp2 ? "application/octet-stream" : "application/json",
-  };
+  return { ...headers, "content-type": typeOf(format) };
+}
+
+function typeOf(format: Format): string {
+  return format.resp2 ? "application/octet-stream" : "application/json";
 }

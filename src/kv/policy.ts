@@ -147,6 +147,21 @@ export function refusalOf(
   return serverRefusal(name, argv, table) ?? subcommandRefusal(name, argv);
 }
 
+/** Commands whose refusal (or not) depends on their arguments, beside those with subcommands. */
+const READS_ARGUMENTS = new Set(["xread", "xreadgroup", "config", "acl", "migrate"]);
+
+/**
+ * Whether `refusalOf` lets this command through whatever its arguments and the policy options:
+ * a command the backend knows, with no subcommands, that no rule refuses or reads the arguments
+ * of. `name` is lower-case. Callers cache the answer per name (it scans the table).
+ */
+export function neverRefused(name: string, table: CommandTable): boolean {
+  if (!table.has(name) || READS_ARGUMENTS.has(name)) return false;
+  const container = `${name}|`;
+  for (const key of table.keys()) if (key.startsWith(container)) return false;
+  return refusalOf([name], table) === undefined;
+}
+
 /** Refusals derived from `admin` / `no_multi` flags, and the mode-changing subcommands. */
 function serverRefusal(
   name: string,

@@ -50,6 +50,30 @@ export function renderItem(reply: Reply, base64: boolean): string {
 const PIECE = 48 * 1024;
 
 /**
+ * Whether a reply is small enough to render in one piece: its strings add up to at most PIECE
+ * bytes (each element counting one more). Looks at no more of a large reply than that.
+ */
+export function renderableAtOnce(reply: Reply): boolean {
+  return bytesLeft(reply, PIECE) >= 0;
+}
+
+function bytesLeft(reply: Reply, left: number): number {
+  switch (reply.kind) {
+    case "simple":
+    case "bulk":
+    case "error":
+      return left - 1 - reply.value.length;
+    case "array":
+      left--;
+      for (let i = 0; i < reply.value.length && left >= 0; i++)
+        left = bytesLeft(reply.value[i] as Reply, left);
+      return left;
+    default:
+      return left - 1;
+  }
+}
+
+/**
  * `renderValue` piece by piece, for replies written with backpressure: a long string comes out in
  * slices (base64 of 3-byte-aligned slices, or UTF-8 decoded across slice boundaries), so no piece
  * is much longer than PIECE and the whole text never exists at once. Joined, the pieces equal

@@ -1,11 +1,4 @@
-import {
-  createCipheriv,
-  createDecipheriv,
-  createHash,
-  createHmac,
-  randomBytes,
-  timingSafeEqual,
-} from "node:crypto";
+import { createCipheriv, createDecipheriv, createHmac, randomBytes } from "node:crypto";
 
 /**
  * Token derivation for KV databases. Standard and read-only tokens are HMACs of the database
@@ -62,18 +55,6 @@ export function openAclToken(dbPassword: string, token: string): AclCredentials 
 
 export function isAclToken(token: string): boolean {
   return token.startsWith(ACL_PREFIX);
-}
-
-/** Digest used as a map key, so lookups never branch on the secret's own bytes. */
-export function tokenDigest(token: string): string {
-  return createHash("sha256").update(token).digest("base64");
-}
-
-/** Constant-time equality of two tokens. */
-export function sameToken(a: string, b: string): boolean {
-  const x = Buffer.from(a);
-  const y = Buffer.from(b);
-  return x.length === y.length && timingSafeEqual(x, y);
 }
 
 /** Password of the `default_ro` ACL user, derived from the backend's own credentials. */

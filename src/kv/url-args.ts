@@ -1,3 +1,5 @@
+import type { Arg } from "../shared/redis/resp.js";
+
 /**
  * The command-in-the-path form: `/set/foo/bar?EX=100`.
  *
@@ -8,20 +10,25 @@
  *   trailing slash is ignored; empty segments in between are empty-string arguments;
  * - query fields are form-decoded (`+` is a space) and append `name`, then `value` if it has one;
  *   `_token` is authentication and never an argument.
+ *
+ * Arguments that needed no decoding stay strings (encoded to the same UTF-8 bytes later).
  */
 export interface UrlParts {
-  segments: Buffer[];
-  query: Buffer[];
+  segments: Arg[];
+  query: Arg[];
   token: string | undefined;
 }
 
 export function parseUrl(rawUrl: string): UrlParts {
+  if (rawUrl === "/") return { segments: [], query: [], token: undefined };
   const q = rawUrl.indexOf("?");
   const rawPath = q < 0 ? rawUrl : rawUrl.slice(0, q);
-  const pieces = rawPath.replace(/^\/+/, "").split("/");
+  let from = 0;
+  while (rawPath.charCodeAt(from) === 0x2f) from++;
+  const pieces = rawPath.slice(from).split("/");
   if (pieces.length > 0 && pieces[pieces.length - 1] === "") pieces.pop();
   const parts: UrlParts = {
-    segments: pieces.map((p) => percentDecode(p, false)),
+    segments: pieces.map((p) => decodeArg(p, false)),
     query: [],
     token: undefined,
   };
@@ -33,19 +40,28 @@ function readQuery(query: string, parts: UrlParts): void {
   for (const field of query.split("&")) {
     if (field === "") continue;
     const eq = field.indexOf("=");
-    const name = percentDecode(eq < 0 ? field : field.slice(0, eq), true);
+    const name = decodeArg(eq < 0 ? field : field.slice(0, eq), true);
     if (name.toString() === "_token") {
       parts.token = percentDecode(field.slice(eq + 1), true).toString();
       continue;
     }
     parts.query.push(name);
-    if (eq >= 0) parts.query.push(percentDecode(field.slice(eq + 1), true));
+    if (eq >= 0) parts.query.push(decodeArg(field.slice(eq + 1), true));
   }
+}
+
+/** `percentDecode`, or the text itself when it holds nothing to decode. */
+function decodeArg(text: string, form: boolean): Arg {
+  return needsDecoding(text, form) ? percentDecode(text, form) : text;
+}
+
+function needsDecoding(text: string, form: boolean): boolean {
+  return text.includes("%") || (form && text.includes("+"));
 }
 
 /** Percent-decodes to raw bytes (invalid escapes stay literal); `form` also maps `+` to space. */
 export function percentDecode(text: string, form: boolean): Buffer {
-  if (!text.includes("%") && !(form && text.includes("+"))) return Buffer.from(text);
+  if (!needsDecoding(text, form)) return Buffer.from(text);
   const src = Buffer.from(text);
   const out = Buffer.alloc(src.length);
   let n = 0;

@@ -13,6 +13,12 @@ export interface RedisBackend {
   exchange(commands: readonly (readonly Arg[])[], opts: ExchangeOptions): Promise<Exchange>;
   /** A connection only the caller uses; give it back with `release` or `discard`. */
   acquire(): Promise<ExclusiveConnection>;
+  /**
+   * True when `exchange` writes one call's commands contiguously on one connection, so a short
+   * MULTI … EXEC may go through it instead of an exclusive connection (a single Redis; not a
+   * cluster, whose exchange splits commands by node).
+   */
+  readonly sharedTransactions?: boolean;
   release(conn: ExclusiveConnection): void;
   discard(conn: ExclusiveConnection): void;
   close(): Promise<void>;

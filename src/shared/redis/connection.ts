@@ -1,7 +1,7 @@
 import net from "node:net";
 import tls from "node:tls";
 import { AppError, messageOf } from "../errors.js";
-import { encodeCommand, encodeCommands, RespParser, type Arg, type Reply } from "./resp.js";
+import { encodeCommands, RespParser, type Arg, type Reply } from "./resp.js";
 
 /**
  * Where a Redis server is and how to log in. Built from a URL by `parseRedisUrl`:
@@ -112,10 +112,13 @@ export class RedisConnection {
   private pushHandler: ((reply: Reply) => void) | undefined;
   private closedError: Error | undefined;
   private readonly closeListeners: ((err: Error) => void)[] = [];
-  private outbox: Buffer[] = [];
+  /** Commands written since the last flush, encoded together when it runs. */
+  private outbox: (readonly Arg[])[] = [];
   private flushScheduled = false;
   /** When the next owed reply became the next one (a reply arrived, or a write to an idle link). */
   private waitingSince = 0;
+  /** When the chunk being parsed arrived (one clock read per chunk, not per reply). */
+  private readAt = 0;
   private stallReported = false;
   private timer: NodeJS.Timeout | undefined;
 
@@ -128,6 +131,7 @@ export class RedisConnection {
       () => this.budgetLeft(),
     );
     socket.on("data", (chunk: Buffer) => {
+      this.readAt = Date.now();
       try {
         parser.feed(chunk);
       } catch (err) {
@@ -172,6 +176,11 @@ export class RedisConnection {
     return this.closedError === undefined;
   }
 
+  /** Whether written commands wait for this turn's flush (see `write`). */
+  get writePending(): boolean {
+    return this.flushScheduled;
+  }
+
   /** Calls still waiting for replies. */
   get inFlight(): number {
     return this.queue.length - this.head;
@@ -197,20 +206,18 @@ export class RedisConnection {
         expected: commands.length,
         bytes: 0,
         budget: opts.maxReplyBytes ?? Infinity,
-        lastWatched: Math.max(-1, ...(opts.watched ?? [])),
+        lastWatched: lastOf(opts.watched),
         resolve,
         reject,
       });
-      this.write(
-        commands.length === 1 ? encodeCommand(commands[0] ?? []) : encodeCommands(commands),
-      );
+      this.write(commands);
       this.armTimer();
     });
   }
 
   /** Writes a command whose replies will arrive through the push handler. */
   sendNoReply(args: readonly Arg[]): void {
-    if (!this.closedError) this.write(encodeCommand(args));
+    if (!this.closedError) this.write([args]);
   }
 
   setPushHandler(handler: (reply: Reply) => void): void {
@@ -228,11 +235,12 @@ export class RedisConnection {
   }
 
   /**
-   * Queues bytes and flushes them in one socket write after this round of I/O callbacks
-   * (setImmediate), so commands from many concurrent HTTP requests share one syscall.
+   * Queues commands and flushes them, encoded into one buffer, in one socket write after this
+   * round of I/O callbacks (setImmediate), so commands from many concurrent HTTP requests share
+   * one allocation and one syscall.
    */
-  private write(bytes: Buffer): void {
-    this.outbox.push(bytes);
+  private write(commands: readonly (readonly Arg[])[]): void {
+    for (const command of commands) this.outbox.push(command);
     if (this.flushScheduled) return;
     this.flushScheduled = true;
     setImmediate(this.flush);
@@ -242,8 +250,12 @@ export class RedisConnection {
     this.flushScheduled = false;
     const out = this.outbox;
     this.outbox = [];
-    if (!this.closedError && out.length > 0) {
-      this.socket.write(out.length === 1 ? (out[0] as Buffer) : Buffer.concat(out));
+    if (this.closedError || out.length === 0) return;
+    try {
+      this.socket.write(encodeCommands(out));
+    } catch (err) {
+      // Only a caller bypassing the types (an argument neither string nor Buffer) gets here.
+      this.fail(new Error(`cannot encode a command: ${messageOf(err)}`));
     }
   };
 
@@ -258,7 +270,7 @@ export class RedisConnection {
       this.pushHandler?.(reply);
       return;
     }
-    this.nextReplyOwed();
+    this.nextReplyOwed(this.readAt);
     batch.bytes += cost;
     batch.replies.push(reply);
     if (batch.replies.length < batch.expected) return this.armTimer();
@@ -274,8 +286,8 @@ export class RedisConnection {
     if (this.inFlight > 0) this.armTimer();
   }
 
-  private nextReplyOwed(): void {
-    this.waitingSince = Date.now();
+  private nextReplyOwed(now = Date.now()): void {
+    this.waitingSince = now;
     this.stallReported = false;
   }
 
@@ -330,6 +342,13 @@ export class RedisConnection {
     for (const batch of waiting) batch?.reject(error);
     for (const listener of this.closeListeners) listener(err);
   }
+}
+
+/** The largest index in `watched`, -1 for none. */
+function lastOf(watched: ReadonlySet<number> | undefined): number {
+  let last = -1;
+  if (watched) for (const i of watched) if (i > last) last = i;
+  return last;
 }
 
 /** Redis answered AUTH or SELECT with an error: wrong credentials, missing ACL user, bad db. */

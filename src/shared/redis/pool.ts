@@ -22,13 +22,23 @@ export interface PoolOptions {
 }
 
 /**
- * A fixed set of shared connections used round-robin with pipelining (many requests in flight
- * on each), plus exclusive connections for work that changes connection state (transactions,
+ * A fixed set of shared connections used with pipelining (many requests in flight on each), plus
+ * exclusive connections for work that changes connection state (long transactions,
  * subscriptions, MONITOR). Dead connections are replaced on the next use, so the pool recovers by
  * itself when Redis comes back.
+ *
+ * The shared connections take turns by event-loop turn, not by call: while one has a write
+ * pending (its flush runs at the end of the turn), every call goes to it, so the commands of all
+ * requests that arrived together leave in one write and their replies come back in one read. The
+ * next turn's calls go to the next connection, so a large reply on one holds up only its turn.
  */
 export class RedisPool {
+  /** A short MULTI … EXEC may go through `exchange` (see RedisBackend). */
+  readonly sharedTransactions = true;
   private readonly slots: (Promise<RedisConnection> | undefined)[];
+  /** The connection of each slot once open, to be used without waiting on the promise. */
+  private readonly ready: (RedisConnection | undefined)[];
+  private current = 0;
   private readonly idleExclusive: RedisConnection[] = [];
   private readonly exclusive = new Set<RedisConnection>();
   private next = 0;
@@ -41,19 +51,22 @@ export class RedisPool {
     private readonly options: PoolOptions,
   ) {
     this.slots = new Array<Promise<RedisConnection> | undefined>(Math.max(1, options.size));
+    this.ready = new Array<RedisConnection | undefined>(this.slots.length);
   }
 
   async exec(args: readonly Arg[]): Promise<Reply> {
-    return (await this.shared()).send(args);
+    return (this.readyShared() ?? (await this.shared())).send(args);
   }
 
   async execMany(commands: readonly (readonly Arg[])[]): Promise<Reply[]> {
-    return (await this.shared()).sendMany(commands);
+    return (this.readyShared() ?? (await this.shared())).sendMany(commands);
   }
 
   /** `execMany` with a reply budget and stall watch (see RedisConnection.exchange). */
-  async exchange(commands: readonly (readonly Arg[])[], opts: ExchangeOptions): Promise<Exchange> {
-    return (await this.shared()).exchange(commands, opts);
+  exchange(commands: readonly (readonly Arg[])[], opts: ExchangeOptions): Promise<Exchange> {
+    const conn = this.readyShared();
+    if (conn) return conn.exchange(commands, opts);
+    return this.shared().then((c) => c.exchange(commands, opts));
   }
 
   /** A connection only the caller uses; give it back with `release` or `discard`. */
@@ -83,6 +96,7 @@ export class RedisPool {
 
   async close(): Promise<void> {
     this.closed = true;
+    this.ready.fill(undefined);
     const open = await Promise.allSettled(this.slots.filter((s) => s !== undefined));
     for (const r of open) if (r.status === "fulfilled") r.value.destroy();
     for (const conn of [...this.idleExclusive, ...this.exclusive]) conn.destroy();
@@ -90,8 +104,24 @@ export class RedisPool {
     this.exclusive.clear();
   }
 
+  /**
+   * The shared connection to use now, when it is open and alive: the one with a write pending in
+   * this turn, else the next in turn. Undefined when that one must be (re)opened: then `shared()`
+   * does it for the same slot.
+   */
+  private readyShared(): RedisConnection | undefined {
+    const pending = this.ready[this.current];
+    if (pending?.alive && pending.writePending) return pending;
+    this.current = this.next;
+    const conn = this.ready[this.current];
+    if (!conn?.alive) return undefined;
+    this.next = (this.current + 1) % this.slots.length;
+    return conn;
+  }
+
+  /** The connection of the slot `readyShared` chose, opened or replaced as needed. */
   private shared(): Promise<RedisConnection> {
-    const index = this.next;
+    const index = this.current;
     this.next = (index + 1) % this.slots.length;
     const slot = this.slots[index];
     if (!slot) return this.fillSlot(index);
@@ -111,9 +141,15 @@ export class RedisPool {
   private fillSlot(index: number): Promise<RedisConnection> {
     const pending = this.connect();
     this.slots[index] = pending;
-    pending.catch(() => {
-      if (this.slots[index] === pending) this.slots[index] = undefined;
-    });
+    this.ready[index] = undefined;
+    pending.then(
+      (conn) => {
+        if (this.slots[index] === pending) this.ready[index] = conn;
+      },
+      () => {
+        if (this.slots[index] === pending) this.slots[index] = undefined;
+      },
+    );
     return pending;
   }
 

@@ -18,6 +18,7 @@ export type Arg = string | Buffer;
 
 const CRLF = "\r\n";
 const CR = 13;
+const LF = 10;
 
 /** Encodes one command as a RESP array of bulk strings. */
 export function encodeCommand(args: readonly Arg[]): Buffer {
@@ -25,28 +26,71 @@ export function encodeCommand(args: readonly Arg[]): Buffer {
 }
 
 /**
- * Encodes commands as consecutive RESP arrays in one buffer. String arguments are joined into
- * one text and converted once (a pipeline of 100 GETs is one conversion, not 100); Buffer
- * arguments are copied in as they are.
+ * Encodes commands as consecutive RESP arrays in one buffer. Commands of string arguments only
+ * (the usual case) are joined into one text and converted once; with any Buffer argument, see
+ * `encodeWithBuffers`.
  */
 export function encodeCommands(commands: readonly (readonly Arg[])[]): Buffer {
   let text = "";
-  let parts: Buffer[] | undefined;
   for (const args of commands) {
     text += `*${args.length}${CRLF}`;
     for (const arg of args) {
-      if (typeof arg === "string") {
-        text += `$${Buffer.byteLength(arg)}${CRLF}${arg}${CRLF}`;
-        continue;
-      }
-      parts ??= [];
-      parts.push(Buffer.from(`${text}$${arg.length}${CRLF}`), arg);
-      text = CRLF;
+      if (typeof arg !== "string") return encodeWithBuffers(commands);
+      text += `$${Buffer.byteLength(arg)}${CRLF}${arg}${CRLF}`;
     }
   }
-  if (!parts) return Buffer.from(text);
-  parts.push(Buffer.from(text));
-  return Buffer.concat(parts);
+  return Buffer.from(text);
+}
+
+/**
+ * Encodes into one buffer of the exact size: a first pass adds up the lengths, the second writes
+ * headers digit by digit and copies the arguments in, with no intermediate buffers.
+ */
+function encodeWithBuffers(commands: readonly (readonly Arg[])[]): Buffer {
+  let size = 0;
+  for (const args of commands) {
+    size += 3 + digitCount(args.length);
+    for (const arg of args) {
+      const n = typeof arg === "string" ? Buffer.byteLength(arg) : arg.length;
+      size += 5 + digitCount(n) + n;
+    }
+  }
+  const out = Buffer.allocUnsafe(size);
+  let at = 0;
+  for (const args of commands) {
+    out[at++] = 0x2a; // *
+    at = writeDigits(out, at, args.length);
+    for (const arg of args) {
+      const n = typeof arg === "string" ? Buffer.byteLength(arg) : arg.length;
+      out[at++] = 0x24; // $
+      at = writeDigits(out, at, n);
+      at += typeof arg === "string" ? out.write(arg, at, n, "utf8") : arg.copy(out, at);
+      out[at++] = CR;
+      out[at++] = LF;
+    }
+  }
+  return out;
+}
+
+function digitCount(n: number): number {
+  let count = 1;
+  while (n >= 10) {
+    n = Math.floor(n / 10);
+    count++;
+  }
+  return count;
+}
+
+/** Writes `n` in decimal and CRLF at `at`; returns the position after them. */
+function writeDigits(out: Buffer, at: number, n: number): number {
+  const end = at + digitCount(n);
+  for (let i = end - 1; i >= at; i--) {
+    out[i] = 0x30 + (n % 10);
+    n = Math.floor(n / 10);
+  }
+  out[end] = CR;
+  out[end + 1] = LF;
+  return end + 2;
 }
 
 /** The exact RESP2 bytes of a parsed reply. */
@@ -169,17 +213,16 @@ export class RespParser {
       if (lineEnd < 0 || lineEnd + 1 >= buf.length) return;
       if (this.stack.length === 0 && this.cost === 0) this.limit = this.limitOf();
       const type = buf[start];
-      const line = buf.subarray(start + 1, lineEnd);
       const lineCost = lineEnd + 2 - start + ELEMENT_OVERHEAD_BYTES;
       let reply: Reply;
       if (type === 0x2b /* + */) {
-        reply = { kind: "simple", value: line };
+        reply = { kind: "simple", value: buf.subarray(start + 1, lineEnd) };
       } else if (type === 0x2d /* - */) {
-        reply = { kind: "error", value: line.toString("utf8") };
+        reply = { kind: "error", value: buf.toString("utf8", start + 1, lineEnd) };
       } else if (type === 0x3a /* : */) {
-        reply = { kind: "int", value: line.toString("latin1") };
+        reply = { kind: "int", value: buf.toString("latin1", start + 1, lineEnd) };
       } else if (type === 0x24 /* $ */) {
-        const len = Number(line.toString("latin1"));
+        const len = parseLength(buf, start + 1, lineEnd);
         if (len < 0) {
           reply = { kind: "nil", array: false };
         } else {
@@ -202,7 +245,7 @@ export class RespParser {
           continue;
         }
       } else if (type === 0x2a /* * */) {
-        const len = Number(line.toString("latin1"));
+        const len = parseLength(buf, start + 1, lineEnd);
         this.pos = lineEnd + 2;
         this.addCost(lineCost);
         if (len > 0) {
@@ -266,3 +309,16 @@ export class RespParser {
 }
 
 const DROPPED: Reply = { kind: "nil", array: false };
+
+/** The length in a `$` or `*` header line: decimal digits, or -1 for nil. */
+function parseLength(buf: Buffer, from: number, to: number): number {
+  if (buf[from] === 0x2d /* - */) return -1;
+  let n = 0;
+  for (let i = from; i < to; i++) {
+    const d = (buf[i] as number) - 0x30;
+    if (d < 0 || d > 9 || i - from > 15) throw new Error("protocol error: bad length in reply");
+    n = n * 10 + d;
+  }
+  if (to === from) throw new Error("protocol error: empty length in reply");
+  return n;
+}
