@@ -1,4 +1,5 @@
 import { Gauge, Registry } from "prom-client";
+import { readQueueDepth, replyInt } from "../queue/store/depth.js";
 import { queueKeys as K } from "../queue/store/keys.js";
 import type { RedisPool } from "../shared/redis/pool.js";
 import type { Reply } from "../shared/redis/resp.js";
@@ -62,19 +63,17 @@ interface Gauges {
 
 async function collect(pool: RedisPool, g: Gauges): Promise<void> {
   for (const gauge of [g.messages, g.dlq, g.fifo, g.flowWaiting]) gauge.reset();
-  const now = String(Date.now());
-  const [ready, delayed, inFlight, dead, queues, fcKeys] = await pool.execMany([
-    ["ZCOUNT", K.due, "-inf", now],
-    ["ZCOUNT", K.due, `(${now}`, "+inf"],
-    ["ZCARD", K.active],
-    ["ZCARD", K.dlq],
-    ["SMEMBERS", K.queues],
-    ["SMEMBERS", K.flowControlKeys],
+  const [depth, [queues, fcKeys]] = await Promise.all([
+    readQueueDepth(pool),
+    pool.execMany([
+      ["SMEMBERS", K.queues],
+      ["SMEMBERS", K.flowControlKeys],
+    ]),
   ]);
-  g.messages.set({ state: "ready" }, int(ready));
-  g.messages.set({ state: "delayed" }, int(delayed));
-  g.messages.set({ state: "in_flight" }, int(inFlight));
-  g.dlq.set(int(dead));
+  g.messages.set({ state: "ready" }, depth.ready);
+  g.messages.set({ state: "delayed" }, depth.delayed);
+  g.messages.set({ state: "in_flight" }, depth.inFlight);
+  g.dlq.set(depth.dlq);
   const names = texts(queues);
   const keys = texts(fcKeys);
   const counts = await pool.execMany([
@@ -85,14 +84,10 @@ async function collect(pool: RedisPool, g: Gauges): Promise<void> {
     ...keys.map((k) => ["LLEN", K.flowControlWait(k)]),
   ]);
   names.forEach((queue, i) => {
-    g.fifo.set({ queue, state: "waiting" }, int(counts[2 * i]));
-    g.fifo.set({ queue, state: "in_flight" }, int(counts[2 * i + 1]));
+    g.fifo.set({ queue, state: "waiting" }, replyInt(counts[2 * i]));
+    g.fifo.set({ queue, state: "in_flight" }, replyInt(counts[2 * i + 1]));
   });
-  g.flowWaiting.set(counts.slice(2 * names.length).reduce((sum, r) => sum + int(r), 0));
-}
-
-function int(reply: Reply | undefined): number {
-  return reply?.kind === "int" ? Number(reply.value) : 0;
+  g.flowWaiting.set(counts.slice(2 * names.length).reduce((sum, r) => sum + replyInt(r), 0));
 }
 
 function texts(reply: Reply | undefined): string[] {

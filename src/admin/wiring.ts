@@ -3,7 +3,7 @@ import { readRegistry } from "../kv/registry.js";
 import type { KvService } from "../kv/service.js";
 import type { QueueService } from "../queue/service.js";
 import type { Logger } from "../shared/log.js";
-import { queueDepthReader } from "./console/depth.js";
+import { readQueueDepth } from "../queue/store/depth.js";
 import { createConsoleHandler } from "./console/handler.js";
 import { queueGaugeRegistry } from "./queue-gauges.js";
 import { checkReadiness } from "./readiness.js";
@@ -32,7 +32,7 @@ function consoleFor(config: Config, kv: KvService, queue: QueueService, logger: 
     kvUrl: kv.url,
     databases: () => kv.databases(),
     consoleToken: config.consoleToken,
-    queueDepth: queueDepthReader(queue.pool),
+    queueDepth: () => readQueueDepth(queue.pool),
     sessionTtlMs: config.consoleSessionTtlMs,
     logger: logger.child("console"),
   });

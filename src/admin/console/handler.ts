@@ -13,7 +13,7 @@ import {
   sessionCookie,
   sessionIdOf,
 } from "./auth.js";
-import type { QueueDepth } from "./depth.js";
+import type { QueueDepth } from "../../queue/store/depth.js";
 import { readKey, scanKeys } from "./kv-browse.js";
 import { SessionStore } from "./sessions.js";
 import { summarize } from "./summary.js";

@@ -1,5 +1,5 @@
 import type { DatabaseCredentials } from "../../kv/database-manager.js";
-import type { QueueDepth } from "./depth.js";
+import type { QueueDepth } from "../../queue/store/depth.js";
 import { callApi, kvCommands, resultOf } from "./upstream.js";
 
 /** The live counts the console polls every few seconds; null where a source did not answer. */
