@@ -1,4 +1,6 @@
 import type { Reply } from "../../shared/redis/resp.js";
+import type { Headers } from "../domain/message.js";
+import { bodyFields, redactHeaders } from "../domain/render.js";
 import type { Handler, QueueContext } from "../routes/context.js";
 import { countParam, reply } from "../routes/util.js";
 import type { StoredMessage } from "../store/message-store.js";
@@ -119,11 +121,12 @@ function parseStep(b64: string): Json {
 
 /**
  * A completed step: the entry's step fields with what its message recorded when it joined the
- * run (the run's trigger configuration for entries recorded without it).
+ * run (the run's trigger configuration for entries recorded without it), redacted as the
+ * trigger's `Upstash-Redact-Fields` asked.
  */
 function stepLog(run: RunRecord, e: StepEntry, step: Json, infos: Map<string, StepInfo>): Json {
   const info = infos.get(e.messageId);
-  return {
+  return redacted(run, {
     ...step,
     messageId: e.messageId,
     callType: e.callType,
@@ -132,7 +135,32 @@ function stepLog(run: RunRecord, e: StepEntry, step: Json, infos: Map<string, St
     retries: info?.retries ?? run.config.maxRetries,
     ...retryDelay(info ? info.retryDelay : run.config.retryDelayExpression),
     headers: info?.headers ?? run.config.header,
-  };
+  });
+}
+
+/**
+ * A step log with the run's redaction applied (docs/workflow.md §12): `body` hides what the
+ * steps carried (`out`, a call's body), header redaction the named or all headers the step
+ * and its call sent, as `REDACTED:<sha256 hex>` like the queue's own logs.
+ */
+function redacted(run: RunRecord, log: Json): Json {
+  const r = run.config.redact;
+  if (!r) return log;
+  const out: Json = { ...log };
+  for (const name of ["out", "callBody"]) {
+    const value = out[name];
+    if (!r.body || value === undefined) continue;
+    const text = typeof value === "string" ? value : JSON.stringify(value);
+    out[name] = bodyFields(Buffer.from(text), true, name)[name];
+  }
+  for (const name of ["headers", "callHeaders"]) {
+    const value = out[name];
+    if (typeof value !== "object" || value === null) continue;
+    // A call's headers come as the SDK wrote them: values may be strings or arrays.
+    const lists = Object.entries(value as Json).map(([k, v]) => [k, [v].flat().map(String)]);
+    out[name] = redactHeaders(Object.fromEntries(lists) as Headers, r);
+  }
+  return out;
 }
 
 const retryDelay = (expression: string | undefined) =>
