@@ -84,6 +84,8 @@ export interface WorkflowTag {
   callType: string;
   /** On a wait's timeout message: the event waited for (docs/workflow.md §8). */
   waitFor?: string | undefined;
+  /** On the trigger message of a run started by POST /v2/trigger (docs/workflow.md §14). */
+  restTrigger?: true | undefined;
 }
 
 /** The response of the last attempt, kept for callbacks, logs and the DLQ. */

@@ -5,7 +5,13 @@ import { isSuccess } from "../domain/retry-policy.js";
 import type { Claimed, NewMessage, Outcome } from "../store/message-store.js";
 import type { QueueContext } from "../routes/context.js";
 import { endRun } from "./lifecycle.js";
-import { NON_WORKFLOW_DESTINATION, OUT, PROTOCOL_VERSION } from "./protocol.js";
+import {
+  NON_WORKFLOW_DESTINATION,
+  OUT,
+  PROTOCOL_VERSION,
+  REST_TRIGGER_NEEDS_V1,
+  SDK_VERSION_HEADER,
+} from "./protocol.js";
 import { stepEntry, type FailureOutcome, type RunRecord } from "./run.js";
 import { recordStepError } from "./step-records.js";
 
@@ -38,12 +44,21 @@ export class WorkflowDelivery implements DeliveryHooks {
     return { body, header };
   }
 
-  /** A 2xx from an endpoint that is not a workflow endpoint fails the run (§5). */
+  /**
+   * A 2xx from an endpoint that is not a workflow endpoint fails the run (§5), and so does a
+   * REST-triggered run's first answer from an SDK older than 1.0 (§14).
+   */
   review(c: Claimed, r: AttemptResult): AttemptResult {
-    if (c.meta.workflow?.callType !== "step" || !isSuccess(r)) return r;
-    if (r.header[OUT.sdkVersion] !== undefined) return r;
-    const header = { ...r.header, "Upstash-Nonretryable-Error": ["true"] };
-    return { ...r, status: 489, header, error: NON_WORKFLOW_DESTINATION };
+    const tag = c.meta.workflow;
+    if (tag?.callType !== "step" || !isSuccess(r)) return r;
+    const fail = (error: string): AttemptResult => {
+      const header = { ...r.header, "Upstash-Nonretryable-Error": ["true"] };
+      return { ...r, status: 489, header, error };
+    };
+    if (r.header[OUT.sdkVersion] === undefined) return fail(NON_WORKFLOW_DESTINATION);
+    const sdk = r.header[SDK_VERSION_HEADER]?.[0] ?? "";
+    if (tag.restTrigger && !/^v?[1-9]\d*\./.test(sdk)) return fail(REST_TRIGGER_NEEDS_V1);
+    return r;
   }
 
   async recorded(
@@ -162,7 +177,8 @@ export class WorkflowDelivery implements DeliveryHooks {
 function failureText(r: AttemptResult): string {
   try {
     const v = JSON.parse(r.body.toString("utf8")) as { message?: unknown };
-    if (typeof v.message === "string" && r.error !== NON_WORKFLOW_DESTINATION) return v.message;
+    const ours = r.error === NON_WORKFLOW_DESTINATION || r.error === REST_TRIGGER_NEEDS_V1;
+    if (typeof v.message === "string" && !ours) return v.message;
   } catch {
     // Not the SDK's JSON error body.
   }

@@ -48,6 +48,7 @@ interface Parsed {
 export async function produceWorkflow(
   ctx: QueueContext,
   subs: readonly Submission[],
+  how: { restTrigger?: boolean } = {},
 ): Promise<ProduceResult[]> {
   const now = Date.now();
   const parsed = subs.map((s) => parse(ctx, s, now));
@@ -55,7 +56,7 @@ export async function produceWorkflow(
   const later = new Map<string, { index: number; append: Append; dueAt: number }[]>();
   for (const p of parsed) {
     if (p.cfg.get(IN.init) === "true") {
-      results.push(await startRun(ctx, p, now));
+      results.push(await startRun(ctx, p, now, how.restTrigger === true));
       continue;
     }
     const item = await laterMessage(ctx, p);
@@ -111,10 +112,23 @@ function limitsAre412<T>(later: boolean, fn: () => T): T {
   }
 }
 
-async function startRun(ctx: QueueContext, p: Parsed, now: number): Promise<ProduceResult> {
+/**
+ * Starts run R with its trigger message. `restTrigger` (POST /v2/trigger) tags the trigger
+ * message so that its delivery checks the endpoint's SDK version (docs/workflow.md §14).
+ */
+async function startRun(
+  ctx: QueueContext,
+  p: Parsed,
+  now: number,
+  restTrigger: boolean,
+): Promise<ProduceResult> {
   const invoke = p.cfg.get(IN.invoke) === "true" ? parseInvoke(p.sub.body) : undefined;
   const payload = invoke ? invoke.body : p.sub.body;
-  const tag: WorkflowTag = { runId: p.runId, callType: "step" };
+  const tag: WorkflowTag = {
+    runId: p.runId,
+    callType: "step",
+    ...(restTrigger && { restTrigger }),
+  };
   const meta: MessageMeta = { ...p.meta, workflow: tag };
   const url = p.cfg.get(IN.url) ?? p.sub.destination;
   const fields: Record<string, string | Buffer> = {

@@ -26,3 +26,9 @@ export type CallType = "step" | "toCallback" | "fromCallback" | "failureCall";
 
 export const NON_WORKFLOW_DESTINATION =
   "detected a non-workflow destination for trigger/invoke. make sure you are sending the request to the correct endpoint";
+
+/** The response header carrying the SDK's own version (`v1.3.2`); checked for REST triggers. */
+export const SDK_VERSION_HEADER = "Upstash-Workflow-Sdk";
+
+export const REST_TRIGGER_NEEDS_V1 =
+  "trigger rest api is only usable with sdk versions after v1.0.0 major version";

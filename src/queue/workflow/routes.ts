@@ -9,6 +9,7 @@ import { listRunLogs } from "./logs.js";
 import * as manage from "./manage.js";
 import * as recover from "./recover.js";
 import { produceWorkflow } from "./produce.js";
+import { triggerRun } from "./trigger.js";
 
 /** POST /v2/publish/{url} carrying a workflow run id (docs/workflow.md §4, §5). */
 export async function publishWorkflow(ctx: QueueContext, r: QueueRequest): Promise<void> {
@@ -60,6 +61,7 @@ export const deleteRun: Handler = async (ctx, r) => {
 
 /** Route table entries of the workflow API, merged into routes/router.ts. */
 export const WORKFLOW_ROUTES: [string, Handler][] = [
+  ["POST trigger **", triggerRun],
   ["GET workflows runs *", getRunSteps],
   ["DELETE workflows runs *", deleteRun],
   ["DELETE workflows runs", manage.cancelRuns],

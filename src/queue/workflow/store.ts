@@ -219,6 +219,13 @@ export class WorkflowStore {
     return { state, config: JSON.parse(config) as RunConfig };
   }
 
+  /** When the run was created (ms), undefined when unknown. */
+  async createdAt(runId: string): Promise<number | undefined> {
+    const reply = await this.pool.exec(["HGET", Q.workflowRun(runId), "createdAt"]);
+    const text = asText(checked(reply, "workflow run"));
+    return text === undefined ? undefined : Number(text);
+  }
+
   /** Step entries (JSON strings) of the run, in list order. */
   async entries(runId: string): Promise<string[]> {
     const reply = checked(
