@@ -23,6 +23,7 @@ import { SigningKeys } from "./store/signing-keys.js";
 import { TopicStore } from "./store/topic-store.js";
 import { QueueTokenWatch } from "./token-watch.js";
 import { WorkflowDelivery } from "./workflow/delivery.js";
+import { startRepair } from "./workflow/repair.js";
 import { MAX_RUN_ENTRIES, WorkflowStore } from "./workflow/store.js";
 
 export interface QueueService {
@@ -156,6 +157,7 @@ async function assemble(
   tokens.start();
   dispatcher.start();
   scheduler.start();
+  startRepair(ctx);
   const expiry = setInterval(() => {
     dlq.expire(Date.now() - config.queueDlqRetentionMs).catch((err: unknown) => {
       log.warn("dlq retention failed", { err: messageOf(err) });

@@ -12,6 +12,8 @@ import {
   REST_TRIGGER_NEEDS_V1,
   SDK_VERSION_HEADER,
 } from "./protocol.js";
+import { isRunEntry } from "./dlq.js";
+import { endUnfinishedFailure, failureText } from "./repair.js";
 import { stepEntry, type FailureOutcome, type RunRecord } from "./run.js";
 import { recordStepError } from "./step-records.js";
 
@@ -32,6 +34,7 @@ export class WorkflowDelivery implements DeliveryHooks {
       return "dropped";
     }
     if (tag.callType === "toCallback") return undefined;
+    if (tag.callType === "failureCall" && run.state === "RUN_STARTED") await this.failedFirst(c);
     if (tag.waitFor !== undefined && !(await this.timeoutWins(c, tag.waitFor))) {
       await this.drop(c);
       return "dropped";
@@ -116,6 +119,22 @@ export class WorkflowDelivery implements DeliveryHooks {
     return outcome === "released" || outcome === "again";
   }
 
+  /**
+   * A failure callback whose run is still active: the failure's own end of the run was cut off
+   * (a crash right after the failed message moved to the DLQ) or has not run yet. Either way the
+   * run ends as failed now, before the failure function hears of it (§7).
+   */
+  private async failedFirst(c: Claimed): Promise<void> {
+    let dlqId: unknown;
+    try {
+      dlqId = (JSON.parse(c.body.toString("utf8")) as { dlqId?: unknown }).dlqId;
+    } catch {
+      return;
+    }
+    const entry = typeof dlqId === "string" ? await this.ctx.dlq.get(dlqId) : undefined;
+    if (entry && isRunEntry(entry)) await endUnfinishedFailure(this.ctx, entry, c.meta.messageId);
+  }
+
   /** Finishes a claimed message of an ended run as CANCELED without sending it (§6). */
   private async drop(c: Claimed): Promise<void> {
     const now = Date.now();
@@ -171,18 +190,6 @@ export class WorkflowDelivery implements DeliveryHooks {
     const runId = c.meta.workflow?.runId ?? "";
     await this.ctx.workflows.setFields(runId, { failure: JSON.stringify(failure) });
   }
-}
-
-/** What the logs show as the failed step's error: the SDK's message, else the attempt's error. */
-function failureText(r: AttemptResult): string {
-  try {
-    const v = JSON.parse(r.body.toString("utf8")) as { message?: unknown };
-    const ours = r.error === NON_WORKFLOW_DESTINATION || r.error === REST_TRIGGER_NEEDS_V1;
-    if (typeof v.message === "string" && !ours) return v.message;
-  } catch {
-    // Not the SDK's JSON error body.
-  }
-  return r.error ?? r.body.toString("utf8");
 }
 
 /** The run's forwarded headers under the message's own (WF_TriggerOnConfig, §4). */

@@ -13,7 +13,7 @@ export interface RunEntry {
 }
 
 /** The DLQ entries that stand for failed runs: one per run (§7); calls and callbacks excluded. */
-const isRunEntry = (e: DlqEntry): boolean =>
+export const isRunEntry = (e: DlqEntry): boolean =>
   e.meta.workflow !== undefined &&
   (e.meta.workflow.callType === "step" || e.meta.workflow.callType === "fromCallback");
 

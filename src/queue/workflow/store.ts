@@ -219,6 +219,12 @@ export class WorkflowStore {
     return { state, config: JSON.parse(config) as RunConfig };
   }
 
+  /** True while `messageId` is one of the run's messages (until the run ends or restarts). */
+  async hasMessage(runId: string, messageId: string): Promise<boolean> {
+    const reply = await this.pool.exec(["SISMEMBER", Q.workflowMessages(runId), messageId]);
+    return asInt(checked(reply, "run messages")) === 1;
+  }
+
   /** When the run was created (ms), undefined when unknown. */
   async createdAt(runId: string): Promise<number | undefined> {
     const reply = await this.pool.exec(["HGET", Q.workflowRun(runId), "createdAt"]);
