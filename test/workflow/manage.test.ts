@@ -205,4 +205,58 @@ describe("cancel and logs", () => {
     });
     expect(canceled?.errors?.length).toBeGreaterThanOrEqual(retrying?.errors?.length ?? 0);
   });
+
+  it("bulk-cancels by path, by several exact URLs, by host with creation dates, and all", async () => {
+    const ran: string[] = [];
+    const urls = ["a", "b", "c", "d", "e"].map((x) => sleeper(`/hp/${x}`, 30, ran));
+    const ids = (await w.client.trigger(urls.map((url) => ({ url })))).map((t) => t.workflowRunId);
+    await eventually(() => expect(ran).toHaveLength(5));
+    const state = async (id: string) => (await w.client.logs({ workflowRunId: id })).runs[0];
+    expect(await w.client.cancel({ filter: { path: "/hp/a" } })).toEqual({ cancelled: 1 });
+    expect(
+      await w.client.cancel({ filter: { workflowUrl: [urls[1] ?? "", urls[2] ?? ""] } }),
+    ).toEqual({ cancelled: 2 });
+    const d = await state(ids[3] ?? "");
+    const at = d?.workflowRunCreatedAt ?? 0;
+    const host = new URL(w.app.url).hostname;
+    expect(
+      await w.client.cancel({ filter: { host, fromDate: at, toDate: at, path: "/hp/d" } }),
+    ).toEqual({ cancelled: 1 });
+    expect(await w.client.cancel({ filter: { host: "elsewhere.example" } })).toEqual({
+      cancelled: 0,
+    });
+    expect((await state(ids[4] ?? ""))?.workflowState).toBe("RUN_STARTED");
+    const all = await w.client.cancel({ all: true });
+    expect(all.cancelled).toBeGreaterThanOrEqual(1);
+    for (const id of ids) expect((await state(id))?.workflowState).toBe("RUN_CANCELED");
+    // The logs take the same host and path filters.
+    const byPath = await w.client.logs({ filter: { path: "/hp/e" } });
+    expect(byPath.runs.map((r) => r.workflowRunId)).toEqual([ids[4]]);
+  });
+
+  it("ends a run that calls context.cancel(): no later step runs", async () => {
+    const ran: string[] = [];
+    const url = w.app.route(
+      "/self-cancel",
+      serve(
+        async (context) => {
+          await context.run("first", () => ran.push("first"));
+          await context.cancel();
+          await context.run("never", () => ran.push("never"));
+        },
+        { env: w.env },
+      ).handler,
+    );
+    const { workflowRunId } = await w.client.trigger({ url });
+    await eventually(async () => {
+      const { runs } = await w.client.logs({ workflowRunId });
+      expect(runs[0]?.workflowState).toBe("RUN_CANCELED");
+    });
+    await eventually(() => {
+      const statuses = w.app.hitsOf("/self-cancel").map((h) => h.status);
+      expect(statuses).toEqual(statuses.map(() => 200));
+    });
+    expect(ran).toEqual(["first"]);
+    expect((await w.api(`/v2/workflows/runs/${workflowRunId}`)).status).toBe(404);
+  });
 });

@@ -127,4 +127,42 @@ describe("workflow step types", () => {
     await eventually(() => expect(woke).toBeGreaterThan(0), { timeoutMs: 10_000 });
     expect(woke - started).toBeGreaterThanOrEqual(900);
   });
+
+  it("runs a run, a call and a wait in parallel and continues once with all three", async () => {
+    const after: unknown[] = [];
+    const third = w.app.route("/par-third", async () => new Response("called", { status: 200 }));
+    const url = w.app.route(
+      "/par-mixed",
+      serve(
+        async (context) => {
+          const [a, call, event] = await Promise.all([
+            context.run("a", () => "A"),
+            context.call("c", { url: third, method: "GET" }),
+            context.waitForEvent("w", "evt-par-mixed", { timeout: "1h" }),
+          ]);
+          await context.run("after", () => {
+            after.push([a, call.status, call.body, event.eventData, event.timeout]);
+          });
+        },
+        { env: w.env },
+      ).handler,
+    );
+    const { workflowRunId } = await w.client.trigger({ url });
+    await eventually(
+      async () => expect(await w.client.getWaiters({ eventId: "evt-par-mixed" })).toHaveLength(1),
+      {
+        timeoutMs: 10_000,
+      },
+    );
+    const released = await w.client.notify({ eventId: "evt-par-mixed", eventData: "data" });
+    expect(released).toHaveLength(1);
+    await eventually(() => expect(after).toEqual([["A", 200, "called", "data", false]]), {
+      timeoutMs: 10_000,
+    });
+    await eventually(async () => {
+      const { runs } = await w.client.logs({ workflowRunId });
+      expect(runs[0]?.workflowState).toBe("RUN_SUCCESS");
+    });
+    expect(w.app.hitsOf("/par-third")).toHaveLength(1);
+  });
 });

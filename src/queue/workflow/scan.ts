@@ -8,8 +8,12 @@ const CHUNK = 100;
 /** Run-level filters of the logs and bulk cancel (docs/workflow.md §12); AND across keys. */
 export interface RunFilter {
   runIds: string[];
-  url?: string | undefined;
+  /** Workflow URLs (any of them): prefixes, or whole URLs with `urlExact`. */
+  urls: string[];
   urlExact: boolean;
+  /** Hosts (`host` or `host:port`) and paths of the workflow URL, any of them. */
+  hosts: string[];
+  paths: string[];
   createdAt?: number | undefined;
   states: string[];
   labels: string[];
@@ -32,6 +36,8 @@ const FILTER_KEYS = [
   "callerIp",
   "callerIP",
   "flowControlKey",
+  "host",
+  "path",
 ];
 
 function ms(q: URLSearchParams, name: string): number | undefined {
@@ -57,8 +63,10 @@ export function runFilterFromQuery(q: URLSearchParams, params: readonly string[]
   }
   return {
     runIds: [...multi(q, "workflowRunIds"), ...multi(q, "workflowRunId")],
-    url: q.get("workflowUrl") ?? undefined,
+    urls: multi(q, "workflowUrl"),
     urlExact: q.get("workflowUrlExactMatch") === "true",
+    hosts: multi(q, "host"),
+    paths: multi(q, "path"),
     createdAt: ms(q, "workflowCreatedAt"),
     states: multi(q, "state").map((s) => s.toUpperCase().replace("CANCELLED", "CANCELED")),
     labels: multi(q, "label"),
@@ -72,7 +80,9 @@ export function runFilterFromQuery(q: URLSearchParams, params: readonly string[]
 /** True when the filter has no condition at all. */
 export const isEmptyRunFilter = (f: RunFilter): boolean =>
   f.runIds.length === 0 &&
-  f.url === undefined &&
+  f.urls.length === 0 &&
+  f.hosts.length === 0 &&
+  f.paths.length === 0 &&
   f.createdAt === undefined &&
   f.states.length === 0 &&
   f.labels.length === 0 &&
@@ -84,10 +94,23 @@ export const isEmptyRunFilter = (f: RunFilter): boolean =>
 const anyOf = (wanted: string[], have: (string | undefined)[]): boolean =>
   wanted.length === 0 || have.some((h) => h !== undefined && wanted.includes(h));
 
+/** The workflow URL's host, host:port and path, for the `host` and `path` filters. */
+function urlParts(url: string): { hosts: string[]; path: string | undefined } {
+  try {
+    const u = new URL(url);
+    return { hosts: [u.hostname, u.host], path: u.pathname };
+  } catch {
+    return { hosts: [], path: undefined };
+  }
+}
+
 export function matchesRun(f: RunFilter, run: RunRecord): boolean {
   if (f.runIds.length > 0 && !f.runIds.includes(run.runId)) return false;
-  if (f.url !== undefined && !(f.urlExact ? run.url === f.url : run.url.startsWith(f.url))) {
-    return false;
+  const urlMatches = (u: string) => (f.urlExact ? run.url === u : run.url.startsWith(u));
+  if (f.urls.length > 0 && !f.urls.some(urlMatches)) return false;
+  if (f.hosts.length > 0 || f.paths.length > 0) {
+    const parts = urlParts(run.url);
+    if (!anyOf(f.hosts, parts.hosts) || !anyOf(f.paths, [parts.path])) return false;
   }
   if (f.createdAt !== undefined && run.createdAt !== f.createdAt) return false;
   if (f.fromDate !== undefined && run.createdAt < f.fromDate) return false;
