@@ -159,14 +159,8 @@ describe("flow control of a run", () => {
     return { url, state };
   }
 
-  it("keeps parallelism across the steps of several concurrent runs", async () => {
-    const { url, state } = tracked("/fc-parallel");
-    const flowControl = { key: "wf-par", parallelism: 1 };
-    const runs = await w.client.trigger([
-      { url, flowControl },
-      { url, flowControl },
-      { url, flowControl },
-    ]);
+  /** Waits until every one of `runs` ended successfully. */
+  async function allSucceeded(runs: { workflowRunId: string }[]) {
     await eventually(
       async () => {
         const { runs: logs } = await w.client.logs({ filter: { state: "RUN_SUCCESS" } });
@@ -175,6 +169,17 @@ describe("flow control of a run", () => {
       },
       { timeoutMs: 15_000 },
     );
+  }
+
+  it("keeps parallelism across the steps of several concurrent runs", async () => {
+    const { url, state } = tracked("/fc-parallel");
+    const flowControl = { key: "wf-par", parallelism: 1 };
+    const runs = await w.client.trigger([
+      { url, flowControl },
+      { url, flowControl },
+      { url, flowControl },
+    ]);
+    await allSucceeded(runs);
     // Three runs of four deliveries each (the trigger and three steps), never two at once.
     expect(state.starts.length).toBe(12);
     expect(state.most).toBe(1);
@@ -187,14 +192,7 @@ describe("flow control of a run", () => {
       { url, flowControl },
       { url, flowControl },
     ]);
-    await eventually(
-      async () => {
-        const { runs: logs } = await w.client.logs({ filter: { state: "RUN_SUCCESS" } });
-        const done = new Set(logs.map((r) => r.workflowRunId));
-        expect(runs.every((r) => done.has(r.workflowRunId))).toBe(true);
-      },
-      { timeoutMs: 15_000 },
-    );
+    await allSucceeded(runs);
     expect(state.starts.length).toBe(8);
     // Rate periods start at an admission and admit at most 3 each, so any 7 deliveries in a
     // row (more than two periods' worth) span at least one period (less the delivery jitter).
