@@ -36,6 +36,8 @@ const errorReply = (value: string): Reply => ({ kind: "error", value });
  * requests' commands get in between the slices.
  */
 const SLICE = 1000;
+/** A pipeline of at most this many commands runs in one slice. */
+export const PIPELINE_SLICE = SLICE;
 /** Commands that run a Lua script or function: their waits are watched against the time limit. */
 const SCRIPT_CALLS = new Set(["eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro"]);
 
@@ -153,48 +155,94 @@ function countCommands(p: Principal, n: number): void {
 }
 
 export async function runPipeline(p: Principal, commands: Arg[][]): Promise<Reply[]> {
+  const replies: Reply[] = [];
+  let from = 0;
+  await runPipelineSlices(
+    p,
+    {
+      length: commands.length,
+      take: (n) => commands.slice(from, (from += n)),
+    },
+    (slice) => {
+      for (const reply of slice) replies.push(reply);
+    },
+  );
+  return replies;
+}
+
+/** A pipeline's commands, handed out in order a slice at a time (see body-args.ts). */
+export interface CommandSource {
+  readonly length: number;
+  take(n: number): Arg[][];
+}
+
+/**
+ * Runs a pipeline SLICE commands at a time: each slice is taken from `commands`, sent, and its
+ * replies (final: gateway-handled commands and read-only FCALL retries run after the slice's
+ * other commands) handed to `done` before the next slice is taken. So a huge pipeline holds
+ * neither all its commands nor all its replies at once.
+ */
+export async function runPipelineSlices(
+  p: Principal,
+  commands: CommandSource,
+  done: (replies: Reply[]) => void,
+): Promise<void> {
   countCommands(p, commands.length);
   const table = p.db.loadedTable ?? (await p.db.commandTable());
+  const slices: PipelineSlices = {
+    table,
+    emulated: new EmulationBatch(p.db, table, p.db.emulatesFieldTtl),
+    budget: new RequestReplies(p),
+    pool: p.db.poolFor(p),
+    policy: { allowMigrate: p.db.allowMigrate },
+  };
+  for (let from = 0; from < commands.length; from += SLICE) {
+    done(await runSlice(p, commands.take(SLICE), slices));
+  }
+}
+
+/** What the slices of one pipeline share. */
+interface PipelineSlices {
+  table: CommandTable;
+  emulated: EmulationBatch;
+  budget: RequestReplies;
+  pool: RedisBackend;
+  policy: { allowMigrate: boolean };
+}
+
+async function runSlice(p: Principal, commands: Arg[][], s: PipelineSlices): Promise<Reply[]> {
   const replies: (Reply | undefined)[] = new Array<Reply | undefined>(commands.length);
   const special: [number, GatewayHandler][] = [];
-  const emulated = new EmulationBatch(p.db, table, p.db.emulatesFieldTtl);
-  const budget = new RequestReplies(p);
-  const pool = p.db.poolFor(p);
-  const policy = { allowMigrate: p.db.allowMigrate };
-  let sentAny = false;
-  for (let from = 0; from < commands.length; from += SLICE) {
-    const toSend: Arg[][] = [];
-    const sendIndex: number[] = [];
-    let watched: Set<number> | undefined;
-    for (let i = from; i < Math.min(from + SLICE, commands.length); i++) {
-      const argv = commands[i] as Arg[];
-      const plain = isPlain(argv, table);
-      const refusal = plain
-        ? undefined
-        : (refusalOf(argv, table, policy) ?? readOnlyFcallRefusal(p, argv));
-      const handler = refusal === undefined && !plain ? gatewayCommand(argv) : undefined;
-      const script = refusal === undefined && !handler ? emulated.rewrite(argv, i) : undefined;
-      if (refusal !== undefined) replies[i] = errorReply(refusal);
-      else if (handler) special.push([i, handler]);
-      else if (script !== undefined && !Array.isArray(script)) replies[i] = script;
-      else {
-        const out = script ?? rewriteCommand(argv, p.db.aliases);
-        // A plain command sent as it is is never a script call (ARGUMENT_STEPS).
-        if ((!plain || out !== argv) && isScriptCall(out))
-          (watched ??= new Set()).add(toSend.length);
-        toSend.push(out);
-        sendIndex.push(i);
-      }
+  const toSend: Arg[][] = [];
+  const sendIndex: number[] = [];
+  let watched: Set<number> | undefined;
+  for (let i = 0; i < commands.length; i++) {
+    const argv = commands[i] as Arg[];
+    const plain = isPlain(argv, s.table);
+    const refusal = plain
+      ? undefined
+      : (refusalOf(argv, s.table, s.policy) ?? readOnlyFcallRefusal(p, argv));
+    const handler = refusal === undefined && !plain ? gatewayCommand(argv) : undefined;
+    const script = refusal === undefined && !handler ? s.emulated.rewrite(argv, i) : undefined;
+    if (refusal !== undefined) replies[i] = errorReply(refusal);
+    else if (handler) special.push([i, handler]);
+    else if (script !== undefined && !Array.isArray(script)) replies[i] = script;
+    else {
+      const out = script ?? rewriteCommand(argv, p.db.aliases);
+      // A plain command sent as it is is never a script call (ARGUMENT_STEPS).
+      if ((!plain || out !== argv) && isScriptCall(out)) (watched ??= new Set()).add(toSend.length);
+      toSend.push(out);
+      sendIndex.push(i);
     }
-    if (toSend.length === 0) continue;
-    sentAny = true;
-    const sent = await budget.exchange(pool, toSend, watched ?? NONE_WATCHED);
+  }
+  if (toSend.length > 0) {
+    const sent = await s.budget.exchange(s.pool, toSend, watched ?? NONE_WATCHED);
     for (let j = 0; j < sent.length; j++) replies[sendIndex[j] as number] = sent[j];
     // Per slice, so the next slices call scripts by SHA once Redis holds them.
-    await emulated.settle(replies as Reply[], commands, pool);
+    await s.emulated.settle(replies as Reply[], commands, s.pool);
+    await retryReadOnlyFcalls(p, commands, replies);
   }
-  if (sentAny) await retryReadOnlyFcalls(p, commands, replies as Reply[]);
-  // Gateway-handled commands run after the batch they came in (documented in compatibility.md).
+  // Gateway-handled commands run after the slice they came in (documented in compatibility.md).
   for (const [i, handler] of special) replies[i] = await handler(p, commands[i] as Arg[]);
   return replies as Reply[];
 }

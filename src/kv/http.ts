@@ -9,8 +9,14 @@ import { metrics } from "../shared/metrics.js";
 import { replyPieces, serializeReply, type Arg, type Reply } from "../shared/redis/resp.js";
 import type { Principal } from "./database.js";
 import type { DatabaseManager } from "./database-manager.js";
-import { runPipeline, runSingle, runTransaction } from "./execute.js";
-import { parseCommand, parseCommandList } from "./body-args.js";
+import {
+  PIPELINE_SLICE,
+  runPipeline,
+  runPipelineSlices,
+  runSingle,
+  runTransaction,
+} from "./execute.js";
+import { parseCommand, readCommandList, type CommandList } from "./body-args.js";
 import { itemPieces, renderableAtOnce, renderItem } from "./reply.js";
 import { openStream, type StreamKind } from "./sse.js";
 import { parseUrl, type UrlParts } from "./url-args.js";
@@ -111,12 +117,15 @@ export class KvHttpHandler {
     if (first === "pipeline" || first === "multi-exec") {
       if (!body)
         throw new AppError("method_not_allowed", `ERR /${first} takes POST with a JSON body`);
-      const commands = await parseCommandList(body, principal.db.maxCommandsPerRequest);
+      const commands = await readCommandList(body, principal.db.maxCommandsPerRequest);
       if (first === "multi-exec") {
-        const replies = await runTransaction(principal, commands);
+        const replies = await runTransaction(principal, commands.rest());
         await sendList(res, replies, { base64: format.base64, resp2: false }, headers, method);
+      } else if (commands.length <= PIPELINE_SLICE) {
+        const replies = await runPipeline(principal, commands.rest());
+        await sendList(res, replies, format, headers, method);
       } else {
-        await sendList(res, await runPipeline(principal, commands), format, headers, method);
+        await sendSlicedPipeline(res, principal, commands, format, headers, method);
       }
       return;
     }
@@ -279,6 +288,70 @@ function sendWhole(
     String(typeof body === "string" ? Buffer.byteLength(body) : body.length),
   );
   res.writeHead(status, list).end(body);
+}
+
+/**
+ * A pipeline of more than one slice: each slice's replies are rendered as soon as they are final
+ * (a reply too large to render in one piece is kept and rendered piecewise while written), so
+ * what waits for the last slice is a few flat strings, not an object per reply. The body is
+ * byte for byte what sendList writes.
+ */
+async function sendSlicedPipeline(
+  res: ServerResponse,
+  p: Principal,
+  commands: CommandList,
+  format: Format,
+  headers: Record<string, string>,
+  method: string,
+): Promise<void> {
+  const rendered: (string | Buffer | Reply)[] = [];
+  await runPipelineSlices(p, commands, (replies) => {
+    renderSlice(replies, format, rendered.length === 0, rendered);
+  });
+  const pieces = format.resp2 ? slicedBytes(rendered) : slicedJson(rendered, format.base64);
+  await streamBody(res, 200, withType(headers, format), pieces, method === "HEAD");
+}
+
+/** Appends one slice's replies to `out`: runs of small replies joined, large ones as they are. */
+function renderSlice(
+  replies: Reply[],
+  format: Format,
+  first: boolean,
+  out: (string | Buffer | Reply)[],
+): void {
+  const run: (string | Buffer)[] = [];
+  const endRun = (): void => {
+    if (run.length === 0) return;
+    out.push(format.resp2 ? Buffer.concat(run as Buffer[]) : run.join(""));
+    run.length = 0;
+  };
+  for (let i = 0; i < replies.length; i++) {
+    const reply = replies[i] as Reply;
+    if (!format.resp2 && (i > 0 || !first)) run.push(",");
+    if (renderableAtOnce(reply)) {
+      run.push(format.resp2 ? serializeReply(reply) : renderItem(reply, format.base64));
+    } else {
+      endRun();
+      out.push(reply);
+    }
+  }
+  endRun();
+}
+
+function* slicedBytes(parts: (string | Buffer | Reply)[]): Generator<Buffer> {
+  for (const part of parts) {
+    if (Buffer.isBuffer(part)) yield part;
+    else if (typeof part !== "string") yield* replyPieces(part);
+  }
+}
+
+function* slicedJson(parts: (string | Buffer | Reply)[], base64: boolean): Generator<string> {
+  yield "[";
+  for (const part of parts) {
+    if (typeof part === "string") yield part;
+    else if (!Buffer.isBuffer(part)) yield* itemPieces(part, base64);
+  }
+  yield "]";
 }
 
 function* listBytes(replies: Reply[]): Generator<Buffer> {
