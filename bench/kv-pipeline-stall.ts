@@ -1,10 +1,12 @@
 /**
  * How much one huge pipeline holds up other requests: `npx tsx bench/kv-pipeline-stall.ts
- * [--commands N] [--runs N] [--cpu-prof DIR] [--stashd PATH]` (`npm run build` first).
+ * [--commands N] [--runs N] [--transaction] [--cpu-prof DIR] [--stashd PATH]` (`npm run build`
+ * first).
  *
  * One stashd child (default limits) on one redis-server started here. For each run: sequential
  * `/ping` requests for one second alone (the same-run baseline), then while one `/pipeline` of
- * N PINGs (default: the documented command cap) is sent, run and read. Prints the pipeline's
+ * N PINGs (default: the documented command cap) is sent, run and read (`--transaction`: one
+ * `/multi-exec` of them). Prints the pipeline's
  * time and the pings' p50 / p99 / max for both phases, per run and pooled. The pipeline's reply
  * is read as bytes (never parsed here), so the bench's own loop stays free for the pings.
  * `--cpu-prof DIR` makes the stashd child write a V8 CPU profile there when it stops.
@@ -24,6 +26,7 @@ function flag(name: string): string | undefined {
 const commands = Number(flag("--commands")) || SETTINGS.kvMaxCommandsPerRequest.default;
 const runs = Number(flag("--runs")) || 3;
 const cpuProfDir = flag("--cpu-prof");
+const route = process.argv.includes("--transaction") ? "multi-exec" : "pipeline";
 
 interface Stats {
   n: number;
@@ -77,7 +80,7 @@ async function main(): Promise<void> {
       const alone = await pingUntil(url, stashd.token, () => performance.now() > until);
       let finished = false;
       const started = performance.now();
-      const pipeline = fetch(`${url}/pipeline`, {
+      const pipeline = fetch(`${url}/${route}`, {
         method: "POST",
         headers: { authorization: `Bearer ${stashd.token}` },
         body,

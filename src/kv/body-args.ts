@@ -274,11 +274,20 @@ export async function parseCommand(body: Buffer): Promise<(Buffer | string)[]> {
  */
 export class CommandList {
   private taken = 0;
+  private readonly start: number;
 
   constructor(
     readonly length: number,
     private readonly source: Reader | (Buffer | string)[][],
-  ) {}
+  ) {
+    this.start = Array.isArray(source) ? 0 : source.pos;
+  }
+
+  /** Hands the commands out again from the first (a transaction reads them twice). */
+  restart(): void {
+    this.taken = 0;
+    if (!Array.isArray(this.source)) this.source.pos = this.start;
+  }
 
   /** The next `n` commands (fewer at the end). */
   take(n: number): (Buffer | string)[][] {

@@ -9,13 +9,8 @@ import { metrics } from "../shared/metrics.js";
 import { replyPieces, serializeReply, type Arg, type Reply } from "../shared/redis/resp.js";
 import type { Principal } from "./database.js";
 import type { DatabaseManager } from "./database-manager.js";
-import {
-  PIPELINE_SLICE,
-  runPipeline,
-  runPipelineSlices,
-  runSingle,
-  runTransaction,
-} from "./execute.js";
+import { runPipeline, runPipelineSlices, runSingle, SLICE } from "./execute.js";
+import { runTransaction } from "./transaction.js";
 import { parseCommand, readCommandList, type CommandList } from "./body-args.js";
 import { itemPieces, renderableAtOnce, renderItem } from "./reply.js";
 import { openStream, type StreamKind } from "./sse.js";
@@ -119,9 +114,9 @@ export class KvHttpHandler {
         throw new AppError("method_not_allowed", `ERR /${first} takes POST with a JSON body`);
       const commands = await readCommandList(body, principal.db.maxCommandsPerRequest);
       if (first === "multi-exec") {
-        const replies = await runTransaction(principal, commands.rest());
+        const replies = await runTransaction(principal, commands);
         await sendList(res, replies, { base64: format.base64, resp2: false }, headers, method);
-      } else if (commands.length <= PIPELINE_SLICE) {
+      } else if (commands.length <= SLICE) {
         const replies = await runPipeline(principal, commands.rest());
         await sendList(res, replies, format, headers, method);
       } else {
