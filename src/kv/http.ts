@@ -13,6 +13,7 @@ import { runPipeline, runPipelineSlices, runSingle, SLICE } from "./execute.js";
 import { runTransaction } from "./transaction.js";
 import { parseCommand, readCommandList, type CommandList } from "./body-args.js";
 import { itemPieces, renderableAtOnce, renderItem } from "./reply.js";
+import { heldBytes, ReplyBuffers } from "./reply-buffers.js";
 import { openStream, type StreamKind } from "./sse.js";
 import { parseUrl, type UrlParts } from "./url-args.js";
 
@@ -50,6 +51,10 @@ export interface KvHttpOptions {
   manager: DatabaseManager;
   logger: Logger;
   sseKeepAliveMs: number;
+  /** STASHD_KV_MAX_BUFFERED_REPLY_BYTES (see reply-buffers.ts). */
+  maxBufferedReplyBytes: number;
+  /** How long a client may take none of a reply before it is cut off. */
+  writeStallMs: number;
 }
 
 export class KvHttpHandler {
@@ -58,7 +63,15 @@ export class KvHttpHandler {
   private readonly syncPrefix = randomBytes(6).toString("hex");
   private readonly streams = new Set<() => void>();
 
-  constructor(private readonly opts: KvHttpOptions) {}
+  private readonly buffers: ReplyBuffers;
+
+  constructor(private readonly opts: KvHttpOptions) {
+    this.buffers = new ReplyBuffers(opts.maxBufferedReplyBytes);
+  }
+
+  private out(res: ServerResponse): ReplyOut {
+    return { res, buffers: this.buffers, stallMs: this.opts.writeStallMs };
+  }
 
   readonly handle = (req: IncomingMessage, res: ServerResponse): void => {
     const headers = {
@@ -115,18 +128,24 @@ export class KvHttpHandler {
       const commands = await readCommandList(body, principal.db.maxCommandsPerRequest);
       if (first === "multi-exec") {
         const replies = await runTransaction(principal, commands);
-        await sendList(res, replies, { base64: format.base64, resp2: false }, headers, method);
+        await sendList(
+          this.out(res),
+          replies,
+          { base64: format.base64, resp2: false },
+          headers,
+          method,
+        );
       } else if (commands.length <= SLICE) {
         const replies = await runPipeline(principal, commands.rest());
-        await sendList(res, replies, format, headers, method);
+        await sendList(this.out(res), replies, format, headers, method);
       } else {
-        await sendSlicedPipeline(res, principal, commands, format, headers, method);
+        await sendSlicedPipeline(this.out(res), principal, commands, format, headers, method);
       }
       return;
     }
     const argv = await commandOf(url, body);
     labelRequest(req, argv[0]?.toString().toUpperCase() ?? "", true);
-    await sendSingle(res, await runSingle(principal, argv), format, headers, method);
+    await sendSingle(this.out(res), await runSingle(principal, argv), format, headers, method);
   }
 
   private async stream(
@@ -235,7 +254,7 @@ async function commandOf(url: UrlParts, body: Buffer | undefined): Promise<Arg[]
  * A small reply (renderableAtOnce) is rendered whole and sent with its headers in one write.
  */
 async function sendSingle(
-  res: ServerResponse,
+  out: ReplyOut,
   reply: Reply,
   format: Format,
   headers: Record<string, string>,
@@ -244,14 +263,14 @@ async function sendSingle(
   const status = reply.kind === "error" ? 400 : 200;
   if (method !== "HEAD" && renderableAtOnce(reply)) {
     const body = format.resp2 ? serializeReply(reply) : renderItem(reply, format.base64);
-    return sendWhole(res, status, headers, format, body);
+    return sendWhole(out.res, status, headers, format, body);
   }
   const pieces = format.resp2 ? replyPieces(reply) : itemPieces(reply, format.base64);
-  return streamBody(res, status, withType(headers, format), pieces, method === "HEAD");
+  return streamHeld(out, status, withType(headers, format), pieces, method, heldBytes(reply));
 }
 
 async function sendList(
-  res: ServerResponse,
+  out: ReplyOut,
   replies: Reply[],
   format: Format,
   headers: Record<string, string>,
@@ -261,10 +280,11 @@ async function sendList(
     const body = format.resp2
       ? Buffer.concat(replies.map(serializeReply))
       : `[${replies.map((r) => renderItem(r, format.base64)).join(",")}]`;
-    return sendWhole(res, 200, headers, format, body);
+    return sendWhole(out.res, 200, headers, format, body);
   }
   const pieces = format.resp2 ? listBytes(replies) : listJson(replies, format.base64);
-  return streamBody(res, 200, withType(headers, format), pieces, method === "HEAD");
+  const bytes = replies.reduce((sum, r) => sum + heldBytes(r), 0);
+  return streamHeld(out, 200, withType(headers, format), pieces, method, bytes);
 }
 
 /** Status, headers and a whole body in one go (a string body goes out in the headers' write). */
@@ -292,7 +312,7 @@ function sendWhole(
  * byte for byte what sendList writes.
  */
 async function sendSlicedPipeline(
-  res: ServerResponse,
+  out: ReplyOut,
   p: Principal,
   commands: CommandList,
   format: Format,
@@ -304,7 +324,12 @@ async function sendSlicedPipeline(
     renderSlice(replies, format, rendered.length === 0, rendered);
   });
   const pieces = format.resp2 ? slicedBytes(rendered) : slicedJson(rendered, format.base64);
-  await streamBody(res, 200, withType(headers, format), pieces, method === "HEAD");
+  const bytes = rendered.reduce(
+    (sum: number, part) =>
+      sum + (typeof part === "string" || Buffer.isBuffer(part) ? part.length : heldBytes(part)),
+    0,
+  );
+  await streamHeld(out, 200, withType(headers, format), pieces, method, bytes);
 }
 
 /** Appends one slice's replies to `out`: runs of small replies joined, large ones as they are. */
@@ -347,6 +372,29 @@ function* slicedJson(parts: (string | Buffer | Reply)[], base64: boolean): Gener
     else if (!Buffer.isBuffer(part)) yield* itemPieces(part, base64);
   }
   yield "]";
+}
+
+/** Where a reply goes, and the limits on replies held for clients still reading them. */
+interface ReplyOut {
+  res: ServerResponse;
+  buffers: ReplyBuffers;
+  /** A client that takes none of a reply for this long is cut off (STASHD_REQUEST_TIMEOUT_MS). */
+  stallMs: number;
+}
+
+/** streamBody with the reply's `bytes` counted against the process's budget (reply-buffers.ts). */
+function streamHeld(
+  out: ReplyOut,
+  status: number,
+  headers: Record<string, string>,
+  pieces: Iterable<string | Buffer>,
+  method: string,
+  bytes: number,
+): Promise<void> {
+  if (method === "HEAD") return streamBody(out.res, status, headers, pieces, true);
+  return out.buffers.holding(bytes, () =>
+    streamBody(out.res, status, headers, pieces, false, out.stallMs),
+  );
 }
 
 function* listBytes(replies: Reply[]): Generator<Buffer> {
