@@ -92,6 +92,12 @@ export const SETTINGS = {
     default: 16 * 1024 * 1024,
     doc: "Largest reply per request: bytes from Redis plus 48 per element; replies past it become `ERR reply too large` errors.",
   },
+  kvMaxBufferedReplyBytes: {
+    env: "STASHD_KV_MAX_BUFFERED_REPLY_BYTES",
+    kind: "int",
+    default: 256 * 1024 * 1024,
+    doc: "Bytes of large replies (over 48 KiB) held for clients still reading them, all databases together; past it a new large reply is answered 503 `ERR too many large replies in flight`.",
+  },
   kvScriptTimeLimitMs: {
     env: "STASHD_KV_SCRIPT_TIME_LIMIT_MS",
     kind: "int",

@@ -18,6 +18,40 @@ const isNumberByte = (c: number | undefined): boolean =>
   c !== undefined &&
   ((c >= 0x30 && c <= 0x39) || c === 0x2d || c === 0x2b || c === 0x2e || (c | 0x20) === 0x65);
 
+const STRING = 0;
+const ARRAY = 1;
+const NUMBER = 2;
+const TRUE = 3;
+const FALSE = 4;
+type Token = typeof STRING | typeof ARRAY | typeof NUMBER | typeof TRUE | typeof FALSE;
+
+/** A string without escapes, all ASCII / with other bytes; a string with escapes. */
+const ASCII = 0;
+const BYTES = 1;
+const ESCAPED = 2;
+type StringKind = typeof ASCII | typeof BYTES | typeof ESCAPED;
+
+const isHex = (c: number | undefined): boolean =>
+  c !== undefined && ((c >= 0x30 && c <= 0x39) || ((c | 0x20) >= 0x61 && (c | 0x20) <= 0x66));
+
+/** Whether `buf[at]` (just after a backslash) starts an escape JSON allows. */
+function isEscape(buf: Buffer, at: number): boolean {
+  const c = buf[at];
+  if (c === 0x75)
+    return isHex(buf[at + 1]) && isHex(buf[at + 2]) && isHex(buf[at + 3]) && isHex(buf[at + 4]);
+  // " \ / b f n r t
+  return (
+    c === 0x22 ||
+    c === 0x5c ||
+    c === 0x2f ||
+    c === 0x62 ||
+    c === 0x66 ||
+    c === 0x6e ||
+    c === 0x72 ||
+    c === 0x74
+  );
+}
+
 class Reader {
   pos = 0;
   constructor(readonly buf: Buffer) {}
@@ -31,18 +65,39 @@ class Reader {
   }
 
   value(depth: number): ParsedValue {
+    const token = this.token(depth);
+    if (token === STRING) return this.string();
+    if (token === ARRAY) return this.array(depth + 1);
+    if (token === NUMBER) return this.number();
+    return token === TRUE ? "true" : "false";
+  }
+
+  /**
+   * Walks one value as `value` would, with the same errors, without building it (nothing it reads
+   * outlives the call): -1 for a string, number or boolean, else the array's length.
+   */
+  skip(depth: number): number {
+    const token = this.token(depth);
+    if (token === STRING) this.stringEnd();
+    else if (token === NUMBER) this.number();
+    else if (token === ARRAY) return this.skipArray(depth + 1);
+    return -1;
+  }
+
+  /** What the next value is; refuses null, objects and arrays nested deeper than arguments. */
+  token(depth: number): Token {
     this.skipWs();
     const c = this.buf[this.pos];
-    if (c === 0x22) return this.string();
+    if (c === 0x22) return STRING;
     if (c === 0x5b) {
       if (depth >= 2) this.fail("nested arrays are not command arguments");
-      return this.array(depth + 1);
+      return ARRAY;
     }
-    if (c === 0x74 && this.literal("true")) return "true";
-    if (c === 0x66 && this.literal("false")) return "false";
+    if (c === 0x74 && this.literal("true")) return TRUE;
+    if (c === 0x66 && this.literal("false")) return FALSE;
     if (c === 0x6e && this.literal("null")) this.fail("null is not a command argument");
     if (c === 0x7b) this.fail("objects are not command arguments");
-    return this.number();
+    return NUMBER;
   }
 
   literal(word: string): boolean {
@@ -52,23 +107,44 @@ class Reader {
   }
 
   array(depth: number): ParsedValue[] {
-    this.pos++; // [
     const items: ParsedValue[] = [];
+    this.items(() => items.push(this.value(depth)));
+    return items;
+  }
+
+  skipArray(depth: number): number {
+    let length = 0;
+    this.items(() => {
+      this.skip(depth);
+      length++;
+    });
+    return length;
+  }
+
+  /** `[item, …]` from its `[`: calls `item` at the start of each item. */
+  items(item: () => void): void {
+    this.pos++; // [
     this.skipWs();
     if (this.buf[this.pos] === 0x5d) {
       this.pos++;
-      return items;
+      return;
     }
     for (;;) {
-      items.push(this.value(depth));
-      this.skipWs();
-      const c = this.buf[this.pos++];
-      if (c === 0x5d) return items;
-      if (c !== 0x2c) {
-        this.pos--;
-        this.fail("expected , or ]");
-      }
+      item();
+      if (this.endOfItem()) return;
     }
+  }
+
+  /** After an item: true past a closing `]`, false past a `,`; anything else is refused. */
+  endOfItem(): boolean {
+    this.skipWs();
+    const c = this.buf[this.pos++];
+    if (c === 0x5d) return true;
+    if (c !== 0x2c) {
+      this.pos--;
+      this.fail("expected , or ]");
+    }
+    return false;
   }
 
   /**
@@ -77,30 +153,41 @@ class Reader {
    * of the body, so invalid UTF-8 reaches Redis unchanged.
    */
   string(): Buffer | string {
+    const start = this.pos + 1;
+    const kind = this.stringEnd();
+    const end = this.pos - 1;
+    if (kind === ASCII) return this.buf.toString("latin1", start, end);
+    if (kind === BYTES) return this.buf.subarray(start, end);
+    return JSON.parse(this.buf.toString("utf8", start - 1, end + 1)) as string;
+  }
+
+  /**
+   * Reads a string from its opening quote to past its closing one, checking it as JSON.parse
+   * would (no control characters, only JSON's escapes), and says how to build it.
+   */
+  stringEnd(): StringKind {
     const start = ++this.pos;
-    let escaped = false;
-    let ascii = true;
+    let kind: StringKind = ASCII;
+    let badEscape = false;
     for (;;) {
       const c = this.buf[this.pos];
       if (c === undefined) this.fail("unterminated string");
       if (c === 0x22) break;
       if (c < 0x20) this.fail("control character in string");
-      if (c >= 0x80) ascii = false;
+      if (c >= 0x80 && kind === ASCII) kind = BYTES;
       if (c === 0x5c) {
-        escaped = true;
+        kind = ESCAPED;
+        if (!isEscape(this.buf, this.pos + 1)) badEscape = true;
         this.pos++;
       }
       this.pos++;
     }
-    const end = this.pos++;
-    if (!escaped)
-      return ascii ? this.buf.toString("latin1", start, end) : this.buf.subarray(start, end);
-    try {
-      return JSON.parse(this.buf.toString("utf8", start - 1, end + 1)) as string;
-    } catch {
+    this.pos++;
+    if (badEscape) {
       this.pos = start;
-      return this.fail("invalid escape in string");
+      this.fail("invalid escape in string");
     }
+    return kind;
   }
 
   number(): string {
@@ -115,57 +202,53 @@ class Reader {
   }
 }
 
-/** Longest stretch of parsing before other requests get a turn (see `parseTop`). */
+/** Longest stretch of reading before other requests get a turn (see `eachTop`). */
 const SLICE_MS = 5;
-/** Bodies up to this size are parsed in one go, without watching the clock. */
+/** Bodies up to this size are read in one go, without watching the clock. */
 const SMALL_BODY = 64 * 1024;
 
+const NOT_A_COMMAND = "ERR invalid JSON body: expected an array of command arrays";
+const EMPTY_COMMAND = "ERR empty command in the list";
+
 /**
- * The items of the top-level array. Parsing a large body yields to the event loop every SLICE_MS,
- * so a 10 MB body of a million tiny commands never holds up other requests; with `maxItems`, an
- * array longer than that is refused as soon as the item past it is read.
+ * Walks the top-level array, calling `item` at the start of each item (which reads it, building
+ * it or not). A large body yields to the event loop every SLICE_MS, so a 10 MB body of a million
+ * tiny commands never holds up other requests; with `maxItems`, an array longer than that is
+ * refused as soon as the item past it is read.
  */
-async function parseTop(body: Buffer, maxItems = Infinity): Promise<ParsedValue[]> {
-  const reader = new Reader(body);
+async function eachTop(reader: Reader, maxItems: number, item: () => void): Promise<void> {
   reader.skipWs();
   if (reader.buf[reader.pos] !== 0x5b) reader.fail("expected a JSON array");
   reader.pos++;
-  const items: ParsedValue[] = [];
   reader.skipWs();
   if (reader.buf[reader.pos] === 0x5d) reader.pos++;
-  else if (body.length <= SMALL_BODY) readItems(reader, items, maxItems, Infinity);
   else {
-    while (!readItems(reader, items, maxItems, performance.now() + SLICE_MS)) {
-      await new Promise((resolve) => setImmediate(resolve));
+    const sliced = reader.buf.length > SMALL_BODY;
+    let until = performance.now() + SLICE_MS;
+    for (let count = 1; ; count++) {
+      item();
+      if (count > maxItems) {
+        throw new AppError(
+          "request_too_large",
+          `ERR max commands per request exceeded: at most ${maxItems} in one pipeline or transaction`,
+        );
+      }
+      if (reader.endOfItem()) break;
+      if (sliced && (count & 255) === 0 && performance.now() > until) {
+        await new Promise((resolve) => setImmediate(resolve));
+        until = performance.now() + SLICE_MS;
+      }
     }
   }
   reader.skipWs();
-  if (reader.pos !== body.length) reader.fail("unexpected data after the array");
-  return items;
+  if (reader.pos !== reader.buf.length) reader.fail("unexpected data after the array");
 }
 
-/**
- * Reads top-level items up to the closing `]` (then true), or until the clock passes `until`,
- * looked at every 256 items (then false: call again to go on).
- */
-function readItems(reader: Reader, items: ParsedValue[], maxItems: number, until: number): boolean {
-  for (;;) {
-    items.push(reader.value(1));
-    if (items.length > maxItems) {
-      throw new AppError(
-        "request_too_large",
-        `ERR max commands per request exceeded: at most ${maxItems} in one pipeline or transaction`,
-      );
-    }
-    reader.skipWs();
-    const c = reader.buf[reader.pos++];
-    if (c === 0x5d) return true;
-    if (c !== 0x2c) {
-      reader.pos--;
-      reader.fail("expected , or ]");
-    }
-    if ((items.length & 255) === 0 && performance.now() > until) return false;
-  }
+async function parseTop(body: Buffer, maxItems = Infinity): Promise<ParsedValue[]> {
+  const reader = new Reader(body);
+  const items: ParsedValue[] = [];
+  await eachTop(reader, maxItems, () => items.push(reader.value(1)));
+  return items;
 }
 
 /** `["CMD", arg, …]` → argv. */
@@ -184,24 +267,93 @@ export async function parseCommand(body: Buffer): Promise<(Buffer | string)[]> {
 }
 
 /**
- * `[["CMD", arg, …], …]` → list of argv; an empty list is refused, and so is one of more than
- * `maxCommands` (STASHD_KV_MAX_COMMANDS_PER_REQUEST).
+ * The commands of a `/pipeline` or `/multi-exec` body, handed out a slice at a time by `take`.
+ * A large body is read twice: first only checked (every error the full read would give, nothing
+ * kept), then each slice is built when it is taken. A huge pipeline's commands thus never all
+ * exist at once: few objects stay alive, so garbage-collection pauses stay short.
  */
+export class CommandList {
+  private taken = 0;
+  private readonly start: number;
+
+  constructor(
+    readonly length: number,
+    private readonly source: Reader | (Buffer | string)[][],
+  ) {
+    this.start = Array.isArray(source) ? 0 : source.pos;
+  }
+
+  /** Hands the commands out again from the first (a transaction reads them twice). */
+  restart(): void {
+    this.taken = 0;
+    if (!Array.isArray(this.source)) this.source.pos = this.start;
+  }
+
+  /** The next `n` commands (fewer at the end). */
+  take(n: number): (Buffer | string)[][] {
+    const count = Math.min(n, this.length - this.taken);
+    const from = this.taken;
+    this.taken += count;
+    if (Array.isArray(this.source)) return this.source.slice(from, from + count);
+    const commands = new Array<(Buffer | string)[]>(count);
+    for (let i = 0; i < count; i++) {
+      commands[i] = this.source.value(1) as (Buffer | string)[];
+      this.source.endOfItem();
+    }
+    return commands;
+  }
+
+  /** The commands not taken yet. */
+  rest(): (Buffer | string)[][] {
+    return this.take(this.length - this.taken);
+  }
+}
+
+/**
+ * `[["CMD", arg, …], …]` → its commands; an empty list is refused, and so is one of more than
+ * `maxCommands` (STASHD_KV_MAX_COMMANDS_PER_REQUEST). Every error comes before anything is taken.
+ */
+export async function readCommandList(body: Buffer, maxCommands = Infinity): Promise<CommandList> {
+  if (body.length <= SMALL_BODY) {
+    const top = await parseTop(body, maxCommands);
+    refuseBadList(top.length, firstShapeError(top));
+    return new CommandList(top.length, top as (Buffer | string)[][]);
+  }
+  const reader = new Reader(body);
+  let length = 0;
+  let firstError: string | undefined;
+  await eachTop(reader, maxCommands, () => {
+    const items = reader.skip(1);
+    if (firstError === undefined && items <= 0)
+      firstError = items < 0 ? NOT_A_COMMAND : EMPTY_COMMAND;
+    length++;
+  });
+  refuseBadList(length, firstError);
+  const source = new Reader(body);
+  source.skipWs();
+  source.pos++; // [
+  return new CommandList(length, source);
+}
+
+/** The parse of `readCommandList` in one go: its commands, all built. */
 export async function parseCommandList(
   body: Buffer,
   maxCommands = Infinity,
 ): Promise<(Buffer | string)[][]> {
-  const top = await parseTop(body, maxCommands);
-  if (top.length === 0)
+  return (await readCommandList(body, maxCommands)).rest();
+}
+
+function firstShapeError(top: ParsedValue[]): string | undefined {
+  for (const item of top) {
+    if (!Array.isArray(item)) return NOT_A_COMMAND;
+    if (item.length === 0) return EMPTY_COMMAND;
+  }
+  return undefined;
+}
+
+/** An empty list, or the first item that is not a non-empty array, refuses the whole list. */
+function refuseBadList(length: number, firstError: string | undefined): void {
+  if (length === 0)
     throw new AppError("bad_request", "ERR empty pipeline: send at least one command");
-  return top.map((item) => {
-    if (!Array.isArray(item)) {
-      throw new AppError(
-        "bad_request",
-        "ERR invalid JSON body: expected an array of command arrays",
-      );
-    }
-    if (item.length === 0) throw new AppError("bad_request", "ERR empty command in the list");
-    return item as (Buffer | string)[];
-  });
+  if (firstError !== undefined) throw new AppError("bad_request", firstError);
 }

@@ -3,16 +3,8 @@ import type { Principal } from "./database.js";
 import { REPLY_TOO_LARGE, type Arg, type Reply } from "../shared/redis/resp.js";
 import type { RedisBackend } from "../shared/redis/backend.js";
 import { neverRefused, refusalOf, type CommandTable } from "./policy.js";
-import { upstashError } from "./reply.js";
 import { rewriteCommand } from "./rewrite.js";
-import {
-  addKeyTypes,
-  gatewayCommand,
-  isRestToken,
-  isScanWithType,
-  withoutWithType,
-  type GatewayHandler,
-} from "./gateway-commands.js";
+import { gatewayCommand, type GatewayHandler } from "./gateway-commands.js";
 import { EmulationBatch } from "./emulate/batch.js";
 import { readOnlyFcallRefusal, retryReadOnlyFcalls } from "./emulate/fcall-ro.js";
 
@@ -35,11 +27,11 @@ const errorReply = (value: string): Reply => ({ kind: "error", value });
  * one's replies), so one huge request never holds a connection, or Redis, for long: other
  * requests' commands get in between the slices.
  */
-const SLICE = 1000;
+export const SLICE = 1000;
 /** Commands that run a Lua script or function: their waits are watched against the time limit. */
 const SCRIPT_CALLS = new Set(["eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro"]);
 
-const NONE_WATCHED: ReadonlySet<number> = new Set();
+export const NONE_WATCHED: ReadonlySet<number> = new Set();
 /**
  * Names that the policy or gateway steps read the arguments of beyond `neverRefused`: gateway
  * commands (gateway-commands.ts), the read-only FCALL refusal (emulate/fcall-ro.ts), and script
@@ -82,7 +74,7 @@ function isPlain(argv: readonly Arg[], table: CommandTable): boolean {
   return plain;
 }
 
-function isScriptCall(argv: readonly Arg[]): boolean {
+export function isScriptCall(argv: readonly Arg[]): boolean {
   const name = argv[0];
   return name !== undefined && name.length <= 10 && SCRIPT_CALLS.has(name.toString().toLowerCase());
 }
@@ -93,7 +85,7 @@ export async function runSingle(p: Principal, argv: Arg[]): Promise<Reply> {
 }
 
 /** What is left of a request's reply budget (STASHD_KV_MAX_REPLY_BYTES), and reply wording. */
-class RequestReplies {
+export class RequestReplies {
   private left: number;
   private readonly killsBefore: number;
 
@@ -142,7 +134,7 @@ class RequestReplies {
   }
 }
 
-function countCommands(p: Principal, n: number): void {
+export function countCommands(p: Principal, n: number): void {
   if (n > p.db.maxCommandsPerRequest) {
     throw new AppError(
       "request_too_large",
@@ -153,139 +145,99 @@ function countCommands(p: Principal, n: number): void {
 }
 
 export async function runPipeline(p: Principal, commands: Arg[][]): Promise<Reply[]> {
+  const replies: Reply[] = [];
+  let from = 0;
+  await runPipelineSlices(
+    p,
+    {
+      length: commands.length,
+      take: (n) => commands.slice(from, (from += n)),
+    },
+    (slice) => {
+      for (const reply of slice) replies.push(reply);
+    },
+  );
+  return replies;
+}
+
+/** A pipeline's commands, handed out in order a slice at a time (see body-args.ts). */
+export interface CommandSource {
+  readonly length: number;
+  take(n: number): Arg[][];
+}
+
+/** Commands that can be handed out again from the first (see CommandList.restart). */
+export interface RereadableCommands extends CommandSource {
+  restart(): void;
+}
+
+/**
+ * Runs a pipeline SLICE commands at a time: each slice is taken from `commands`, sent, and its
+ * replies (final: gateway-handled commands and read-only FCALL retries run after the slice's
+ * other commands) handed to `done` before the next slice is taken. So a huge pipeline holds
+ * neither all its commands nor all its replies at once.
+ */
+export async function runPipelineSlices(
+  p: Principal,
+  commands: CommandSource,
+  done: (replies: Reply[]) => void,
+): Promise<void> {
   countCommands(p, commands.length);
   const table = p.db.loadedTable ?? (await p.db.commandTable());
+  const slices: PipelineSlices = {
+    table,
+    emulated: new EmulationBatch(p.db, table, p.db.emulatesFieldTtl),
+    budget: new RequestReplies(p),
+    pool: p.db.poolFor(p),
+    policy: { allowMigrate: p.db.allowMigrate },
+  };
+  for (let from = 0; from < commands.length; from += SLICE) {
+    done(await runSlice(p, commands.take(SLICE), slices));
+  }
+}
+
+/** What the slices of one pipeline share. */
+interface PipelineSlices {
+  table: CommandTable;
+  emulated: EmulationBatch;
+  budget: RequestReplies;
+  pool: RedisBackend;
+  policy: { allowMigrate: boolean };
+}
+
+async function runSlice(p: Principal, commands: Arg[][], s: PipelineSlices): Promise<Reply[]> {
   const replies: (Reply | undefined)[] = new Array<Reply | undefined>(commands.length);
   const special: [number, GatewayHandler][] = [];
-  const emulated = new EmulationBatch(p.db, table, p.db.emulatesFieldTtl);
-  const budget = new RequestReplies(p);
-  const pool = p.db.poolFor(p);
-  const policy = { allowMigrate: p.db.allowMigrate };
-  let sentAny = false;
-  for (let from = 0; from < commands.length; from += SLICE) {
-    const toSend: Arg[][] = [];
-    const sendIndex: number[] = [];
-    let watched: Set<number> | undefined;
-    for (let i = from; i < Math.min(from + SLICE, commands.length); i++) {
-      const argv = commands[i] as Arg[];
-      const plain = isPlain(argv, table);
-      const refusal = plain
-        ? undefined
-        : (refusalOf(argv, table, policy) ?? readOnlyFcallRefusal(p, argv));
-      const handler = refusal === undefined && !plain ? gatewayCommand(argv) : undefined;
-      const script = refusal === undefined && !handler ? emulated.rewrite(argv, i) : undefined;
-      if (refusal !== undefined) replies[i] = errorReply(refusal);
-      else if (handler) special.push([i, handler]);
-      else if (script !== undefined && !Array.isArray(script)) replies[i] = script;
-      else {
-        const out = script ?? rewriteCommand(argv, p.db.aliases);
-        // A plain command sent as it is is never a script call (ARGUMENT_STEPS).
-        if ((!plain || out !== argv) && isScriptCall(out))
-          (watched ??= new Set()).add(toSend.length);
-        toSend.push(out);
-        sendIndex.push(i);
-      }
+  const toSend: Arg[][] = [];
+  const sendIndex: number[] = [];
+  let watched: Set<number> | undefined;
+  for (let i = 0; i < commands.length; i++) {
+    const argv = commands[i] as Arg[];
+    const plain = isPlain(argv, s.table);
+    const refusal = plain
+      ? undefined
+      : (refusalOf(argv, s.table, s.policy) ?? readOnlyFcallRefusal(p, argv));
+    const handler = refusal === undefined && !plain ? gatewayCommand(argv) : undefined;
+    const script = refusal === undefined && !handler ? s.emulated.rewrite(argv, i) : undefined;
+    if (refusal !== undefined) replies[i] = errorReply(refusal);
+    else if (handler) special.push([i, handler]);
+    else if (script !== undefined && !Array.isArray(script)) replies[i] = script;
+    else {
+      const out = script ?? rewriteCommand(argv, p.db.aliases);
+      // A plain command sent as it is is never a script call (ARGUMENT_STEPS).
+      if ((!plain || out !== argv) && isScriptCall(out)) (watched ??= new Set()).add(toSend.length);
+      toSend.push(out);
+      sendIndex.push(i);
     }
-    if (toSend.length === 0) continue;
-    sentAny = true;
-    const sent = await budget.exchange(pool, toSend, watched ?? NONE_WATCHED);
+  }
+  if (toSend.length > 0) {
+    const sent = await s.budget.exchange(s.pool, toSend, watched ?? NONE_WATCHED);
     for (let j = 0; j < sent.length; j++) replies[sendIndex[j] as number] = sent[j];
     // Per slice, so the next slices call scripts by SHA once Redis holds them.
-    await emulated.settle(replies as Reply[], commands, pool);
+    await s.emulated.settle(replies as Reply[], commands, s.pool);
+    await retryReadOnlyFcalls(p, commands, replies);
   }
-  if (sentAny) await retryReadOnlyFcalls(p, commands, replies as Reply[]);
-  // Gateway-handled commands run after the batch they came in (documented in compatibility.md).
+  // Gateway-handled commands run after the slice they came in (documented in compatibility.md).
   for (const [i, handler] of special) replies[i] = await handler(p, commands[i] as Arg[]);
   return replies as Reply[];
-}
-
-/**
- * MULTI … EXEC (see runMultiExec for the connection it runs on). Returns EXEC's per-command
- * replies (runtime errors stay per item); throws a 400 when the transaction is refused or Redis
- * aborts it. EXEC's reply counts against the reply budget whole.
- */
-export async function runTransaction(p: Principal, commands: Arg[][]): Promise<Reply[]> {
-  countCommands(p, commands.length);
-  const table = p.db.loadedTable ?? (await p.db.commandTable());
-  const policy = { allowMigrate: p.db.allowMigrate };
-  for (const argv of commands) {
-    const refusal = isRestToken(argv)
-      ? "ERR ACL RESTTOKEN is not allowed in a transaction"
-      : (refusalOf(argv, table, policy) ?? readOnlyFcallRefusal(p, argv));
-    if (refusal !== undefined) {
-      throw new AppError(
-        "command_refused",
-        `${refusal}. Transaction discarded, nothing was executed.`,
-      );
-    }
-  }
-  // The first call of each emulation script carries its text: a NOSCRIPT inside EXEC can't be
-  // retried.
-  const emulated = new EmulationBatch(p.db, table, p.db.emulatesFieldTtl, true);
-  const rewritten = commands.map((argv, i) => {
-    const script = emulated.rewrite(argv, i);
-    if (script !== undefined && !Array.isArray(script)) {
-      throw new AppError(
-        "command_refused",
-        `${script.kind === "error" ? script.value : ""}. Transaction discarded, nothing was executed.`,
-      );
-    }
-    if (isScanWithType(argv)) return withoutWithType(argv);
-    return script ?? rewriteCommand(argv, p.db.aliases);
-  });
-  const pool = p.db.poolFor(p);
-  const replies = await runMultiExec(p, pool, rewritten);
-  emulated.rename(replies, 1);
-  const exec = replies[replies.length - 1] as Reply;
-  if (exec.kind === "array") {
-    await emulated.settle(exec.value, commands, pool);
-    return addTypesAfterExec(pool, commands, exec.value);
-  }
-  const first = replies.find((r) => r.kind === "error");
-  const text = exec.kind === "error" ? exec.value : "ERR transaction aborted";
-  const cause = first?.kind === "error" && first !== exec ? ` (${upstashError(first.value)})` : "";
-  throw new AppError("redis_error", `${upstashError(text)}${cause}`);
-}
-
-/** EXEC's replies with `SCAN … WITHTYPE` items completed (their TYPE calls run after EXEC). */
-async function addTypesAfterExec(
-  pool: RedisBackend,
-  commands: readonly Arg[][],
-  items: Reply[],
-): Promise<Reply[]> {
-  for (let i = 0; i < commands.length; i++) {
-    if (isScanWithType(commands[i] as Arg[])) items[i] = await addKeyTypes(pool, items[i] as Reply);
-  }
-  return items;
-}
-
-/**
- * MULTI, the commands, EXEC: every reply, MULTI's first and EXEC's last. On a single Redis, a
- * transaction of up to SLICE commands goes out as one exchange on a shared pipelined connection:
- * a connection writes each exchange's commands contiguously, so nothing of other requests can
- * fall between MULTI and EXEC, and the connection is out of MULTI again once EXEC is read. A
- * longer one is sent a slice at a time, so it takes an exclusive connection.
- */
-async function runMultiExec(p: Principal, pool: RedisBackend, commands: Arg[][]): Promise<Reply[]> {
-  const budget = new RequestReplies(p);
-  const scripts = commands.some(isScriptCall);
-  if (pool.sharedTransactions && commands.length <= SLICE) {
-    const all = [["MULTI"], ...commands, ["EXEC"]];
-    return budget.exchange(pool, all, scripts ? new Set([all.length - 1]) : NONE_WATCHED);
-  }
-  const conn = await pool.acquire();
-  const replies: Reply[] = [];
-  try {
-    replies.push(await conn.send(["MULTI"]));
-    for (let from = 0; from < commands.length; from += SLICE) {
-      for (const r of await conn.sendMany(commands.slice(from, from + SLICE))) replies.push(r);
-    }
-    const [exec] = await budget.exchange(conn, [["EXEC"]], scripts ? new Set([0]) : NONE_WATCHED);
-    replies.push(exec as Reply);
-  } catch (err) {
-    pool.discard(conn);
-    throw err;
-  }
-  pool.release(conn);
-  return replies;
 }

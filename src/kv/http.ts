@@ -9,9 +9,11 @@ import { metrics } from "../shared/metrics.js";
 import { replyPieces, serializeReply, type Arg, type Reply } from "../shared/redis/resp.js";
 import type { Principal } from "./database.js";
 import type { DatabaseManager } from "./database-manager.js";
-import { runPipeline, runSingle, runTransaction } from "./execute.js";
-import { parseCommand, parseCommandList } from "./body-args.js";
+import { runPipeline, runPipelineSlices, runSingle, SLICE } from "./execute.js";
+import { runTransaction } from "./transaction.js";
+import { parseCommand, readCommandList, type CommandList } from "./body-args.js";
 import { itemPieces, renderableAtOnce, renderItem } from "./reply.js";
+import { heldBytes, ReplyBuffers } from "./reply-buffers.js";
 import { openStream, type StreamKind } from "./sse.js";
 import { parseUrl, type UrlParts } from "./url-args.js";
 
@@ -49,6 +51,10 @@ export interface KvHttpOptions {
   manager: DatabaseManager;
   logger: Logger;
   sseKeepAliveMs: number;
+  /** STASHD_KV_MAX_BUFFERED_REPLY_BYTES (see reply-buffers.ts). */
+  maxBufferedReplyBytes: number;
+  /** How long a client may take none of a reply before it is cut off. */
+  writeStallMs: number;
 }
 
 export class KvHttpHandler {
@@ -57,7 +63,15 @@ export class KvHttpHandler {
   private readonly syncPrefix = randomBytes(6).toString("hex");
   private readonly streams = new Set<() => void>();
 
-  constructor(private readonly opts: KvHttpOptions) {}
+  private readonly buffers: ReplyBuffers;
+
+  constructor(private readonly opts: KvHttpOptions) {
+    this.buffers = new ReplyBuffers(opts.maxBufferedReplyBytes);
+  }
+
+  private out(res: ServerResponse): ReplyOut {
+    return { res, buffers: this.buffers, stallMs: this.opts.writeStallMs };
+  }
 
   readonly handle = (req: IncomingMessage, res: ServerResponse): void => {
     const headers = {
@@ -111,18 +125,27 @@ export class KvHttpHandler {
     if (first === "pipeline" || first === "multi-exec") {
       if (!body)
         throw new AppError("method_not_allowed", `ERR /${first} takes POST with a JSON body`);
-      const commands = await parseCommandList(body, principal.db.maxCommandsPerRequest);
+      const commands = await readCommandList(body, principal.db.maxCommandsPerRequest);
       if (first === "multi-exec") {
         const replies = await runTransaction(principal, commands);
-        await sendList(res, replies, { base64: format.base64, resp2: false }, headers, method);
+        await sendList(
+          this.out(res),
+          replies,
+          { base64: format.base64, resp2: false },
+          headers,
+          method,
+        );
+      } else if (commands.length <= SLICE) {
+        const replies = await runPipeline(principal, commands.rest());
+        await sendList(this.out(res), replies, format, headers, method);
       } else {
-        await sendList(res, await runPipeline(principal, commands), format, headers, method);
+        await sendSlicedPipeline(this.out(res), principal, commands, format, headers, method);
       }
       return;
     }
     const argv = await commandOf(url, body);
     labelRequest(req, argv[0]?.toString().toUpperCase() ?? "", true);
-    await sendSingle(res, await runSingle(principal, argv), format, headers, method);
+    await sendSingle(this.out(res), await runSingle(principal, argv), format, headers, method);
   }
 
   private async stream(
@@ -231,7 +254,7 @@ async function commandOf(url: UrlParts, body: Buffer | undefined): Promise<Arg[]
  * A small reply (renderableAtOnce) is rendered whole and sent with its headers in one write.
  */
 async function sendSingle(
-  res: ServerResponse,
+  out: ReplyOut,
   reply: Reply,
   format: Format,
   headers: Record<string, string>,
@@ -240,14 +263,14 @@ async function sendSingle(
   const status = reply.kind === "error" ? 400 : 200;
   if (method !== "HEAD" && renderableAtOnce(reply)) {
     const body = format.resp2 ? serializeReply(reply) : renderItem(reply, format.base64);
-    return sendWhole(res, status, headers, format, body);
+    return sendWhole(out.res, status, headers, format, body);
   }
   const pieces = format.resp2 ? replyPieces(reply) : itemPieces(reply, format.base64);
-  return streamBody(res, status, withType(headers, format), pieces, method === "HEAD");
+  return streamHeld(out, status, withType(headers, format), pieces, method, heldBytes(reply));
 }
 
 async function sendList(
-  res: ServerResponse,
+  out: ReplyOut,
   replies: Reply[],
   format: Format,
   headers: Record<string, string>,
@@ -257,10 +280,11 @@ async function sendList(
     const body = format.resp2
       ? Buffer.concat(replies.map(serializeReply))
       : `[${replies.map((r) => renderItem(r, format.base64)).join(",")}]`;
-    return sendWhole(res, 200, headers, format, body);
+    return sendWhole(out.res, 200, headers, format, body);
   }
   const pieces = format.resp2 ? listBytes(replies) : listJson(replies, format.base64);
-  return streamBody(res, 200, withType(headers, format), pieces, method === "HEAD");
+  const bytes = replies.reduce((sum, r) => sum + heldBytes(r), 0);
+  return streamHeld(out, 200, withType(headers, format), pieces, method, bytes);
 }
 
 /** Status, headers and a whole body in one go (a string body goes out in the headers' write). */
@@ -279,6 +303,98 @@ function sendWhole(
     String(typeof body === "string" ? Buffer.byteLength(body) : body.length),
   );
   res.writeHead(status, list).end(body);
+}
+
+/**
+ * A pipeline of more than one slice: each slice's replies are rendered as soon as they are final
+ * (a reply too large to render in one piece is kept and rendered piecewise while written), so
+ * what waits for the last slice is a few flat strings, not an object per reply. The body is
+ * byte for byte what sendList writes.
+ */
+async function sendSlicedPipeline(
+  out: ReplyOut,
+  p: Principal,
+  commands: CommandList,
+  format: Format,
+  headers: Record<string, string>,
+  method: string,
+): Promise<void> {
+  const rendered: (string | Buffer | Reply)[] = [];
+  await runPipelineSlices(p, commands, (replies) => {
+    renderSlice(replies, format, rendered.length === 0, rendered);
+  });
+  const pieces = format.resp2 ? slicedBytes(rendered) : slicedJson(rendered, format.base64);
+  const bytes = rendered.reduce(
+    (sum: number, part) =>
+      sum + (typeof part === "string" || Buffer.isBuffer(part) ? part.length : heldBytes(part)),
+    0,
+  );
+  await streamHeld(out, 200, withType(headers, format), pieces, method, bytes);
+}
+
+/** Appends one slice's replies to `out`: runs of small replies joined, large ones as they are. */
+function renderSlice(
+  replies: Reply[],
+  format: Format,
+  first: boolean,
+  out: (string | Buffer | Reply)[],
+): void {
+  const run: (string | Buffer)[] = [];
+  const endRun = (): void => {
+    if (run.length === 0) return;
+    out.push(format.resp2 ? Buffer.concat(run as Buffer[]) : run.join(""));
+    run.length = 0;
+  };
+  for (let i = 0; i < replies.length; i++) {
+    const reply = replies[i] as Reply;
+    if (!format.resp2 && (i > 0 || !first)) run.push(",");
+    if (renderableAtOnce(reply)) {
+      run.push(format.resp2 ? serializeReply(reply) : renderItem(reply, format.base64));
+    } else {
+      endRun();
+      out.push(reply);
+    }
+  }
+  endRun();
+}
+
+function* slicedBytes(parts: (string | Buffer | Reply)[]): Generator<Buffer> {
+  for (const part of parts) {
+    if (Buffer.isBuffer(part)) yield part;
+    else if (typeof part !== "string") yield* replyPieces(part);
+  }
+}
+
+function* slicedJson(parts: (string | Buffer | Reply)[], base64: boolean): Generator<string> {
+  yield "[";
+  for (const part of parts) {
+    if (typeof part === "string") yield part;
+    else if (!Buffer.isBuffer(part)) yield* itemPieces(part, base64);
+  }
+  yield "]";
+}
+
+/** Where a reply goes, and the limits on replies held for clients still reading them. */
+interface ReplyOut {
+  res: ServerResponse;
+  buffers: ReplyBuffers;
+  /** A client that takes none of a reply for this long is cut off (STASHD_REQUEST_TIMEOUT_MS). */
+  stallMs: number;
+}
+
+/** streamBody with the reply's `bytes` counted against the process's budget (reply-buffers.ts). */
+function streamHeld(
+  out: ReplyOut,
+  status: number,
+  headers: Record<string, string>,
+  pieces: Iterable<string | Buffer>,
+  method: string,
+  bytes: number,
+): Promise<void> {
+  if (method === "HEAD") return streamBody(out.res, status, headers, pieces, true);
+  return out.buffers.holding(bytes, () =>
+    streamBody(out.res, status, headers, pieces, false, out.stallMs),
+  );
 }
 
 function* listBytes(replies: Reply[]): Generator<Buffer> {

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { parseCommand, parseCommandList } from "./body-args.js";
+import { parseCommand, parseCommandList, readCommandList } from "./body-args.js";
 import { normalizeScript, rewriteCommand, ScriptAliases } from "./rewrite.js";
 import { parseUrl, percentDecode } from "./url-args.js";
 
@@ -30,6 +30,54 @@ describe("JSON command bodies", () => {
       await expect(parseCommandList(Buffer.from(body))).rejects.toThrow(/^ERR /);
     },
   );
+
+  /** The same list after a first command of `pad` bytes (over 64 KiB: checked, then read lazily). */
+  const padded = (rest: string, pad: number): Buffer =>
+    Buffer.from(`[["SET","k","${"x".repeat(pad)}"],${rest}`);
+  const refusal = (body: Buffer, max?: number): Promise<string> =>
+    parseCommandList(body, max).then(
+      () => "accepted",
+      (err: Error) => err.message,
+    );
+
+  it.each([
+    '["GET","a"]]',
+    '["GET","a"],]',
+    '["GET","a"] ["GET"]]',
+    '"GET"]',
+    "[]]",
+    '["GET",["a"]]]',
+    '["GET",null]]',
+    '["GET",{}]]',
+    '["GET","\\x"]]',
+    '["GET","\\u12g4"]]',
+    '["GET","\\u1234\\n\\/"]]',
+    '["GET","a\u0001"]]',
+    '["GET","unterminated]]',
+    '["GET",01]]',
+    '["GET","a"]] x',
+    '["GET","a"],"x",[]]',
+    '["GET","a"],[],"x"]',
+    '["PING"],["PING"],["PING"]]',
+    '["GET","a"',
+  ])("gives the same answer for %j in a large body as in a small one", async (rest) => {
+    const pad = 70_000;
+    const shifted = (text: string): string =>
+      text.replace(/at byte (\d+)/, (_, n: string) => `at byte ${Number(n) + pad - 10}`);
+    expect(await refusal(padded(rest, pad))).toBe(shifted(await refusal(padded(rest, 10))));
+    expect(await refusal(padded(rest, pad), 3)).toBe(shifted(await refusal(padded(rest, 10), 3)));
+  });
+
+  it("hands out a large body's commands a slice at a time, as read in one go", async () => {
+    const body = padded('["GET","a\\u00fc",1.50,true],["ECHO","é"]]', 70_000);
+    const list = await readCommandList(body);
+    expect(list.length).toBe(3);
+    const slices = [list.take(2), list.take(2), list.take(2)];
+    expect(slices.map((s) => s.length)).toEqual([2, 1, 0]);
+    expect(slices.flat().map(text)).toEqual((await parseCommandList(body)).map(text));
+    expect(text(slices[1]?.[0] ?? [])).toEqual(["ECHO", "é"]);
+    expect(text(slices[0]?.[1] ?? [])).toEqual(["GET", "aü", "1.50", "true"]);
+  });
 
   it("refuses a list longer than the command cap as soon as it passes it", async () => {
     const body = Buffer.from(JSON.stringify(Array.from({ length: 10 }, () => ["PING"])) + "junk");

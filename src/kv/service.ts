@@ -17,7 +17,13 @@ export interface KvService {
 export async function startKvService(config: Config, logger: Logger): Promise<KvService> {
   const manager = new DatabaseManager(config, logger.child("db"));
   await manager.start();
-  const handler = new KvHttpHandler({ manager, logger, sseKeepAliveMs: config.sseKeepAliveMs });
+  const handler = new KvHttpHandler({
+    manager,
+    logger,
+    sseKeepAliveMs: config.sseKeepAliveMs,
+    maxBufferedReplyBytes: config.kvMaxBufferedReplyBytes,
+    writeStallMs: config.requestTimeoutMs,
+  });
   let http: RunningHttpServer;
   try {
     http = await listen(instrument(handler.handle, { service: "kv", logger }), {

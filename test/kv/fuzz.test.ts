@@ -45,6 +45,8 @@ function hostileBody(rand: () => number): Buffer {
   const n = Math.floor(rand() * 4);
   if (n === 0) return Buffer.from(JSON.stringify(one()));
   if (n === 1) return Buffer.from(`[${'["PING"],'.repeat(10_000)}["PING"]]`);
+  // Several slices (read and rendered a slice at a time), hostile items around a boundary.
+  if (n === 2) return Buffer.from(JSON.stringify([...Array(1_500).fill(["PING"]), one(), one()]));
   return Buffer.from(JSON.stringify([one(), ["PING"], one()]));
 }
 

@@ -16,11 +16,12 @@ const READ_ONLY_REFUSAL = "Write commands are not allowed from read-only scripts
 export async function retryReadOnlyFcalls(
   p: Principal,
   commands: readonly Arg[][],
-  replies: Reply[],
+  replies: (Reply | undefined)[],
 ): Promise<void> {
   if (p.role === "acl") return;
   for (const [i, reply] of replies.entries()) {
-    if (reply.kind !== "error" || reply.value !== WRITE_FLAG_REFUSAL) continue;
+    // Gateway-handled commands' replies are not there yet (undefined).
+    if (reply?.kind !== "error" || reply.value !== WRITE_FLAG_REFUSAL) continue;
     const argv = commands[i] as Arg[];
     if (argv[0]?.toString().toLowerCase() !== "fcall_ro") continue;
     const again = await p.db

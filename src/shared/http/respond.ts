@@ -51,7 +51,8 @@ const SLICE_MS = 5;
  * producer pauses every SLICE_MS so other requests are served meanwhile. A slow reader thus costs
  * what the producer holds (the reply) plus one write, never a second rendered copy of the body.
  * A body that fits one write goes out with Content-Length, as before; longer ones are chunked.
- * HEAD: the pieces are only counted, for Content-Length. Stops early when the client goes away.
+ * HEAD: the pieces are only counted, for Content-Length. Stops early when the client goes away,
+ * and with `stallMs` cuts off a client that takes nothing of a waiting write for that long.
  */
 export async function streamBody(
   res: ServerResponse,
@@ -59,6 +60,7 @@ export async function streamBody(
   headers: Record<string, string | number>,
   pieces: Iterable<string | Buffer>,
   head = false,
+  stallMs = 0,
 ): Promise<void> {
   const source = pieces[Symbol.iterator]();
   let slice = performance.now();
@@ -88,7 +90,7 @@ export async function streamBody(
     let ok = true;
     for (const part of batch.parts) ok = res.write(part);
     res.uncork();
-    if (!ok) await drained(res);
+    if (!ok) await drained(res, stallMs);
     if (batch.done) break;
     await pause();
     batch = takeWrite(source);
@@ -126,9 +128,12 @@ function takeWrite(source: Iterator<string | Buffer>): { parts: Buffer[]; done: 
   return { parts, done: false };
 }
 
-function drained(res: ServerResponse): Promise<void> {
+/** Resolves on `drain` or `close`; with `stallMs`, destroys the response after that long. */
+function drained(res: ServerResponse, stallMs: number): Promise<void> {
   return new Promise((resolve) => {
+    const timer = stallMs > 0 ? setTimeout(() => res.destroy(), stallMs) : undefined;
     const done = (): void => {
+      clearTimeout(timer);
       res.off("drain", done);
       res.off("close", done);
       resolve();

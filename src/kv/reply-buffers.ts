@@ -1,0 +1,49 @@
+import { AppError } from "../shared/errors.js";
+import type { Reply } from "../shared/redis/resp.js";
+
+/**
+ * The process-wide budget of bytes of large replies held for clients still reading them
+ * (STASHD_KV_MAX_BUFFERED_REPLY_BYTES). A reply written with backpressure stays in memory until
+ * its client has taken all but the last write, so slow readers could otherwise pile up replies of
+ * up to STASHD_KV_MAX_REPLY_BYTES each without bound. A reply that would pass the budget is
+ * answered 503 (a client may retry); one reply alone always goes out, whatever its size. Small
+ * replies (written in one go) are not counted.
+ */
+export class ReplyBuffers {
+  private held = 0;
+
+  constructor(private readonly limit: number) {}
+
+  /** Runs `write` with `bytes` counted against the budget, or refuses it (503). */
+  async holding(bytes: number, write: () => Promise<void>): Promise<void> {
+    if (this.held > 0 && this.held + bytes > this.limit) {
+      throw new AppError(
+        "backend_unavailable",
+        `ERR too many large replies in flight: ${this.held} bytes are held for clients still reading, at most ${this.limit} (STASHD_KV_MAX_BUFFERED_REPLY_BYTES); retry later`,
+      );
+    }
+    this.held += bytes;
+    try {
+      await write();
+    } finally {
+      this.held -= bytes;
+    }
+  }
+}
+
+/** Bytes a reply holds: its strings' bytes and one per element. */
+export function heldBytes(reply: Reply): number {
+  switch (reply.kind) {
+    case "simple":
+    case "bulk":
+    case "error":
+      return 1 + reply.value.length;
+    case "array": {
+      let bytes = 1;
+      for (const item of reply.value) bytes += heldBytes(item);
+      return bytes;
+    }
+    default:
+      return 1;
+  }
+}

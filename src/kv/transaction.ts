@@ -1,0 +1,137 @@
+import { AppError } from "../shared/errors.js";
+import type { RedisBackend } from "../shared/redis/backend.js";
+import type { Arg, Reply } from "../shared/redis/resp.js";
+import type { Principal } from "./database.js";
+import { EmulationBatch } from "./emulate/batch.js";
+import { readOnlyFcallRefusal } from "./emulate/fcall-ro.js";
+import {
+  countCommands,
+  isScriptCall,
+  NONE_WATCHED,
+  RequestReplies,
+  SLICE,
+  type RereadableCommands,
+} from "./execute.js";
+import { addKeyTypes, isRestToken, isScanWithType, withoutWithType } from "./gateway-commands.js";
+import { refusalOf, type CommandTable } from "./policy.js";
+import { upstashError } from "./reply.js";
+import { rewriteCommand } from "./rewrite.js";
+
+/**
+ * MULTI … EXEC, SLICE commands at a time. The commands are read twice: first each is checked
+ * (a transaction with any refused command is refused whole before anything runs), then read
+ * again, rewritten and sent. Between slices other requests get a turn, and a huge transaction's
+ * commands never all exist at once.
+ */
+
+const nextTurn = (): Promise<unknown> => new Promise((resolve) => setImmediate(resolve));
+
+/**
+ * Returns EXEC's per-command replies (runtime errors stay per item); throws a 400 when the
+ * transaction is refused or Redis aborts it. EXEC's reply counts against the reply budget whole.
+ */
+export async function runTransaction(p: Principal, commands: RereadableCommands): Promise<Reply[]> {
+  countCommands(p, commands.length);
+  const table = p.db.loadedTable ?? (await p.db.commandTable());
+  await checkAll(p, table, commands);
+  commands.restart();
+  // The first call of each emulation script carries its text: a NOSCRIPT inside EXEC can't be
+  // retried.
+  const emulated = new EmulationBatch(p.db, table, p.db.emulatesFieldTtl, true);
+  const withType: number[] = [];
+  let from = 0;
+  let scripts = false;
+  const nextSlice = (): Arg[][] => {
+    const slice = commands.take(SLICE).map((argv, j) => {
+      const script = emulated.rewrite(argv, from + j) as Arg[] | undefined;
+      if (isScanWithType(argv)) {
+        withType.push(from + j);
+        return withoutWithType(argv);
+      }
+      return script ?? rewriteCommand(argv, p.db.aliases);
+    });
+    from += slice.length;
+    scripts ||= slice.some(isScriptCall);
+    return slice;
+  };
+  const pool = p.db.poolFor(p);
+  const replies = await runMultiExec(p, pool, commands.length, nextSlice, () => scripts);
+  emulated.rename(replies, 1);
+  const exec = replies[replies.length - 1] as Reply;
+  if (exec.kind === "array") {
+    // In a transaction settle retries nothing, so it needs no commands.
+    await emulated.settle(exec.value, [], pool);
+    for (const i of withType) exec.value[i] = await addKeyTypes(pool, exec.value[i] as Reply);
+    return exec.value;
+  }
+  const first = replies.find((r) => r.kind === "error");
+  const text = exec.kind === "error" ? exec.value : "ERR transaction aborted";
+  const cause = first?.kind === "error" && first !== exec ? ` (${upstashError(first.value)})` : "";
+  throw new AppError("redis_error", `${upstashError(text)}${cause}`);
+}
+
+/** Refuses the transaction if any command is refused or has no valid emulation. */
+async function checkAll(
+  p: Principal,
+  table: CommandTable,
+  commands: RereadableCommands,
+): Promise<void> {
+  const policy = { allowMigrate: p.db.allowMigrate };
+  const emulated = new EmulationBatch(p.db, table, p.db.emulatesFieldTtl, true);
+  // A refusal anywhere is reported before an emulation's error.
+  let emulationError: string | undefined;
+  for (let from = 0; from < commands.length; from += SLICE) {
+    if (from > 0) await nextTurn();
+    for (const [j, argv] of commands.take(SLICE).entries()) {
+      const refusal = isRestToken(argv)
+        ? "ERR ACL RESTTOKEN is not allowed in a transaction"
+        : (refusalOf(argv, table, policy) ?? readOnlyFcallRefusal(p, argv));
+      if (refusal !== undefined) discard(refusal);
+      const script = emulated.rewrite(argv, from + j);
+      if (script !== undefined && !Array.isArray(script))
+        emulationError ??= script.kind === "error" ? script.value : "";
+    }
+  }
+  if (emulationError !== undefined) discard(emulationError);
+}
+
+function discard(reason: string): never {
+  throw new AppError("command_refused", `${reason}. Transaction discarded, nothing was executed.`);
+}
+
+/**
+ * MULTI, the commands, EXEC: every reply, MULTI's first and EXEC's last. On a single Redis, a
+ * transaction of up to SLICE commands goes out as one exchange on a shared pipelined connection:
+ * a connection writes each exchange's commands contiguously, so nothing of other requests can
+ * fall between MULTI and EXEC, and the connection is out of MULTI again once EXEC is read. A
+ * longer one is sent a slice at a time, so it takes an exclusive connection. `scripts` says,
+ * once every slice was taken, whether EXEC runs a script (then it is watched).
+ */
+async function runMultiExec(
+  p: Principal,
+  pool: RedisBackend,
+  length: number,
+  nextSlice: () => Arg[][],
+  scripts: () => boolean,
+): Promise<Reply[]> {
+  const budget = new RequestReplies(p);
+  if (pool.sharedTransactions && length <= SLICE) {
+    const all = [["MULTI"], ...nextSlice(), ["EXEC"]];
+    return budget.exchange(pool, all, scripts() ? new Set([all.length - 1]) : NONE_WATCHED);
+  }
+  const conn = await pool.acquire();
+  const replies: Reply[] = [];
+  try {
+    replies.push(await conn.send(["MULTI"]));
+    for (let from = 0; from < length; from += SLICE) {
+      for (const r of await conn.sendMany(nextSlice())) replies.push(r);
+    }
+    const [exec] = await budget.exchange(conn, [["EXEC"]], scripts() ? new Set([0]) : NONE_WATCHED);
+    replies.push(exec as Reply);
+  } catch (err) {
+    pool.discard(conn);
+    throw err;
+  }
+  pool.release(conn);
+  return replies;
+}
