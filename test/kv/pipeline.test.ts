@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
+import { testPool } from "../harness/redis.js";
 import { bodyOf, command, useGateway } from "./helpers.js";
 
-const { stashd } = useGateway();
+const { stashd, redis } = useGateway();
 
 describe("/pipeline", () => {
   it("returns one item per command in order, errors per item with 200", async () => {
@@ -102,5 +103,31 @@ describe("/multi-exec", () => {
     );
     for (const [a, b] of results) expect((b?.result ?? 0) - (a?.result ?? 0)).toBe(1);
     expect((await command(stashd(), ["GET", "tx:counter"])).body).toEqual({ result: "40" });
+  });
+
+  it("sends short transactions on the shared pooled connections, not one connection each", async () => {
+    const body = JSON.stringify([
+      ["INCR", "tx:shared"],
+      ["GET", "tx:shared"],
+    ]);
+    await command(stashd(), ["PING"]);
+    const probe = testPool(redis().url, 1);
+    const connectionsSoFar = async (): Promise<number> => {
+      const reply = await probe.exec(["INFO", "stats"]);
+      const info = reply.kind === "bulk" ? reply.value.toString() : "";
+      return Number(/total_connections_received:(\d+)/.exec(info)?.[1]);
+    };
+    try {
+      const before = await connectionsSoFar();
+      await Promise.all(
+        Array.from({ length: 60 }, () => stashd().kvFetch("/multi-exec", { body })),
+      );
+      // At most the rest of the pools opening (4 connections each by default); an exclusive
+      // connection per concurrent transaction would open about 60.
+      expect((await connectionsSoFar()) - before).toBeLessThan(10);
+    } finally {
+      await probe.close();
+    }
+    expect((await command(stashd(), ["GET", "tx:shared"])).body).toEqual({ result: "60" });
   });
 });

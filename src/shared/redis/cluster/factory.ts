@@ -137,6 +137,11 @@ class DetectingBackend implements RedisBackend {
     return (this.inner ?? (await this.resolve())).acquire();
   }
 
+  /** The detected backend's answer; false until detection ran (callers then take a connection). */
+  get sharedTransactions(): boolean {
+    return this.inner?.sharedTransactions ?? false;
+  }
+
   release(conn: ExclusiveConnection): void {
     if (this.inner) this.inner.release(conn);
     else conn.destroy();
