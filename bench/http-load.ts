@@ -16,6 +16,8 @@ export interface LoadSpec {
   seconds: number;
   method?: string;
   body?: string;
+  /** Instead of `body`: bodies sent in turn (e.g. commands on keys of every cluster slot range). */
+  bodies?: string[];
   headers?: Record<string, string>;
   /** Instead of `seconds`: send exactly this many requests with fetch (smoke runs). */
   requests?: number;
@@ -47,10 +49,8 @@ async function runFetches(spec: LoadSpec, count: number): Promise<LoadResult> {
     while (times.length < count) {
       const t = performance.now();
       const init = { method: spec.method ?? "POST", headers: spec.headers ?? {} };
-      const res = await fetch(
-        spec.url,
-        spec.body === undefined ? init : { ...init, body: spec.body },
-      );
+      const body = spec.bodies?.[times.length % spec.bodies.length] ?? spec.body;
+      const res = await fetch(spec.url, body === undefined ? init : { ...init, body });
       await res.arrayBuffer();
       if (res.status >= 300) throw new Error(`${spec.url}: status ${res.status}`);
       times.push(performance.now() - t);
@@ -75,6 +75,7 @@ async function runAutocannon(spec: LoadSpec): Promise<LoadResult> {
     method: (spec.method ?? "POST") as "POST",
     body: spec.body,
     headers: spec.headers,
+    ...(spec.bodies ? { requests: spec.bodies.map((body) => ({ body })) } : {}),
   });
   if (result.non2xx > 0 || result.errors > 0)
     throw new Error(`${spec.url}: ${result.non2xx} non-2xx, ${result.errors} errors`);
@@ -108,6 +109,15 @@ function wrkScript(spec: LoadSpec): string {
   if (spec.body !== undefined) lines.push(`wrk.body = ${lua(spec.body)}`);
   for (const [k, v] of Object.entries(spec.headers ?? {}))
     lines.push(`wrk.headers[ ${lua(k)} ] = ${lua(v)}`);
+  if (spec.bodies) {
+    // Each wrk thread walks the bodies in turn, from a different start.
+    lines.push(`local bodies = { ${spec.bodies.map(lua).join(", ")} }`);
+    lines.push("local next = math.random(#bodies)");
+    lines.push("request = function()");
+    lines.push("  next = next % #bodies + 1");
+    lines.push("  return wrk.format(nil, nil, nil, bodies[next])");
+    lines.push("end");
+  }
   return `${lines.join("\n")}\n`;
 }
 

@@ -1,6 +1,6 @@
-import { spawnSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
 import { parseWrk } from "../../bench/http-load.js";
+import { runBenchSmoke } from "./run-smoke.js";
 
 /**
  * Keeps bench/kv.ts working: `--smoke` runs every scenario briefly against real processes
@@ -8,21 +8,15 @@ import { parseWrk } from "../../bench/http-load.js";
  */
 describe("bench/kv.ts --smoke", () => {
   it("runs every scenario and prints the goal table", () => {
-    const run = spawnSync(process.execPath, ["--import", "tsx", "bench/kv.ts", "--smoke"], {
-      encoding: "utf8",
-      timeout: 100_000,
-    });
-    expect(run.status, run.stderr).toBe(0);
-    for (const row of [
+    const out = runBenchSmoke("kv.ts", [
       "| stashd GET (JSON body) | 1 |",
       "| stashd SET (path) | 4 |",
       "| stashd /multi-exec 10 GET | 4 |",
       "| stashd /pipeline 100 GET | 1 |",
       "| direct RESP GET -P 100 | 4 |",
       "| /multi-exec 10 cost (1/req/s), c=4 |",
-    ])
-      expect(run.stdout).toContain(row);
-    expect(run.stdout).toMatch(/stashd RSS: idle/);
+    ]);
+    expect(out).toMatch(/stashd RSS: idle/);
   }, 120_000);
 
   it("reads wrk's report, and refuses one with errors", () => {
