@@ -3,7 +3,11 @@ import { mkdtempSync, rmSync } from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { startLocalCluster, type LocalCluster } from "../../src/shared/redis/cluster/local.js";
+import {
+  startLocalCluster,
+  type LocalCluster,
+  type LocalClusterTls,
+} from "../../src/shared/redis/cluster/local.js";
 import { RedisConnection } from "../../src/shared/redis/connection.js";
 import type { Arg, Reply } from "../../src/shared/redis/resp.js";
 
@@ -18,12 +22,24 @@ export interface TestCluster extends LocalCluster {
 
 const NODES = 6;
 
-export async function startTestCluster(): Promise<TestCluster> {
+/** Where a TLS test cluster serves TLS: each node's port + this. */
+export const TLS_PORT_OFFSET = 100;
+
+/** With `tls`, the nodes also serve TLS (and talk TLS among themselves) on port + TLS_PORT_OFFSET. */
+export async function startTestCluster(
+  tls?: Omit<LocalClusterTls, "portOffset">,
+): Promise<TestCluster> {
   const dir = mkdtempSync(path.join(os.tmpdir(), "stashd-test-cluster-"));
+  const offsets = tls ? [0, TLS_PORT_OFFSET] : [0];
   for (let attempt = 0; ; attempt++) {
-    const basePort = await freeRange();
+    const basePort = await freeRange(offsets);
     try {
-      const cluster = await startLocalCluster({ dir, basePort, nodeTimeoutMs: 1_000 });
+      const cluster = await startLocalCluster({
+        dir,
+        basePort,
+        nodeTimeoutMs: 1_000,
+        ...(tls ? { tls: { ...tls, portOffset: TLS_PORT_OFFSET } } : {}),
+      });
       return {
         ...cluster,
         ports: cluster.nodes.map((n) => n.port),
@@ -38,11 +54,14 @@ export async function startTestCluster(): Promise<TestCluster> {
   }
 }
 
-/** A base port whose NODES ports and their bus ports (+10000) are all free right now. */
-export async function freeRange(): Promise<number> {
+/**
+ * A base port such that, for each offset, the NODES ports from base + offset and their bus ports
+ * (+10000) are all free right now.
+ */
+export async function freeRange(offsets: number[] = [0]): Promise<number> {
   for (;;) {
     const base = 20_000 + Math.floor(Math.random() * 20_000);
-    const ports = Array.from({ length: NODES }, (_, i) => base + i);
+    const ports = offsets.flatMap((o) => Array.from({ length: NODES }, (_, i) => base + o + i));
     const free = await Promise.all([...ports, ...ports.map((p) => p + 10_000)].map(isFree));
     if (free.every(Boolean)) return base;
   }

@@ -1,8 +1,9 @@
-import { execFileSync, spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { makeTestCerts } from "../harness/certs.js";
 import { BIN, spawnStashd } from "../harness/process.js";
 import { eventually } from "../harness/eventually.js";
 import { freePort, stopChild } from "../harness/redis.js";
@@ -15,59 +16,9 @@ let dir: string;
 let redis: ChildProcess;
 let stashd: ChildProcess;
 
-function makeCerts(): void {
-  const ssl = (...args: string[]): void =>
-    void execFileSync("openssl", args, { cwd: dir, stdio: "ignore" });
-  ssl(
-    "req",
-    "-x509",
-    "-newkey",
-    "rsa:2048",
-    "-nodes",
-    "-days",
-    "2",
-    "-subj",
-    "/CN=stashd test CA",
-    "-keyout",
-    "ca.key",
-    "-out",
-    "ca.crt",
-  );
-  ssl(
-    "req",
-    "-newkey",
-    "rsa:2048",
-    "-nodes",
-    "-subj",
-    "/CN=localhost",
-    "-keyout",
-    "server.key",
-    "-out",
-    "server.csr",
-  );
-  writeFileSync(path.join(dir, "san.ext"), "subjectAltName=DNS:localhost\n");
-  ssl(
-    "x509",
-    "-req",
-    "-in",
-    "server.csr",
-    "-CA",
-    "ca.crt",
-    "-CAkey",
-    "ca.key",
-    "-CAcreateserial",
-    "-days",
-    "2",
-    "-extfile",
-    "san.ext",
-    "-out",
-    "server.crt",
-  );
-}
-
 beforeAll(async () => {
   dir = mkdtempSync(path.join(os.tmpdir(), "stashd-tls-"));
-  makeCerts();
+  const certs = makeTestCerts(dir);
   const port = await freePort();
   redis = spawn(
     "redis-server",
@@ -84,11 +35,11 @@ beforeAll(async () => {
       "tls-secret",
     ].concat([
       "--tls-cert-file",
-      "server.crt",
+      certs.cert,
       "--tls-key-file",
-      "server.key",
+      certs.key,
       "--tls-ca-cert-file",
-      "ca.crt",
+      certs.ca,
       "--tls-auth-clients",
       "no",
     ]),
@@ -97,7 +48,7 @@ beforeAll(async () => {
   stashd = spawnStashd(path.join(dir, "data"), {
     env: {
       STASHD_KV_REDIS_URL: `rediss://:tls-secret@localhost:${port}`,
-      NODE_EXTRA_CA_CERTS: path.join(dir, "ca.crt"),
+      NODE_EXTRA_CA_CERTS: certs.ca,
     },
   });
 });

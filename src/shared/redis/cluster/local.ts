@@ -20,6 +20,19 @@ export interface LocalClusterOptions {
   bin?: string;
   /** cluster-node-timeout: how long a master must be unreachable before its replica takes over. */
   nodeTimeoutMs?: number;
+  /**
+   * Also serve TLS on each node's port + `portOffset`, with the cluster bus and replication over
+   * TLS as well (`tls-cluster`, `tls-replication`; the nodes then announce both ports). `url` is
+   * then the first master's rediss:// URL. Clients need not present a certificate.
+   */
+  tls?: LocalClusterTls;
+}
+
+export interface LocalClusterTls {
+  certFile: string;
+  keyFile: string;
+  caFile: string;
+  portOffset: number;
 }
 
 export interface LocalNode {
@@ -44,7 +57,9 @@ export async function startLocalCluster(opts: LocalClusterOptions): Promise<Loca
   const ports = Array.from({ length: total }, (_, i) => opts.basePort + i);
   const nodes = ports.map((port) => ({ port, child: spawnNode(opts, port) }));
   const cluster: LocalCluster = {
-    url: `redis://127.0.0.1:${opts.basePort}`,
+    url: opts.tls
+      ? `rediss://127.0.0.1:${opts.basePort + opts.tls.portOffset}`
+      : `redis://127.0.0.1:${opts.basePort}`,
     nodes,
     stop: () => stopNodes(nodes),
   };
@@ -52,7 +67,7 @@ export async function startLocalCluster(opts: LocalClusterOptions): Promise<Loca
     await Promise.all(
       ports.map((port) => waitUntil(port, async (c) => isPong(await c.send(["PING"])))),
     );
-    await createCluster(ports, masters);
+    await createCluster(ports, masters, opts.tls?.portOffset ?? 0);
     return cluster;
   } catch (err) {
     await cluster.stop();
@@ -70,12 +85,24 @@ function spawnNode(opts: LocalClusterOptions, port: number): ChildProcess {
     ...["--save", "", "--appendonly", "no", "--logfile", "redis.log"],
     // Replicas sync at once instead of after the default 5 s wait for more replicas.
     ...["--repl-diskless-sync-delay", "0"],
+    ...(opts.tls ? tlsArgs(opts.tls, port) : []),
   ];
   return spawn(opts.bin ?? "redis-server", args, { stdio: "ignore" });
 }
 
-/** Assigns slot ranges, joins every node to the first, then makes the replicas follow. */
-async function createCluster(ports: number[], masters: number): Promise<void> {
+function tlsArgs(tls: LocalClusterTls, port: number): string[] {
+  return [
+    ...["--tls-port", String(port + tls.portOffset), "--tls-auth-clients", "no"],
+    ...["--tls-cert-file", tls.certFile, "--tls-key-file", tls.keyFile],
+    ...["--tls-ca-cert-file", tls.caFile, "--tls-cluster", "yes", "--tls-replication", "yes"],
+  ];
+}
+
+/**
+ * Assigns slot ranges, joins every node to the first, then makes the replicas follow. With TLS
+ * the bus listens beside the TLS port (`busOffset`), so MEET names that port.
+ */
+async function createCluster(ports: number[], masters: number, busOffset: number): Promise<void> {
   const ids = await Promise.all(ports.map((p) => call(p, ["CLUSTER", "MYID"])));
   await Promise.all(
     ports.slice(0, masters).map((port, i) => {
@@ -86,7 +113,7 @@ async function createCluster(ports: number[], masters: number): Promise<void> {
   );
   const seed = ports[0] as number;
   await Promise.all(
-    ports.slice(1).map((p) => call(p, ["CLUSTER", "MEET", "127.0.0.1", String(seed)])),
+    ports.slice(1).map((p) => call(p, ["CLUSTER", "MEET", "127.0.0.1", String(seed + busOffset)])),
   );
   // A node can only replicate a master it already knows.
   await Promise.all(
