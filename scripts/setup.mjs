@@ -2,7 +2,8 @@
 // Makes a checkout ready to run: npm dependencies, redis-server, luacheck, and the build (with
 // the web console's assets). `npm start` and `npm test` both run this first, so a fresh Debian
 // machine with Node 20 needs nothing else; `npm test` passes --with-browser, which also installs
-// Debian's chromium for the console's browser tests. Plain JavaScript with no dependencies, because it runs before `npm ci`.
+// Debian's chromium for the console's browser tests, and --with-containers, which installs
+// podman, debootstrap and runc for the container image test (test/ops/container.test.ts). Plain JavaScript with no dependencies, because it runs before `npm ci`.
 import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, statSync, utimesSync } from "node:fs";
 import path from "node:path";
@@ -90,6 +91,25 @@ function ensureChromium() {
   process.exit(1);
 }
 
+/**
+ * The container image test builds the Dockerfile with podman from a base made by debootstrap
+ * (scripts/container-build.sh). Where they cannot be installed (not root, no apt) this only says
+ * so: that test then reports itself skipped with the reason.
+ */
+function ensureContainerTools() {
+  const tools = [
+    ["podman", "podman"],
+    ["debootstrap", "debootstrap"],
+    ["runc", "runc"],
+  ];
+  for (const [pkg, binary] of tools) {
+    if (hasBinary(binary) || aptInstall(pkg, binary)) continue;
+    say(
+      `${binary} is not installed and could not be (apt-get install ${pkg}): the container test will be skipped`,
+    );
+  }
+}
+
 function ensureRedis() {
   const chosen = process.env.STASHD_REDIS_SERVER;
   if (chosen) {
@@ -124,6 +144,7 @@ installDependencies();
 ensureRedis();
 ensureLuacheck();
 if (process.argv.includes("--with-browser")) ensureChromium();
+if (process.argv.includes("--with-containers")) ensureContainerTools();
 build();
 const redisBin = process.env.STASHD_REDIS_SERVER || "redis-server";
 const version = execFileSync(redisBin, ["--version"]).toString().trim().split(" ")[2] ?? "?";
