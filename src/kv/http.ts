@@ -110,6 +110,20 @@ export class KvHttpHandler {
     const url = parseUrl(req.url ?? "/");
     const principal = this.opts.manager.authenticate(tokenOf(req, url));
     if (!principal) throw new AppError("unauthorized", UNAUTHORIZED);
+    await this.serve(principal, url, req, res, headers).catch((err: unknown) => {
+      throw principal.db.explainFailure(err);
+    });
+  }
+
+  /** An authenticated request: a stream, a pipeline or transaction, or one command. */
+  private async serve(
+    principal: Principal,
+    url: UrlParts,
+    req: IncomingMessage,
+    res: ServerResponse,
+    headers: Record<string, string>,
+  ): Promise<void> {
+    const method = req.method ?? "GET";
     const format = formatOf(req);
     const first = url.segments[0]?.toString().toLowerCase();
     if (
