@@ -13,7 +13,7 @@ import { runPipeline, runPipelineSlices, runSingle, SLICE } from "./execute.js";
 import { runTransaction } from "./transaction.js";
 import { parseCommand, readCommandList, type CommandList } from "./body-args.js";
 import { itemPieces, renderableAtOnce, renderItem } from "./reply.js";
-import { heldBytes, ReplyBuffers } from "./reply-buffers.js";
+import { heldBytes, ReplyBuffers, StreamBacklog } from "./reply-buffers.js";
 import { openStream, type StreamKind } from "./sse.js";
 import { parseUrl, type UrlParts } from "./url-args.js";
 
@@ -178,6 +178,8 @@ export class KvHttpHandler {
     await openStream(p, kind, target, req, res, {
       keepAliveMs: this.opts.sseKeepAliveMs,
       headers,
+      backlog: new StreamBacklog(this.buffers, p.db.maxReplyBytes),
+      logger: this.opts.logger,
       track: (end) => {
         this.streams.add(end);
         metrics.sseOpened();
