@@ -140,6 +140,7 @@ export class KvDatabase {
         throw new AppError("backend_unavailable", `ERR COMMAND failed: ${reply.value}`);
       // Once per process: a user made by an older stashd gets today's rules.
       await this.ensureReadonlyUser(this.roPassword);
+      if (!this.isManaged && this.stopsUnkillableScripts) await this.warnIfStopLosesWrites();
       this.loaded = parseCommandTable(reply);
       return this.loaded;
     });
@@ -163,6 +164,20 @@ export class KvDatabase {
       throw new AppError("daily_limit", "ERR max daily request limit exceeded");
     }
     this.dayCount += n;
+  }
+
+  /**
+   * An external Redis this database may stop (SHUTDOWN NOSAVE, script-killer.ts) should have AOF
+   * on: without it, NOSAVE loses every write since its last RDB snapshot. Warns, once.
+   */
+  private async warnIfStopLosesWrites(): Promise<void> {
+    const reply = await this.admin.exec(["INFO", "persistence"]);
+    const info = reply.kind === "bulk" ? reply.value.toString() : "";
+    if (!/^aof_enabled:0\r?$/m.test(info)) return;
+    this.logger.warn(
+      "this database may stop its Redis for a script that cannot be killed (stopUnkillableScripts), but that Redis has AOF off: SHUTDOWN NOSAVE would lose every write since its last RDB snapshot",
+      { db: this.name },
+    );
   }
 
   /** Creates (or refreshes) the read-only ACL user; Redis then enforces read-only access. */
