@@ -65,12 +65,12 @@ export class ScriptKiller {
   }
 
   /**
-   * A backend_unavailable error raised while an unkillable script is about to be ended (the
-   * command deadline may come first) or its Redis is stopped, replaced by one that says so (503);
-   * any other error as it is.
+   * A failure to reach Redis (connection lost, no reply, connect or login refused) while an
+   * unkillable script is about to be ended (the command deadline may come first) or its Redis is
+   * stopped, replaced by an error that says so (503); any other error as it is.
    */
   explain(err: unknown): unknown {
-    if (!this.phase || !isAppError(err) || err.code !== "backend_unavailable") return err;
+    if (!this.phase || !isBackendFailure(err)) return err;
     const limit = `the script time limit of ${this.db.scriptTimeLimitMs} ms`;
     if (this.phase === "grace") {
       return new AppError(
@@ -221,4 +221,11 @@ export class ScriptKiller {
     if (this.connections.get(key) === pending) this.connections.delete(key);
     return this.connection(endpoint);
   }
+}
+
+/** The connection and pool errors of a Redis that is down or not answering (connection.ts). */
+function isBackendFailure(err: unknown): boolean {
+  return (
+    isAppError(err) && err.code === "backend_unavailable" && err.message.startsWith("ERR Redis ")
+  );
 }
