@@ -140,7 +140,9 @@ export class KvDatabase {
         throw new AppError("backend_unavailable", `ERR COMMAND failed: ${reply.value}`);
       // Once per process: a user made by an older stashd gets today's rules.
       await this.ensureReadonlyUser(this.roPassword);
-      if (!this.isManaged && this.stopsUnkillableScripts) await this.warnIfStopLosesWrites();
+      if (!this.isManaged && this.stopsUnkillableScripts) {
+        void this.warnIfStopLosesWrites().catch(() => undefined); // a warning only: never fails
+      }
       this.loaded = parseCommandTable(reply);
       return this.loaded;
     });
