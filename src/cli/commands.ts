@@ -112,6 +112,11 @@ export const COMMANDS: CommandSpec[] = [
         type: "boolean",
         doc: "Let the standard token run MIGRATE (it makes the Redis connect to another host).",
       },
+      {
+        flag: "stop-unkillable-scripts",
+        type: "boolean",
+        doc: "External Redis: let stashd stop it (SHUTDOWN NOSAVE) when a script that wrote runs past the time limit and cannot be killed; its supervisor must restart it. Managed databases always do.",
+      },
       DATA_DIR,
     ],
   },

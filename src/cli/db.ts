@@ -60,6 +60,7 @@ async function create(inv: Invocation, dataDir: string, name: string): Promise<n
     ...wholeNumber("dailyRequestLimit", "daily-request-limit", inv.values["daily-request-limit"]),
     ...wholeNumber("scriptTimeLimitMs", "script-time-limit", inv.values["script-time-limit"]),
     ...(inv.values["allow-migrate"] === true ? { allowMigrate: true } : {}),
+    ...(inv.values["stop-unkillable-scripts"] === true ? { stopUnkillableScripts: true } : {}),
   });
   const creds = credentialsOf(record);
   process.stdout.write(

@@ -104,6 +104,12 @@ export const SETTINGS = {
     default: 5_000,
     doc: "A Lua script or function running longer is killed (SCRIPT/FUNCTION KILL) and its request answered with an error.",
   },
+  kvUnkillableScriptGraceMs: {
+    env: "STASHD_KV_UNKILLABLE_SCRIPT_GRACE_MS",
+    kind: "int",
+    default: 2_000,
+    doc: "A script past the time limit that cannot be killed (it wrote) and still runs this much later: its Redis is stopped with SHUTDOWN NOSAVE, dropping the script's effects (managed: restarted from its AOF; external: only with `db create --stop-unkillable-scripts`). 0 = never.",
+  },
   kvCommandTimeoutMs: {
     env: "STASHD_KV_COMMAND_TIMEOUT_MS",
     kind: "int",

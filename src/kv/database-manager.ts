@@ -178,7 +178,8 @@ function sameLimits(a: DatabaseRecord, b: DatabaseRecord): boolean {
     a.maxRequestBytes === b.maxRequestBytes &&
     a.dailyRequestLimit === b.dailyRequestLimit &&
     a.scriptTimeLimitMs === b.scriptTimeLimitMs &&
-    a.allowMigrate === b.allowMigrate
+    a.allowMigrate === b.allowMigrate &&
+    a.stopUnkillableScripts === b.stopUnkillableScripts
   );
 }
 

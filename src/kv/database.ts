@@ -1,11 +1,7 @@
 import type { Config } from "../config/schema.js";
-import { AppError, messageOf } from "../shared/errors.js";
+import { AppError } from "../shared/errors.js";
 import type { Logger } from "../shared/log.js";
-import {
-  RedisConnection,
-  type ConnectionOptions,
-  type RedisEndpoint,
-} from "../shared/redis/connection.js";
+import type { ConnectionOptions, RedisEndpoint } from "../shared/redis/connection.js";
 import type { ManagedRedis } from "../shared/redis/managed.js";
 import type { RedisBackend } from "../shared/redis/backend.js";
 import { BackendFactory, seedsOf } from "../shared/redis/cluster/factory.js";
@@ -13,6 +9,7 @@ import type { PoolOptions } from "../shared/redis/pool.js";
 import { parseCommandTable, type CommandTable } from "./policy.js";
 import type { DatabaseRecord } from "./registry.js";
 import { ScriptAliases } from "./rewrite.js";
+import { ScriptKiller } from "./script-killer.js";
 import { readonlyUserPassword, type AclCredentials } from "./tokens.js";
 
 /**
@@ -69,11 +66,8 @@ export class KvDatabase {
   private loaded: CommandTable | undefined;
   private day = "";
   private dayCount = 0;
-  /** Scripts killed for running past the time limit; lets replies say why they were killed. */
-  scriptKills = 0;
-  /** Per node (a cluster's masters; a single Redis is one node). */
-  private readonly killers = new Map<string, Promise<RedisConnection>>();
-  private killing = false;
+  /** Ends scripts past the time limit (SCRIPT/FUNCTION KILL, or SHUTDOWN NOSAVE). */
+  private readonly killer: ScriptKiller;
 
   constructor(
     readonly record: DatabaseRecord,
@@ -82,6 +76,7 @@ export class KvDatabase {
     private readonly logger: Logger,
     readonly managed?: ManagedRedis,
   ) {
+    this.killer = new ScriptKiller(this, config, logger);
     const poolOpts = this.poolOptions(config.kvPoolSize);
     this.backends = new BackendFactory(endpoint, {
       connectTimeoutMs: config.redisConnectTimeoutMs,
@@ -145,6 +140,9 @@ export class KvDatabase {
         throw new AppError("backend_unavailable", `ERR COMMAND failed: ${reply.value}`);
       // Once per process: a user made by an older stashd gets today's rules.
       await this.ensureReadonlyUser(this.roPassword);
+      if (!this.isManaged && this.stopsUnkillableScripts) {
+        void this.warnIfStopLosesWrites().catch(() => undefined); // a warning only: never fails
+      }
       this.loaded = parseCommandTable(reply);
       return this.loaded;
     });
@@ -170,6 +168,20 @@ export class KvDatabase {
     this.dayCount += n;
   }
 
+  /**
+   * An external Redis this database may stop (SHUTDOWN NOSAVE, script-killer.ts) should have AOF
+   * on: without it, NOSAVE loses every write since its last RDB snapshot. Warns, once.
+   */
+  private async warnIfStopLosesWrites(): Promise<void> {
+    const reply = await this.admin.exec(["INFO", "persistence"]);
+    const info = reply.kind === "bulk" ? reply.value.toString() : "";
+    if (!/^aof_enabled:0\r?$/m.test(info)) return;
+    this.logger.warn(
+      "this database may stop its Redis for a script that cannot be killed (stopUnkillableScripts), but that Redis has AOF off: SHUTDOWN NOSAVE would lose every write since its last RDB snapshot",
+      { db: this.name },
+    );
+  }
+
   /** Creates (or refreshes) the read-only ACL user; Redis then enforces read-only access. */
   async ensureReadonlyUser(password: string): Promise<void> {
     const reply = await this.admin.exec([
@@ -187,66 +199,34 @@ export class KvDatabase {
     }
   }
 
-  /**
-   * Kills the script or function running on the backend (called when a script call has waited
-   * past the time limit). Runs on a private connection, since every pooled one may be waiting
-   * behind the script. A script that already wrote cannot be killed (Redis answers UNKILLABLE):
-   * that is logged; the database stays busy until the script ends (see docs/reliability.md).
-   */
-  killSlowScript(): void {
-    if (this.killing) return;
-    this.killing = true;
-    void this.kill()
-      .catch((err: unknown) =>
-        this.logger.warn("could not kill a slow script", { db: this.name, err: messageOf(err) }),
-      )
-      .finally(() => (this.killing = false));
+  /** Whether a script that cannot be killed may end with SHUTDOWN NOSAVE (registry.ts). */
+  get stopsUnkillableScripts(): boolean {
+    return this.record.stopUnkillableScripts ?? this.isManaged;
   }
 
-  private async kill(): Promise<void> {
-    // On a Redis Cluster the script may run on any master: each one gets the kill.
-    const nodes = await this.backends.masterEndpoints();
-    await Promise.all(nodes.map((node) => this.killOn(node)));
+  get isManaged(): boolean {
+    return this.managed !== undefined;
   }
 
-  private async killOn(endpoint: RedisEndpoint): Promise<void> {
-    const key = JSON.stringify([endpoint.host, endpoint.port, endpoint.path]);
-    let killer = this.killers.get(key);
-    if (!killer) {
-      killer = RedisConnection.open(endpoint, this.config.redisConnectTimeoutMs, {
-        replyTimeoutMs: this.config.kvCommandTimeoutMs,
-      });
-      this.killers.set(key, killer);
-      killer.catch(() => this.killers.delete(key));
-    }
-    const conn = await killer;
-    if (!conn.alive) {
-      this.killers.delete(key);
-      return this.killOn(endpoint);
-    }
-    // SCRIPT KILL for EVAL scripts; a busy function answers it BUSY and takes FUNCTION KILL.
-    let reply = await conn.send(["SCRIPT", "KILL"]);
-    if (reply.kind === "error" && !reply.value.startsWith("UNKILLABLE")) {
-      reply = await conn.send(["FUNCTION", "KILL"]);
-    }
-    if (reply.kind !== "error") {
-      this.scriptKills++;
-      this.logger.warn("killed a script that ran past the time limit", {
-        db: this.name,
-        limitMs: this.scriptTimeLimitMs,
-      });
-    } else if (reply.value.startsWith("UNKILLABLE")) {
-      this.logger.error(
-        "a script that already wrote runs past the time limit and cannot be killed; the database answers BUSY until it ends",
-        { db: this.name, limitMs: this.scriptTimeLimitMs },
-      );
-    }
+  /** Scripts killed for running past the time limit; lets replies say why they were killed. */
+  get scriptKills(): number {
+    return this.killer.kills;
+  }
+
+  /** The backend's masters (a single Redis is one), where scripts run. */
+  masterEndpoints(): Promise<RedisEndpoint[]> {
+    return this.backends.masterEndpoints();
+  }
+
+  /** A request's error, explained when the Redis was stopped for a script (script-killer.ts). */
+  explainFailure(err: unknown): unknown {
+    return this.killer.explain(err);
   }
 
   private poolOptions(size: number): PoolOptions {
     const connection: ConnectionOptions = {
       replyTimeoutMs: this.config.kvCommandTimeoutMs,
-      stall: { afterMs: () => this.scriptTimeLimitMs, onStall: () => this.killSlowScript() },
+      stall: { afterMs: () => this.scriptTimeLimitMs, onStall: () => this.killer.killSlowScript() },
     };
     return {
       size,
@@ -257,13 +237,7 @@ export class KvDatabase {
   }
 
   async close(): Promise<void> {
-    for (const killer of this.killers.values()) {
-      void killer.then(
-        (c) => c.destroy(),
-        () => undefined,
-      );
-    }
-    this.killers.clear();
+    this.killer.close();
     await Promise.all([
       this.admin.close(),
       this.readonlyPool.close(),

@@ -13,7 +13,7 @@ import { runPipeline, runPipelineSlices, runSingle, SLICE } from "./execute.js";
 import { runTransaction } from "./transaction.js";
 import { parseCommand, readCommandList, type CommandList } from "./body-args.js";
 import { itemPieces, renderableAtOnce, renderItem } from "./reply.js";
-import { heldBytes, ReplyBuffers } from "./reply-buffers.js";
+import { heldBytes, ReplyBuffers, StreamBacklog } from "./reply-buffers.js";
 import { openStream, type StreamKind } from "./sse.js";
 import { parseUrl, type UrlParts } from "./url-args.js";
 
@@ -110,6 +110,20 @@ export class KvHttpHandler {
     const url = parseUrl(req.url ?? "/");
     const principal = this.opts.manager.authenticate(tokenOf(req, url));
     if (!principal) throw new AppError("unauthorized", UNAUTHORIZED);
+    await this.serve(principal, url, req, res, headers).catch((err: unknown) => {
+      throw principal.db.explainFailure(err);
+    });
+  }
+
+  /** An authenticated request: a stream, a pipeline or transaction, or one command. */
+  private async serve(
+    principal: Principal,
+    url: UrlParts,
+    req: IncomingMessage,
+    res: ServerResponse,
+    headers: Record<string, string>,
+  ): Promise<void> {
+    const method = req.method ?? "GET";
     const format = formatOf(req);
     const first = url.segments[0]?.toString().toLowerCase();
     if (
@@ -164,6 +178,8 @@ export class KvHttpHandler {
     await openStream(p, kind, target, req, res, {
       keepAliveMs: this.opts.sseKeepAliveMs,
       headers,
+      backlog: new StreamBacklog(this.buffers, p.db.maxReplyBytes),
+      logger: this.opts.logger,
       track: (end) => {
         this.streams.add(end);
         metrics.sseOpened();

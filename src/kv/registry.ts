@@ -28,6 +28,13 @@ export interface DatabaseRecord {
    * (`db create --allow-migrate`).
    */
   allowMigrate?: boolean;
+  /**
+   * Whether a script that cannot be killed (it wrote) and runs past the time limit and the grace
+   * (STASHD_KV_UNKILLABLE_SCRIPT_GRACE_MS) ends with SHUTDOWN NOSAVE of the Redis. Unset: yes for
+   * a managed database (stashd restarts it), no for an external one, which stashd must not stop
+   * unless asked (`db create --stop-unkillable-scripts`).
+   */
+  stopUnkillableScripts?: boolean;
   createdAt: string;
 }
 
@@ -64,6 +71,7 @@ const OPTIONAL_FIELDS = [
   "dailyRequestLimit",
   "scriptTimeLimitMs",
   "allowMigrate",
+  "stopUnkillableScripts",
 ] as const;
 
 export type CreateOptions = Partial<Pick<DatabaseRecord, (typeof OPTIONAL_FIELDS)[number]>>;

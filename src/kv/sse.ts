@@ -1,9 +1,11 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { AppError } from "../shared/errors.js";
 import type { ExclusiveConnection } from "../shared/redis/backend.js";
+import type { Logger } from "../shared/log.js";
 import type { Reply } from "../shared/redis/resp.js";
 import type { Principal } from "./database.js";
 import { upstashError } from "./reply.js";
+import type { StreamBacklog } from "./reply-buffers.js";
 
 /**
  * Server-sent event bridges for `/subscribe/<channel>`, `/psubscribe/<pattern>` and `/monitor`.
@@ -14,7 +16,8 @@ import { upstashError } from "./reply.js";
  *   data: "OK"  then one Redis MONITOR line per command, client address masked as 0.0.0.0:0
  * Payloads are raw text; one containing a line break is sent JSON-quoted instead, which the SDK
  * (JSON-parsing every payload) turns back into the exact original. Idle streams get a
- * `: keepalive` comment every `sseKeepAliveMs`.
+ * `: keepalive` comment every `sseKeepAliveMs`. Unsent bytes count against the process's budget of
+ * bytes held for slow readers (reply-buffers.ts): a client that does not read is cut off.
  */
 export type StreamKind = "subscribe" | "psubscribe" | "monitor";
 
@@ -23,6 +26,9 @@ export interface StreamOptions {
   headers: Record<string, string>;
   /** Registers a stream so shutdown can end it; returns the unregister function. */
   track: (end: () => void) => () => void;
+  /** Counts what the client has not taken yet; past its limits the stream is cut off. */
+  backlog: StreamBacklog;
+  logger: Logger;
 }
 
 export async function openStream(
@@ -47,8 +53,11 @@ export async function openStream(
   }
   const pool = p.db.poolFor(p);
   const conn = await pool.acquire();
+  let cutOff = (): void => undefined;
   const write = (line: string): void => {
-    if (!res.writableEnded) res.write(`${line}\n\n`);
+    if (res.writableEnded) return;
+    res.write(`${line}\n\n`);
+    if (!opts.backlog.update(res.writableLength)) cutOff();
   };
   conn.setPushHandler((reply) => {
     const line = eventLine(kind, reply);
@@ -78,8 +87,20 @@ export async function openStream(
     clearInterval(keepAlive);
     untrack();
     pool.discard(conn);
+    opts.backlog.release();
     res.end();
   };
+  cutOff = (): void => {
+    opts.logger.warn("cut off an event stream whose client does not read", {
+      db: p.db.name,
+      unsentBytes: res.writableLength,
+    });
+    end();
+    res.destroy();
+  };
+  res.on("drain", () => {
+    if (!ended) opts.backlog.update(res.writableLength);
+  });
   const untrack = opts.track(end);
   req.on("close", end);
   res.on("close", end);

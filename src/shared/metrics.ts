@@ -67,8 +67,20 @@ const scheduleLateness = new Histogram({
 });
 const managedRestarts = new Counter({
   name: "stashd_managed_redis_restarts_total",
-  help: "Restarts of a managed redis-server after it exited unexpectedly, by server.",
+  help: "Restarts of a managed redis-server after it exited (a crash, or SHUTDOWN NOSAVE of an unkillable script), by server.",
   labelNames: ["server"],
+  registers: [registry],
+});
+const kvScriptKills = new Counter({
+  name: "stashd_kv_script_kills_total",
+  help: "Scripts or functions killed (SCRIPT/FUNCTION KILL) for running past the time limit, by database.",
+  labelNames: ["db"],
+  registers: [registry],
+});
+const kvScriptShutdowns = new Counter({
+  name: "stashd_kv_script_shutdowns_total",
+  help: "Redis servers stopped with SHUTDOWN NOSAVE because a script that wrote ran past the time limit and could not be killed, by database.",
+  labelNames: ["db"],
   registers: [registry],
 });
 
@@ -100,5 +112,11 @@ export const metrics = {
   },
   managedRedisRestart(server: string): void {
     managedRestarts.inc({ server });
+  },
+  kvScriptKilled(db: string): void {
+    kvScriptKills.inc({ db });
+  },
+  kvScriptShutdown(db: string): void {
+    kvScriptShutdowns.inc({ db });
   },
 };

@@ -1,17 +1,30 @@
 import { describe, expect, it } from "vitest";
+import { credentialsOf } from "../../src/kv/database-manager.js";
+import { createDatabase } from "../../src/kv/registry.js";
 import { RedisConnection, parseRedisUrl } from "../../src/shared/redis/connection.js";
+import { eventually } from "../harness/eventually.js";
+import { freePort, startRedis } from "../harness/redis.js";
 import { useGateway } from "./helpers.js";
 
 /**
- * The residual risk of issue 11 (docs/reliability.md, "Issue 11 — KV"): a standard token's script
- * that wrote and then loops cannot be killed (Redis answers UNKILLABLE). stashd answers its request
- * at the command deadline instead of hanging, and other requests get BUSY at once; the database
- * stays busy until an operator acts (here: SHUTDOWN NOSAVE, which only an operator may send).
+ * Issue 11 on an external Redis (docs/reliability.md, "Issue 11 — KV"): a standard token's script
+ * that wrote and then loops cannot be killed (Redis answers UNKILLABLE). By default stashd never
+ * stops someone else's Redis: it answers the request at the command deadline instead of hanging,
+ * other requests get BUSY at once, and the database stays busy until an operator acts (here:
+ * SHUTDOWN NOSAVE). A database created with `--stop-unkillable-scripts` gets the managed
+ * databases' treatment: SHUTDOWN NOSAVE after the grace (unkillable-restart.test.ts).
  */
 const LIMIT_MS = 100;
+const GRACE_MS = 200;
 const COMMAND_TIMEOUT_MS = 600;
+const SCRIPT = "redis.call('SET', KEYS[1], '1') while true do end";
 const { stashd, redis } = useGateway(
-  { kvScriptTimeLimitMs: LIMIT_MS, kvCommandTimeoutMs: COMMAND_TIMEOUT_MS, logLevel: "silent" },
+  {
+    kvScriptTimeLimitMs: LIMIT_MS,
+    kvUnkillableScriptGraceMs: GRACE_MS,
+    kvCommandTimeoutMs: COMMAND_TIMEOUT_MS,
+    logLevel: "silent",
+  },
   ["--lua-time-limit", String(LIMIT_MS)],
 );
 
@@ -26,7 +39,7 @@ async function post(body: unknown, token: string): Promise<{ status: number; bod
 
 describe("a script that wrote, then loops", () => {
   it("is answered at the command deadline; other requests get BUSY, never hang", async () => {
-    const script = "redis.call('SET', KEYS[1], '1') while true do end";
+    const script = SCRIPT;
     // Both pools logged in before the server gets busy (the read-only user is created lazily).
     expect((await post(["PING"], stashd().kv.readonlyToken)).body).toEqual({ result: "PONG" });
     try {
@@ -35,6 +48,42 @@ describe("a script that wrote, then loops", () => {
       const operator = await RedisConnection.open(parseRedisUrl(redis().url), 2000);
       await operator.send(["SHUTDOWN", "NOSAVE"]).catch(() => undefined);
       operator.destroy();
+    }
+  });
+});
+
+describe("on an external Redis whose database allows stopping it", () => {
+  it("stops that Redis with SHUTDOWN NOSAVE after the grace and answers 503 saying so", async () => {
+    const own = await startRedis(["--lua-time-limit", String(LIMIT_MS)], await freePort());
+    try {
+      const record = createDatabase(stashd().dataDir, "stoppable", {
+        redisUrl: own.url,
+        stopUnkillableScripts: true,
+      });
+      const token = credentialsOf(record).token;
+      await eventually(async () => expect((await post(["PING"], token)).status).toBe(200));
+      const started = Date.now();
+      const res = await post(["EVAL", SCRIPT, "1", "uk:k"], token);
+      // Answered by the shutdown, or (on a loaded machine) by the command deadline just before.
+      expect(res.status).toBe(503);
+      expect(res.body).toEqual({
+        error: expect.stringMatching(/^ERR database (restarting|busy): .*SHUTDOWN NOSAVE/),
+      });
+      expect(Date.now() - started).toBeGreaterThanOrEqual(LIMIT_MS);
+      // The Redis process is gone: nothing restarts an external one but its own supervisor.
+      await eventually(() =>
+        expect(RedisConnection.open(parseRedisUrl(own.url), 500)).rejects.toThrow(),
+      );
+      expect(await post(["GET", "uk:k"], token)).toEqual({
+        status: 503,
+        body: {
+          error: expect.stringMatching(
+            /^ERR database restarting: .*none of the script's writes were kept and it answers again once its supervisor restarts it/,
+          ),
+        },
+      });
+    } finally {
+      await own.stop();
     }
   });
 });

@@ -9,8 +9,9 @@ import { eventually } from "../harness/eventually.js";
 /**
  * Reliability scenario 5 (docs/reliability.md): the real `bin/stashd` at log level debug, used
  * with right and wrong tokens on both ports (header and query forms) and through a queue Redis
- * outage (5xx answers are logged), never writes a token, signing key or Redis password to its
- * stdout or stderr.
+ * outage (5xx answers are logged) and the restart of its managed KV redis-server for a script
+ * that cannot be killed, never writes a token, signing key or Redis password to its stdout or
+ * stderr.
  */
 const WRONG = "wrong-token-d7f1c2a9e4b3";
 let dataDir: string;
@@ -34,7 +35,12 @@ function credentials(): Creds {
 beforeAll(async () => {
   dataDir = mkdtempSync(path.join(os.tmpdir(), "stashd-logs-"));
   child = spawnStashd(dataDir, {
-    env: { STASHD_LOG_LEVEL: "debug", STASHD_MANAGED_RESTART_MAX_BACKOFF_MS: "200" },
+    env: {
+      STASHD_LOG_LEVEL: "debug",
+      STASHD_MANAGED_RESTART_MAX_BACKOFF_MS: "200",
+      STASHD_KV_SCRIPT_TIME_LIMIT_MS: "200",
+      STASHD_KV_UNKILLABLE_SCRIPT_GRACE_MS: "200",
+    },
     stdio: ["ignore", "pipe", "pipe"],
   });
   child.stdout?.on("data", (d: Buffer) => (output += d.toString()));
@@ -90,6 +96,17 @@ async function exercise(c: Creds): Promise<void> {
   await eventually(async () => expect((await publish(queue.token)).status).toBe(201), {
     timeoutMs: 10_000,
   });
+  // A script that wrote and loops (issue 11): its managed redis-server is stopped and restarted.
+  const loop = JSON.stringify([
+    "EVAL",
+    "redis.call('SET', KEYS[1], '1') while true do end",
+    "1",
+    "k",
+  ]);
+  expect((await kv(db.token, loop)).status).toBe(503);
+  await eventually(async () => expect((await kv(db.token, '["GET","k"]')).status).toBe(200), {
+    timeoutMs: 10_000,
+  });
 }
 
 describe("logs at level debug", () => {
@@ -139,5 +156,13 @@ function expectRequestLines(out: string): void {
     );
   }
   expect(entries.at(-1)).toMatchObject({ msg: "stopped", scope: "stashd" });
+  // The script's shutdown is an error naming the database (and, checked above, no secret).
+  expect(entries).toContainEqual(
+    expect.objectContaining({
+      level: "error",
+      db: "default",
+      msg: expect.stringMatching(/SHUTDOWN NOSAVE/) as unknown,
+    }),
+  );
   expect(out).not.toContain("/x?qstash_token");
 }

@@ -96,4 +96,27 @@ describe("slow readers of large replies", () => {
     expect(ms).toBeGreaterThanOrEqual(STALL_MS - 100);
     expect(Math.max(bytesC, bytesD)).toBeLessThan(SIZE);
   });
+
+  it("cuts off a read-only subscriber that does not read once its backlog passes the limits", async () => {
+    const s = stashd();
+    const sock = net.connect(s.kv.port, "127.0.0.1");
+    sock.on("error", () => undefined);
+    sock.write(
+      `GET /subscribe/sr:ch HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${s.kv.readonlyToken}\r\n\r\n`,
+    );
+    sock.pause();
+    const subscribers = async (): Promise<unknown> =>
+      ((await command(s, ["PUBSUB", "NUMSUB", "sr:ch"])).body as { result: unknown[] }).result[1];
+    await eventually(async () => expect(await subscribers()).toBe(1));
+    // 40 messages of 1 MiB: far past what one stream may leave unsent (STASHD_KV_MAX_REPLY_BYTES)
+    // and what the kernel's socket buffers take.
+    const payload = "m".repeat(1024 * 1024);
+    for (let i = 0; i < 40 && (await subscribers()) === 1; i++) {
+      expect((await command(s, ["PUBLISH", "sr:ch", payload])).status).toBe(200);
+    }
+    // Cut off: its backend subscription is gone and its bytes are no longer counted.
+    await eventually(async () => expect(await subscribers()).toBe(0));
+    expect((await getBig()).status).toBe(200);
+    sock.destroy();
+  });
 });
