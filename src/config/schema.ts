@@ -226,7 +226,7 @@ export const SETTINGS = {
     env: "STASHD_QUEUE_POOL_SIZE",
     kind: "int",
     default: 4,
-    doc: "Pipelined connections to the queue Redis.",
+    doc: "Pipelined connections to the queue Redis (per master on a cluster), and as many again for acknowledged writes.",
   },
   queueClusterFailoverWindowMs: {
     env: "STASHD_QUEUE_CLUSTER_FAILOVER_WINDOW_MS",

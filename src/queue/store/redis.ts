@@ -56,30 +56,27 @@ export async function openQueueRedis(
           seeds: seedsOf(config.queueRedisUrl),
         }).detect()
       : undefined;
-  if (!topology) return onSingle(new RedisPool(endpoint, pool), ack);
-  const backend = new ClusterBackend(topology, endpoint, {
-    ...pool,
-    failoverWindowMs: config.queueClusterFailoverWindowMs,
-  });
-  return onCluster(backend, new SlotClient(backend, hashSlot(QUEUE_PREFIX), ack));
+  // Acknowledged writes get connections of their own: a WAIT holds its connection until the
+  // replicas answer, and claims and lease renewals must not queue up behind it.
+  if (!topology) return onSingle(new RedisPool(endpoint, pool), new RedisPool(endpoint, pool), ack);
+  const opts = { ...pool, failoverWindowMs: config.queueClusterFailoverWindowMs };
+  const backends = [0, 1].map(() => new ClusterBackend(topology, endpoint, opts));
+  const [main, acking] = backends.map((b) => new SlotClient(b, hashSlot(QUEUE_PREFIX), ack));
+  return {
+    kind: "cluster",
+    exec: (argv) => (main as SlotClient).exec(argv),
+    execMany: (commands) => (main as SlotClient).execMany(commands),
+    acked: { exec: (argv) => (acking as SlotClient).execAcked(argv) },
+    close: async () => void (await Promise.all(backends.map((b) => b.close()))),
+  };
 }
 
-function onSingle(pool: RedisPool, ack: ReplicaAck): QueueConnection {
+function onSingle(pool: RedisPool, ackPool: RedisPool, ack: ReplicaAck): QueueConnection {
   return {
     kind: "single",
     exec: (argv) => pool.exec(argv),
     execMany: (commands) => pool.execMany(commands),
-    acked: { exec: async (argv) => (await ack.send(pool, [argv]))[0] as Reply },
-    close: () => pool.close(),
-  };
-}
-
-function onCluster(backend: ClusterBackend, client: SlotClient): QueueConnection {
-  return {
-    kind: "cluster",
-    exec: (argv) => client.exec(argv),
-    execMany: (commands) => client.execMany(commands),
-    acked: { exec: (argv) => client.execAcked(argv) },
-    close: () => backend.close(),
+    acked: { exec: async (argv) => (await ack.send(ackPool, [argv]))[0] as Reply },
+    close: async () => void (await Promise.all([pool.close(), ackPool.close()])),
   };
 }
