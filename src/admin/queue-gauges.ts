@@ -1,7 +1,7 @@
 import { Gauge, Registry } from "prom-client";
 import { readQueueDepth, replyInt } from "../queue/store/depth.js";
 import { queueKeys as K } from "../queue/store/keys.js";
-import type { RedisPool } from "../shared/redis/pool.js";
+import type { QueueRedis } from "../queue/store/redis.js";
 import type { Reply } from "../shared/redis/resp.js";
 
 /**
@@ -10,7 +10,7 @@ import type { Reply } from "../shared/redis/resp.js";
  * and nothing drifts across restarts. A scrape while Redis is down reports no queue gauges (the
  * scrape itself still succeeds; stashd_ready says why).
  */
-export function queueGaugeRegistry(pool: RedisPool): Registry {
+export function queueGaugeRegistry(pool: QueueRedis): Registry {
   const registry = new Registry();
   let collectOnce = (): Promise<void> => Promise.resolve();
   const messages = new Gauge({
@@ -61,7 +61,7 @@ interface Gauges {
   flowWaiting: Gauge;
 }
 
-async function collect(pool: RedisPool, g: Gauges): Promise<void> {
+async function collect(pool: QueueRedis, g: Gauges): Promise<void> {
   for (const gauge of [g.messages, g.dlq, g.fifo, g.flowWaiting]) gauge.reset();
   const [depth, [queues, fcKeys]] = await Promise.all([
     readQueueDepth(pool),

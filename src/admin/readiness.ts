@@ -1,7 +1,7 @@
 import type { KvDatabase } from "../kv/database.js";
 import { messageOf } from "../shared/errors.js";
 import type { ManagedRedis } from "../shared/redis/managed.js";
-import type { RedisPool } from "../shared/redis/pool.js";
+import type { QueueRedis } from "../queue/store/redis.js";
 
 /** What readiness looks at; index.ts builds it from the running services. */
 export interface ReadinessSources {
@@ -9,7 +9,7 @@ export interface ReadinessSources {
   databases(): KvDatabase[];
   /** Names in the registry (a database that could not start is in it but not open). */
   registered(): string[];
-  queuePool: RedisPool;
+  queuePool: QueueRedis;
   queueManaged: ManagedRedis | undefined;
   /** Per-check deadline, so a stalled Redis answers "not ready" instead of hanging the probe. */
   timeoutMs: number;
@@ -50,7 +50,7 @@ export async function checkReadiness(src: ReadinessSources): Promise<Readiness> 
 }
 
 async function ping(
-  pool: Pick<RedisPool, "exec">,
+  pool: Pick<QueueRedis, "exec">,
   managed: ManagedRedis | undefined,
   timeoutMs: number,
 ): Promise<string> {

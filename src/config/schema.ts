@@ -232,7 +232,25 @@ export const SETTINGS = {
     env: "STASHD_QUEUE_POOL_SIZE",
     kind: "int",
     default: 4,
-    doc: "Pipelined connections to the queue Redis.",
+    doc: "Pipelined connections to the queue Redis (per master on a cluster), and as many again for acknowledged writes.",
+  },
+  queueClusterFailoverWindowMs: {
+    env: "STASHD_QUEUE_CLUSTER_FAILOVER_WINDOW_MS",
+    kind: "int",
+    default: 20_000,
+    doc: "On a Redis Cluster, how long a queue command waits and retries while its slot has no reachable master (a failover); keep it above cluster-node-timeout.",
+  },
+  queueReplicaAcks: {
+    env: "STASHD_QUEUE_REPLICA_ACKS",
+    kind: "int",
+    default: 1,
+    doc: "Replicas that must hold an accepted publish (and other API writes) before it is acknowledged, capped at the queue master's online replicas (0: never wait).",
+  },
+  queueReplicaAckTimeoutMs: {
+    env: "STASHD_QUEUE_REPLICA_ACK_TIMEOUT_MS",
+    kind: "int",
+    default: 2_000,
+    doc: "How long an acknowledgement waits for those replicas; past it the request gets a 503 (the write stays on the master).",
   },
   queueConcurrency: {
     env: "STASHD_QUEUE_CONCURRENCY",

@@ -6,7 +6,6 @@ import { instrument } from "../shared/instrument.js";
 import type { Logger } from "../shared/log.js";
 import { parseRedisUrl, type RedisEndpoint } from "../shared/redis/connection.js";
 import { ManagedRedis } from "../shared/redis/managed.js";
-import { RedisPool } from "../shared/redis/pool.js";
 import { loadQueueCredentials, saveSigningKeys } from "./credentials.js";
 import { Dispatcher } from "./delivery/dispatcher.js";
 import { destinationPolicy } from "./delivery/destination-policy.js";
@@ -17,6 +16,7 @@ import { DlqStore } from "./store/dlq-store.js";
 import { LogStore } from "./store/log-store.js";
 import { MessageStore } from "./store/message-store.js";
 import { QueueStore } from "./store/queue-store.js";
+import { openQueueRedis, type QueueConnection } from "./store/redis.js";
 import { FlowControlStore } from "./store/flow-control-store.js";
 import { ScheduleStore } from "./store/schedule-store.js";
 import { SigningKeys } from "./store/signing-keys.js";
@@ -37,7 +37,7 @@ export interface QueueService {
   currentSigningKey: string;
   nextSigningKey: string;
   /** The queue Redis, for readiness checks and scrape-time gauges (src/admin). */
-  pool: RedisPool;
+  pool: QueueConnection;
   managed: ManagedRedis | undefined;
   close(): Promise<void>;
 }
@@ -49,7 +49,7 @@ export interface QueueDeps {
 
 /**
  * Starts the queue: its own Redis (managed with `appendfsync always` unless STASHD_QUEUE_REDIS_URL
- * is set), the stores, the delivery dispatcher with its lease reaper, the cron scheduler, and the
+ * is set; a single Redis or a Redis Cluster, see store/redis.ts), the stores, the delivery dispatcher with its lease reaper, the cron scheduler, and the
  * HTTP API.
  */
 export async function startQueueService(
@@ -61,11 +61,13 @@ export async function startQueueService(
   const endpoint: RedisEndpoint = managed
     ? await managed.start()
     : parseRedisUrl(config.queueRedisUrl ?? "");
-  const pool = new RedisPool(endpoint, {
-    size: config.queuePoolSize,
-    connectTimeoutMs: config.redisConnectTimeoutMs,
-    retryBackoffMs: config.redisRetryBackoffMs,
-  });
+  let pool: QueueConnection;
+  try {
+    pool = await openQueueRedis(config, endpoint);
+  } catch (err) {
+    await managed?.stop();
+    throw err;
+  }
   try {
     return await assemble(config, log, pool, managed, deps.clock ?? systemClock);
   } catch (err) {
@@ -94,7 +96,7 @@ function managedRedis(config: Config, log: Logger): ManagedRedis {
 async function assemble(
   config: Config,
   log: Logger,
-  pool: RedisPool,
+  pool: QueueConnection,
   managed: ManagedRedis | undefined,
   clock: Clock,
 ): Promise<QueueService> {

@@ -1,9 +1,14 @@
-import { textOf } from "../../src/shared/redis/cluster/commands.js";
 import { Redis } from "@upstash/redis";
 import { afterAll, beforeAll } from "vitest";
 import type { Arg, Reply } from "../../src/shared/redis/resp.js";
 import { hashSlot } from "../../src/shared/redis/cluster/slot.js";
-import { onNode, ownerPort, startTestCluster, type TestCluster } from "../harness/cluster.js";
+import {
+  mastersOf,
+  onNode,
+  ownerPort,
+  startTestCluster,
+  type TestCluster,
+} from "../harness/cluster.js";
 import type { StartOptions } from "../../src/index.js";
 import { startStashd, type TestStashd } from "../harness/stashd.js";
 
@@ -45,15 +50,7 @@ export function useCluster(
       direct: new Redis({ url, token, enableAutoPipelining: false }),
       readonly: new Redis({ url, token: readonlyToken, enableAutoPipelining: false }),
       node: onNode,
-      masters: async () => {
-        const roles = await Promise.all(
-          cluster.ports.map((p) => onNode(p, ["ROLE"]).catch(() => undefined)),
-        );
-        return cluster.ports.filter((_, i) => {
-          const role = roles[i];
-          return role?.kind === "array" && textOf(role.value[0] as Reply) === "master";
-        });
-      },
+      masters: () => mastersOf(cluster),
     };
     onReady(ctx);
   });

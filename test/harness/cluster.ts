@@ -103,6 +103,17 @@ export async function migrateSlot(
   );
 }
 
+/** Ports of the nodes that are masters right now (by their own ROLE). */
+export async function mastersOf(cluster: TestCluster): Promise<number[]> {
+  const roles = await Promise.all(
+    cluster.ports.map((p) => onNode(p, ["ROLE"]).catch(() => undefined)),
+  );
+  return cluster.ports.filter((_, i) => {
+    const role = roles[i];
+    return role?.kind === "array" && textOf(role.value[0] as Reply) === "master";
+  });
+}
+
 /** Port of the master serving a slot, as the node on `port` sees it. */
 export async function ownerPort(port: number, slot: number): Promise<number> {
   const reply = await onNode(port, ["CLUSTER", "SHARDS"]);

@@ -1,4 +1,4 @@
-import type { RedisPool } from "../../shared/redis/pool.js";
+import type { QueueRedis } from "./redis.js";
 import type { Reply } from "../../shared/redis/resp.js";
 import { queueKeys as K } from "./keys.js";
 
@@ -20,7 +20,7 @@ export interface QueueDepth {
  * polling it every few seconds costs nothing even with 100k messages. Read-only: no message,
  * queue or lease is touched. The one place that counts depth (console and metrics both use it).
  */
-export async function readQueueDepth(pool: RedisPool): Promise<QueueDepth> {
+export async function readQueueDepth(pool: QueueRedis): Promise<QueueDepth> {
   const now = String(Date.now());
   const [ready, delayed, inFlight, pending, dlq] = await pool.execMany([
     ["ZCOUNT", K.due, "-inf", now],

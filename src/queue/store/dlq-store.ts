@@ -1,4 +1,4 @@
-import type { RedisPool } from "../../shared/redis/pool.js";
+import type { QueueRedis } from "./redis.js";
 import type { DlqMeta } from "../domain/message.js";
 import { queueKeys as K } from "./keys.js";
 import { collectPage, type Page } from "./paging.js";
@@ -16,7 +16,7 @@ export interface DlqEntry {
  * gives stable cursors (the last id seen) in both orders.
  */
 export class DlqStore {
-  constructor(private readonly pool: RedisPool) {}
+  constructor(private readonly pool: QueueRedis) {}
 
   async get(id: string): Promise<DlqEntry | undefined> {
     return (await this.load([id]))[0];

@@ -1,4 +1,4 @@
-import type { RedisPool } from "../../shared/redis/pool.js";
+import type { QueueRedis } from "./redis.js";
 import type { Reply } from "../../shared/redis/resp.js";
 import { queueKeys as K } from "./keys.js";
 import { ScriptCode } from "./codes.js";
@@ -58,7 +58,7 @@ export type FlowControlAction =
  * lua/includes/fc-*.lua). A key exists once a message with it was stored.
  */
 export class FlowControlStore {
-  constructor(private readonly pool: RedisPool) {}
+  constructor(private readonly pool: QueueRedis) {}
 
   async get(key: string, now: number): Promise<FlowControlInfo | undefined> {
     return (await this.getMany([key], now))[0];

@@ -18,6 +18,8 @@
  *   <p>dedup:<k>   string  publish response of the first message with that dedup key, PX window
  *   <p>topic:<n>   string  JSON URL group; <p>topics set of group names
  *   <p>keys        hash  current, next signing keys
+ *   <p>slot-probe  never exists: scripts touch it to find out whether their slot is migrating
+ *                  (see lua/includes/keys.lua)
  *   <p>sched:<id>  hash  def (JSON ScheduleDef), body (raw bytes), next, last (ms), paused (0|1),
  *                        states (JSON {messageId: state} of the last fire), error (last fire)
  *   <p>schedules   set   every schedule id
@@ -64,6 +66,7 @@ export const queueKeys = {
   log: `${QUEUE_PREFIX}log`,
   topics: `${QUEUE_PREFIX}topics`,
   signingKeys: `${QUEUE_PREFIX}keys`,
+  slotProbe: `${QUEUE_PREFIX}slot-probe`,
   message: (id: string): string => `${QUEUE_PREFIX}msg:${id}`,
   dlqEntry: (id: string): string => `${QUEUE_PREFIX}dlq:${id}`,
   dedup: (key: string): string => `${QUEUE_PREFIX}dedup:${key}`,

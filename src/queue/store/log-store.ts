@@ -1,4 +1,4 @@
-import type { RedisPool } from "../../shared/redis/pool.js";
+import type { QueueRedis } from "./redis.js";
 import type { Reply } from "../../shared/redis/resp.js";
 import type { MessageMeta, MessageState } from "../domain/message.js";
 import { queueKeys as K } from "./keys.js";
@@ -22,7 +22,7 @@ export interface LogEvent {
  */
 export class LogStore {
   constructor(
-    private readonly pool: RedisPool,
+    private readonly pool: QueueRedis,
     /** Trimming by MINID is approximate (whole stream nodes), so reads hide older events too. */
     private readonly retentionMs: number,
   ) {}

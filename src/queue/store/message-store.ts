@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import type { RedisPool } from "../../shared/redis/pool.js";
+import type { QueueRedis } from "./redis.js";
 import type { Arg, Reply } from "../../shared/redis/resp.js";
 import type { DlqMeta, MessageMeta, MessageState } from "../domain/message.js";
 import { queueKeys as K } from "./keys.js";
@@ -100,7 +100,7 @@ export function messageArgs(m: NewMessage): Arg[] {
  */
 export class MessageStore {
   constructor(
-    readonly pool: RedisPool,
+    readonly pool: QueueRedis,
     private readonly logRetentionMs: number,
   ) {}
 

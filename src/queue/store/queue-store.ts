@@ -1,5 +1,5 @@
 import { AppError } from "../../shared/errors.js";
-import type { RedisPool } from "../../shared/redis/pool.js";
+import type { QueueRedis } from "./redis.js";
 import type { Arg, Reply } from "../../shared/redis/resp.js";
 import { queueKeys as K } from "./keys.js";
 import { ScriptCode } from "./codes.js";
@@ -42,7 +42,7 @@ function messageArgs(m: NewMessage): Arg[] {
  */
 export class QueueStore {
   constructor(
-    private readonly pool: RedisPool,
+    private readonly pool: QueueRedis,
     private readonly logRetentionMs: number,
     /** A queue is not created when this many exist (412). */
     private readonly maxQueues: number,

@@ -1,5 +1,5 @@
 import { AppError } from "../../shared/errors.js";
-import type { RedisPool } from "../../shared/redis/pool.js";
+import type { QueueRedis } from "./redis.js";
 import type { PublishOptions } from "../domain/publish-options.js";
 import { queueKeys as K } from "./keys.js";
 import { ScriptCode } from "./codes.js";
@@ -49,7 +49,7 @@ const FIELDS = ["def", "body", "next", "last", "paused", "states", "error"];
 /** Schedules in the queue Redis; every change is one script, lua/schedule-*.lua. */
 export class ScheduleStore {
   constructor(
-    private readonly pool: RedisPool,
+    private readonly pool: QueueRedis,
     private readonly maxSchedules = Number.MAX_SAFE_INTEGER,
   ) {}
 

@@ -1,4 +1,4 @@
-import type { RedisPool } from "../../shared/redis/pool.js";
+import type { QueueRedis } from "./redis.js";
 import { newSigningKey } from "../domain/ids.js";
 import { queueKeys as K } from "./keys.js";
 import { asArray, asText, checked } from "./replies.js";
@@ -21,7 +21,7 @@ export class SigningKeys {
   private fetching: Promise<SigningKeyPair> | undefined;
 
   constructor(
-    private readonly pool: RedisPool,
+    private readonly pool: QueueRedis,
     private readonly refreshMs: number,
   ) {}
 

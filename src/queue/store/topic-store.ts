@@ -1,4 +1,4 @@
-import type { RedisPool } from "../../shared/redis/pool.js";
+import type { QueueRedis } from "./redis.js";
 import { queueKeys as K } from "./keys.js";
 import { ScriptCode } from "./codes.js";
 import { asArray, asInt, asText, checked } from "./replies.js";
@@ -20,7 +20,7 @@ export interface UrlGroup {
 
 /** URL groups ("topics"), one JSON value per group, changed only through the topicUpdate script. */
 export class TopicStore {
-  constructor(private readonly pool: RedisPool) {}
+  constructor(private readonly pool: QueueRedis) {}
 
   async get(name: string): Promise<UrlGroup | undefined> {
     const text = asText(checked(await this.pool.exec(["GET", K.topic(name)]), "topic"));

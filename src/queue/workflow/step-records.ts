@@ -1,4 +1,4 @@
-import type { RedisPool } from "../../shared/redis/pool.js";
+import type { QueueRedis } from "../store/redis.js";
 import type { Reply } from "../../shared/redis/resp.js";
 import type { AttemptResult, Headers } from "../domain/message.js";
 import { queueKeys as Q } from "../store/keys.js";
@@ -32,7 +32,7 @@ export interface StepError {
  * transition that stored them (not inside it): a crash in between only loses these log fields.
  */
 export async function recordStepInfo(
-  pool: RedisPool,
+  pool: QueueRedis,
   runId: string,
   appends: readonly Append[],
 ): Promise<void> {
@@ -53,7 +53,7 @@ export async function recordStepInfo(
 
 /** Appends a failed attempt of message `messageId` to its run's error list. */
 export async function recordStepError(
-  pool: RedisPool,
+  pool: QueueRedis,
   runId: string,
   messageId: string,
   r: AttemptResult,
@@ -73,7 +73,7 @@ export async function recordStepError(
 
 /** The recorded info by message id and the failed attempts by message id, oldest first. */
 export async function stepRecords(
-  pool: RedisPool,
+  pool: QueueRedis,
   runId: string,
 ): Promise<{ info: Map<string, StepInfo>; errors: Map<string, StepError[]> }> {
   const [infoReply, errorReply] = await Promise.all([

@@ -1,4 +1,4 @@
-import type { RedisPool } from "../../shared/redis/pool.js";
+import type { QueueRedis } from "../store/redis.js";
 import type { Arg, Reply } from "../../shared/redis/resp.js";
 import { queueKeys as Q } from "../store/keys.js";
 import { messageArgs, type NewMessage } from "../store/message-store.js";
@@ -36,7 +36,7 @@ const NUMBER_FIELDS = new Set(["createdAt", "completedAt"]);
  */
 export class WorkflowStore {
   constructor(
-    readonly pool: RedisPool,
+    readonly pool: QueueRedis,
     private readonly logRetentionMs: number,
     private readonly maxEntries: number,
   ) {}

@@ -9,6 +9,7 @@ local PREFIX = ARGV[1]
 local Key = {
   flowControlKeys = PREFIX .. 'fckeys',
   flowControlWake = PREFIX .. 'fcwake',
+  slotProbe = PREFIX .. 'slot-probe',
 }
 function Key.message(id) return PREFIX .. 'msg:' .. id end
 function Key.dlqEntry(id) return PREFIX .. 'dlq:' .. id end
@@ -18,3 +19,14 @@ function Key.queueWait(name) return PREFIX .. 'qwait:' .. name end
 function Key.queueSlots(name) return PREFIX .. 'qslots:' .. name end
 function Key.flowControl(key) return PREFIX .. 'fc:' .. key end
 function Key.flowControlWait(key) return PREFIX .. 'fcwait:' .. key end
+
+-- Slot guard. Redis checks before a script runs that its KEYS are on this node, but not the keys
+-- built here. While the slot is migrating to another master (resharding), such a key may already
+-- be on the other node; touching it would fail mid-script and keep the writes made before. So a
+-- script building keys first touches `slotProbe`, a key that never exists: on a migrating slot
+-- Redis refuses that (a missing key there is asked for on the importing node), and the script
+-- stops before any write with a TRYAGAIN error, which the client retries until the migration has
+-- ended (docs/scaling.md, The queue on a Redis Cluster). On a stable slot it costs one lookup.
+if type(redis.pcall('EXISTS', Key.slotProbe)) == 'table' then
+  return redis.error_reply('TRYAGAIN the queue slot is being migrated')
+end
