@@ -17,6 +17,8 @@
  *   `--seconds` round of 50-connection publishing during S seconds (growth would show there).
  * `--smoke` runs every phase for a moment (CI runs it so the script keeps working; its figures
  * mean nothing). `--profile DIR` runs stashd with `--cpu-prof` and leaves the profile in DIR.
+ * `--stashd PATH` runs another build's launcher (bin/stashd of a copy of `bin/` and `dist/` made
+ * before a change), to compare before and after with the same bench.
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -34,6 +36,7 @@ const option = (name: string): string | undefined => {
   return i === -1 ? undefined : process.argv[i + 1];
 };
 const seconds = smoke ? 1 : Number(option("--seconds")) || 4;
+const BIN = path.resolve(option("--stashd") ?? "bin/stashd");
 const now = (): number => performance.timeOrigin + performance.now();
 
 /** Receiver: 200 to everything; records publish->arrival latency from `X-Bench-T`. */
@@ -104,21 +107,17 @@ async function bareLoop(url: string, connections: number, secs: number): Promise
 async function startStashd(dataDir: string) {
   const profileDir = option("--profile");
   const nodeArgs = profileDir ? ["--cpu-prof", "--cpu-prof-dir", profileDir] : [];
-  const child = spawn(
-    process.execPath,
-    [...nodeArgs, "bin/stashd", "start", "--data-dir", dataDir],
-    {
-      env: {
-        ...process.env,
-        STASHD_KV_PORT: "0",
-        STASHD_QUEUE_PORT: "0",
-        STASHD_LOG_LEVEL: "warn",
-      },
-      stdio: "ignore",
+  const child = spawn(process.execPath, [...nodeArgs, BIN, "start", "--data-dir", dataDir], {
+    env: {
+      ...process.env,
+      STASHD_KV_PORT: "0",
+      STASHD_QUEUE_PORT: "0",
+      STASHD_LOG_LEVEL: "warn",
     },
-  );
+    stdio: "ignore",
+  });
   for (let i = 0; i < 300; i++) {
-    const args = ["bin/stashd", "credentials", "--json", "--data-dir", dataDir];
+    const args = [BIN, "credentials", "--json", "--data-dir", dataDir];
     const out = spawnSync(process.execPath, args, { encoding: "utf8" }).stdout;
     const creds = JSON.parse(out || "{}") as {
       running?: boolean;

@@ -1,5 +1,5 @@
 /**
- * Workflow benchmark: `npm run bench:workflow [-- --runs N]`.
+ * Workflow benchmark: `npm run bench:workflow [-- --runs N] [--stashd PATH]`.
  *
  * stashd (`bin/stashd start`, managed queue Redis with appendfsync always) as a child process,
  * and in this process a node:http server hosting two endpoints:
@@ -8,6 +8,7 @@
  *   `@upstash/qstash` (the same ten hops done as plain publishes).
  * Reported: steps/s with N runs at once (and hops/s of N plain chains at once), and the latency
  * of one run alone (trigger to the last step) against the same ten hops as plain publishes.
+ * `--stashd PATH` runs another build's launcher (bin/stashd of a copy made before a change).
  */
 import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -18,9 +19,13 @@ import { Client, serve } from "@upstash/workflow";
 import { stopChild } from "../test/harness/redis.js";
 import { startApp } from "../test/workflow/harness.js";
 
-const runs = Number(process.argv[process.argv.indexOf("--runs") + 1]) || 20;
+const option = (name: string): string | undefined => {
+  const i = process.argv.indexOf(name);
+  return i === -1 ? undefined : process.argv[i + 1];
+};
+const runs = Number(option("--runs")) || 20;
 const STEPS = 10;
-const BIN = path.resolve("bin/stashd");
+const BIN = path.resolve(option("--stashd") ?? "bin/stashd");
 
 interface Creds {
   running: boolean;

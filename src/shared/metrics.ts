@@ -49,6 +49,12 @@ const retries = new Counter({
   help: "Failed attempts that were scheduled for another try.",
   registers: [registry],
 });
+const attemptsStarted = new Counter({
+  name: "stashd_queue_attempts_started_total",
+  help: "Delivery attempts started, by how the message was leased: claimed from the due set, or handed_off (leased to this process when it was stored, no claim).",
+  labelNames: ["how"],
+  registers: [registry],
+});
 const leaseReaps = new Counter({
   name: "stashd_queue_lease_reaps_total",
   help: "Messages whose delivery lease expired and were returned to the ready set.",
@@ -102,6 +108,9 @@ export const metrics = {
   delivery(outcome: DeliveryOutcome): void {
     deliveries.inc({ outcome });
     if (outcome === "retry") retries.inc();
+  },
+  attemptStarted(how: "claimed" | "handed_off"): void {
+    attemptsStarted.inc({ how });
   },
   leasesReaped(count: number): void {
     if (count > 0) leaseReaps.inc(count);

@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { originOf } from "../../src/queue/delivery/destination-share.js";
 import { ScriptCode } from "../../src/queue/store/codes.js";
 import { queueKeys, QUEUE_PREFIX } from "../../src/queue/store/keys.js";
 import { transitions } from "../../src/queue/store/transitions.js";
@@ -93,6 +94,27 @@ describe("tables shared by Lua and TypeScript", () => {
       expect(expected, `queueKeys.${name}`).toBeDefined();
       expect(built, name).toBe(typeof expected === "function" ? expected("some-id") : expected);
     }
+  });
+
+  it("computes a URL's origin in includes/origin.lua as delivery/destination-share.ts does", async () => {
+    const urls = [
+      "http://a.example/x",
+      "HTTPS://User:Pw@Example.COM:8443/Path?Q=1#F",
+      "http://127.0.0.1:8080?x=1",
+      "http://[::1]:9000/p",
+      "http://host.example#frag",
+      "svc+ws.v2://Host/",
+      "no-scheme/At/All",
+      "",
+    ];
+    const tail = `local out = {}
+for i = 1, #ARGV do out[#out + 1] = {urlOrigin(ARGV[i]), metaOrigin(ARGV[i])} end
+return cjson.encode(out)`;
+    const metas = urls.map((url) => JSON.stringify({ messageId: "m", url, header: { url: "x" } }));
+    const lua = (await evalInclude("origin.lua", tail, urls)) as string[][];
+    const fromMeta = (await evalInclude("origin.lua", tail, metas)) as string[][];
+    expect(lua.map((pair) => pair[0])).toEqual(urls.map(originOf));
+    expect(fromMeta.map((pair) => pair[1])).toEqual(urls.map(originOf));
   });
 
   it("has the same status codes in includes/codes.lua as store/codes.ts", async () => {

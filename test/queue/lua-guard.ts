@@ -86,7 +86,8 @@ export function isKeyRefusal(reply: Reply): boolean {
 
 const MIN = 60_000;
 
-function message(id: string, now: number, extra: Partial<MessageMeta> = {}): NewMessage {
+/** A message due at `now` to a URL nothing listens on, unless `extra` says otherwise. */
+export function message(id: string, now: number, extra: Partial<MessageMeta> = {}): NewMessage {
   const meta: MessageMeta = {
     messageId: id,
     url: "http://127.0.0.1:9/never",
@@ -252,13 +253,23 @@ async function workflowPaths(pool: RedisPool, now: number): Promise<void> {
   const msg = (id: string) =>
     message(id, now, { ...fc, workflow: { runId: "wfr_g", callType: "step" } });
   const entry = (id: string) => JSON.stringify({ messageId: id, body: "", callType: "step" });
-  const start = await runs.start(now, "wfr_g", { url: "http://x" }, [
-    { id: "w0", entry: entry("w0"), message: msg("w0") },
-  ]);
+  const handOff = { token: "tw", leaseMs: MIN };
+  const start = await runs.start(
+    now,
+    "wfr_g",
+    { url: "http://x" },
+    [{ id: "w0", entry: entry("w0"), message: msg("w0") }],
+    handOff,
+  );
   expect(start).toEqual({ created: true });
   expect(
     await runs.append(now, "wfr_g", [{ id: "w1", entry: entry("w1"), message: msg("w1") }]),
   ).toBe("ok");
+  // Handed off (no flow-control key, due now): leased to the caller by the append itself.
+  const plain = message("w2", now, { workflow: { runId: "wfr_g", callType: "step" } });
+  const w2 = { id: "w2", entry: entry("w2"), message: plain };
+  expect(await runs.append(now, "wfr_g", [w2], handOff)).toBe("ok");
+  expect((await new MessageStore(pool, MIN).get("w2"))?.state).toBe("ACTIVE");
   expect(await runs.append(now, "wfr_g", [{ id: "cb", entry: entry("cb") }])).toBe("ok");
   expect(await runs.keep("wfr_g", "e1", "ZGF0YQ==")).toBe("kept");
   expect(await runs.wait(now, "wfr_g", "e1", '{"token":"t1"}', msg("t1"))).toEqual({

@@ -7,6 +7,8 @@
 export class DestinationShare {
   /** Attempts in flight per origin (origins with none are removed). */
   private readonly inflight = new Map<string, number>();
+  /** Origins whose due messages the last claim left because they held their cap. */
+  private waiting: ReadonlySet<string> = new Set();
   readonly cap: number;
   /**
    * A destination that reached its cap gets new attempts once it is down to this many: claiming
@@ -29,9 +31,33 @@ export class DestinationShare {
     return true;
   }
 
-  /** Whether one of `origins` holds more than its refill level (see `refillAt`). */
+  /** Records the origins the last claim skipped at their cap (their messages wait due). */
+  leftWaiting(origins: Iterable<string>): void {
+    this.waiting = new Set(origins);
+  }
+
+  /** Whether the last claim left messages waiting for a destination at its cap. */
+  get blocked(): boolean {
+    return this.waiting.size > 0;
+  }
+
+  /**
+   * Whether one of `origins` has messages waiting and holds more than its refill level (see
+   * `refillAt`): a new message for it joins them in the due set for the next batch claim.
+   */
   crowded(origins: readonly string[]): boolean {
-    return origins.some((o) => (this.inflight.get(o) ?? 0) > this.refillAt);
+    return origins.some((o) => this.waiting.has(o) && (this.inflight.get(o) ?? 0) > this.refillAt);
+  }
+
+  /**
+   * Whether an origin with waiting messages is at or below its refill level: a claim is due.
+   * Checked after a claim, since attempts that end while it runs can take an origin from its cap
+   * to below the refill level without `give` seeing it (the cap is reached only when the claim's
+   * leases are counted).
+   */
+  refillDue(): boolean {
+    for (const o of this.waiting) if ((this.inflight.get(o) ?? 0) <= this.refillAt) return true;
+    return false;
   }
 
   take(origin: string): void {
@@ -39,14 +65,14 @@ export class DestinationShare {
   }
 
   /**
-   * Gives a slot back; true when the origin just fell to its refill level (see `refillAt`): its
-   * messages skipped at the cap may be claimed now, a batch of them at once.
+   * Gives a slot back; true when the origin just fell to its refill level (see `refillAt`) while
+   * it has waiting messages: those may be claimed now, a batch of them at once.
    */
   give(origin: string): boolean {
     const n = this.inflight.get(origin) ?? 0;
     if (n <= 1) this.inflight.delete(origin);
     else this.inflight.set(origin, n - 1);
-    return n - 1 === this.refillAt;
+    return n - 1 === this.refillAt && this.waiting.has(origin);
   }
 
   /** Attempts in flight per origin, for the claim script. */

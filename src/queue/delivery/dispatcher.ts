@@ -9,6 +9,7 @@ import { ScriptCode } from "../store/codes.js";
 import {
   newLeaseToken,
   type Claimed,
+  type HandOff,
   type MessageStore,
   type NewMessage,
   type Outcome,
@@ -80,13 +81,12 @@ export class Dispatcher {
   private readonly leases: LeaseKeeper;
   /** Set when a fill stopped at the concurrency limit: a freed slot must trigger a new fill. */
   private saturated = false;
-  private readonly share: DestinationShare;
   /**
-   * Set when the last claim left due messages because their destinations were at their share:
-   * a slot freed by such a destination triggers a new fill, and the due set's head (those
-   * messages) no longer sets the next wake-up.
+   * Attempts per destination, and the destinations whose due messages the last claim left at
+   * their share (`share.blocked`): a slot freed by such a destination triggers a new fill, and
+   * the due set's head (those messages) no longer sets the next wake-up.
    */
-  private blocked = false;
+  private readonly share: DestinationShare;
   private hooks: DeliveryHooks | undefined;
 
   constructor(
@@ -126,35 +126,39 @@ export class Dispatcher {
   }
 
   /**
-   * Local hand-off of messages being produced (see produce/produce.ts): when they are due now,
-   * not held by a flow-control key and this process has free slots for all of them, they are
-   * stored under a lease to this process (`store` gets it) and delivered at once, saving the
-   * claim round trip. Otherwise they are stored plainly and the dispatcher wakes at their due time,
-   * except behind a destination that reached its share while messages wait for it (`blocked`):
-   * those queue in the due set, in due order, for the destination's next batch claim (see
-   * destination-share.ts) instead of taking single freed slots or waking a claim each.
+   * Local hand-off of messages being stored (produce/produce.ts, workflow/produce.ts): those due
+   * by `now` and not held by a flow-control key (`takesHandOff`) are, when this process has free
+   * slots for all of them, stored under a lease to this process (`store` gets it; the store
+   * script leases exactly those) and delivered at once, saving the claim round trip. Otherwise
+   * they are stored plainly and the dispatcher wakes at their due time, except behind a
+   * destination that reached its share while messages wait for it (`share.crowded`): those queue in
+   * the due set, in due order, for the destination's next batch claim (see destination-share.ts)
+   * instead of taking single freed slots or waking a claim each. Messages not handed off (later,
+   * flow-controlled) wake the dispatcher at their due time.
    */
   async offer<R extends { stored: boolean }>(
-    messages: NewMessage[],
+    messages: readonly NewMessage[],
     now: number,
-    store: (lease?: { token: string; leaseMs: number }) => Promise<R>,
+    store: (lease?: HandOff) => Promise<R>,
   ): Promise<R> {
-    const dueAt = messages[0]?.dueAt ?? now;
-    const origins = messages.map((m) => originOf(m.meta.url));
-    // Flow-control messages wait for their key's admission (lua/flow-includes.ts), never leased here.
-    const direct = dueAt <= now && !messages[0]?.meta.flowControl;
-    const queued = direct && this.blocked && this.share.crowded(origins);
-    const reserved = direct && !queued && this.reserve(origins);
-    const lease = reserved ? { token: newLeaseToken(), leaseMs: this.cfg.queueLeaseMs } : undefined;
+    const due = messages.filter((m) => takesHandOff(m, now));
+    const origins = due.map((m) => originOf(m.meta.url));
+    const queued = due.length > 0 && this.share.crowded(origins);
+    const reserved = due.length > 0 && !queued && this.reserve(origins);
+    const lease: HandOff | undefined = reserved
+      ? { token: newLeaseToken(), leaseMs: this.cfg.queueLeaseMs }
+      : undefined;
     try {
       const result = await store(lease);
       if (reserved) this.unreserve(origins);
-      if (lease && result.stored) {
+      if (!result.stored) return result;
+      if (lease) {
         const leaseUntil = now + lease.leaseMs;
-        for (const m of messages) this.run({ ...m, retried: 0, token: lease.token, leaseUntil });
-      } else if (result.stored && !queued) {
-        this.wake(dueAt);
+        for (const m of due) this.run({ ...m, retried: 0, token: lease.token, leaseUntil }, true);
       }
+      const handled = new Set(lease || queued ? due : []);
+      const waiting = messages.filter((m) => !handled.has(m));
+      if (waiting.length > 0) this.wake(Math.min(...waiting.map((m) => m.dueAt)));
       return result;
     } catch (err) {
       if (reserved) this.unreserve(origins);
@@ -221,11 +225,13 @@ export class Dispatcher {
     }
     this.pumping = true;
     try {
+      // A wake while the pump awaits Redis (the claim or the next due time) sets `again`: it
+      // must run another round, or it would wait for the idle poll.
       do {
         this.again = false;
         await this.fill();
+        if (!this.again) await this.scheduleNext();
       } while (this.again && !this.stopped);
-      await this.scheduleNext();
     } catch (err) {
       this.log.warn("dispatcher pump failed", { err: messageOf(err) });
       this.wake(Date.now() + this.cfg.queueIdlePollMs);
@@ -241,15 +247,15 @@ export class Dispatcher {
       if (this.saturated) return;
       const limit = Math.min(free, CLAIM_BATCH);
       const fair = { cap: this.share.cap, scan: CLAIM_SCAN, inflight: this.share.counts() };
-      const { claimed, skipped } = await this.store.claim(
+      const { claimed, atShare } = await this.store.claim(
         Date.now(),
         limit,
         this.cfg.queueLeaseMs,
         fair,
       );
-      this.blocked = skipped > 0;
-      for (const c of claimed) this.run(c);
-      if (claimed.length < limit) return;
+      this.share.leftWaiting(atShare);
+      for (const c of claimed) this.run(c, false);
+      if (claimed.length < limit && !this.share.refillDue()) return;
     }
   }
 
@@ -266,22 +272,23 @@ export class Dispatcher {
     if (this.stopped || this.inflight >= this.cfg.queueConcurrency) return;
     const now = Date.now();
     // Due messages left for destinations at their share would wake this at once, again and again.
-    const next = await this.store.nextDue(this.blocked ? now : undefined);
+    const next = await this.store.nextDue(this.share.blocked ? now : undefined);
     const idle = now + this.cfg.queueIdlePollMs;
     this.wake(next === undefined ? idle : Math.min(next, idle));
   }
 
-  private run(c: Claimed): void {
-    const origin = originOf(c.meta.url);
+  /** Starts the attempt of a leased message: claimed, or `handedOff` when it was stored. */
+  private run(c: Claimed, handedOff: boolean): void {
+    metrics.attemptStarted(handedOff ? "handed_off" : "claimed");
     this.inflight++;
-    this.share.take(origin);
-    this.attempt(c)
+    const leave = this.enter(originOf(c.meta.url));
+    this.attempt(c, leave)
       .catch((err: unknown) => {
         this.log.warn("delivery bookkeeping failed", { id: c.meta.messageId, err: messageOf(err) });
       })
       .finally(() => {
+        leave();
         this.inflight--;
-        if (this.share.give(origin) && this.blocked) this.wake();
         if (this.inflight === 0) for (const w of this.idleWaiters.splice(0)) w();
         if (this.saturated && this.inflight <= this.refillBelow()) {
           this.saturated = false;
@@ -291,11 +298,28 @@ export class Dispatcher {
   }
 
   /**
+   * Counts an attempt against its destination's share; the returned function gives the slot
+   * back (once, later calls do nothing), waking a claim when the destination fell to its refill
+   * level while messages wait for it.
+   */
+  private enter(origin: string): () => void {
+    this.share.take(origin);
+    let held = true;
+    return () => {
+      if (!held) return;
+      held = false;
+      if (this.share.give(origin)) this.wake();
+    };
+  }
+
+  /**
    * One attempt under its lease. An attempt abandoned because the lease was lost or expiring is
    * not recorded: the reaper returns the message (at-least-once), which another process may
-   * already be delivering.
+   * already be delivering. `answered` is called once the destination answered (or failed): from
+   * then on the attempt no longer counts against the destination's share, only against the
+   * process's concurrency, while its outcome is recorded (an fsync'd Redis write).
    */
-  private async attempt(c: Claimed): Promise<void> {
+  private async attempt(c: Claimed, answered: () => void): Promise<void> {
     const { meta } = c;
     const abort = this.leases.hold(meta.messageId, c.token, c.leaseUntil);
     try {
@@ -312,6 +336,7 @@ export class Dispatcher {
         timeoutMs: meta.timeoutMs,
         abort,
       });
+      answered();
       this.leases.settle(meta.messageId, c.token);
       const reviewed = this.hooks ? this.hooks.review(c, result) : result;
       if (!(abort.signal.reason instanceof LeaseLost)) await this.record(c, reviewed);
@@ -372,6 +397,15 @@ export class Dispatcher {
       this.log.warn("lease reaper failed", { err: messageOf(err) });
     }
   }
+}
+
+/**
+ * Whether a message being stored may be leased to this process at once (local hand-off): due by
+ * `now` and not waiting for a flow-control key's admission (fc-enter.lua). The store scripts
+ * (enqueue, workflow start and append) lease exactly these when given a lease token.
+ */
+export function takesHandOff(m: NewMessage, now: number): boolean {
+  return m.dueAt <= now && !m.meta.flowControl;
 }
 
 /** Outgoing headers of docs/qstash-protocol.md §4.1. */

@@ -15,6 +15,12 @@ export interface NewMessage {
   dueAt: number;
 }
 
+/** A lease for messages handed to the storing process at once (see Dispatcher.offer). */
+export interface HandOff {
+  token: string;
+  leaseMs: number;
+}
+
 /** A message leased to this process for one attempt. */
 export interface Claimed {
   meta: MessageMeta;
@@ -157,14 +163,15 @@ export class MessageStore {
   /**
    * Leases up to `limit` due messages, skipping those of destinations that hold `fair.cap` of
    * the caller's attempts (`fair.inflight` per origin, see delivery/destination-share.ts) among
-   * the first `fair.scan` due entries. `skipped` counts the due messages left for that reason.
+   * the first `fair.scan` due entries. `skipped` counts the due messages left for that reason
+   * (and later ones of their FIFO queues); `atShare` are the origins skipped at their share.
    */
   async claim(
     now: number,
     limit: number,
     leaseMs: number,
     fair: ClaimFairness = { cap: 0, scan: limit, inflight: [] },
-  ): Promise<{ claimed: Claimed[]; skipped: number }> {
+  ): Promise<{ claimed: Claimed[]; skipped: number; atShare: string[] }> {
     const token = newLeaseToken();
     const reply = await transitions.claim.run(
       this.pool,
@@ -179,7 +186,7 @@ export class MessageStore {
         ...fair.inflight.flatMap(([origin, n]) => [origin, String(n)]),
       ],
     );
-    const [skipped, ...flat] = asArray(reply);
+    const [skipped, origins, ...flat] = asArray(reply);
     const claimed: Claimed[] = [];
     for (let i = 0; i + 3 < flat.length; i += 4) {
       claimed.push({
@@ -190,7 +197,8 @@ export class MessageStore {
         leaseUntil: now + leaseMs,
       });
     }
-    return { claimed, skipped: skipped ? asInt(skipped) : 0 };
+    const atShare = origins ? asArray(origins).map((o) => asText(o) ?? "") : [];
+    return { claimed, skipped: skipped ? asInt(skipped) : 0, atShare };
   }
 
   /**

@@ -11,13 +11,14 @@ export interface SigningKeyPair {
 
 /**
  * The signing keys live in the queue Redis, so every stashd process sharing it signs with the
- * same current key; each process caches them for `refreshMs` (a rotation by another process is
- * picked up within that time, by this one at once).
+ * same current key; each process caches them. After `refreshMs` the cached pair is still handed
+ * out at once while one read refreshes it (a delivery never waits for that read), so a rotation
+ * by another process is used within `refreshMs` plus one read; by this one at once.
  */
 export class SigningKeys {
   private cached: SigningKeyPair | undefined;
   private fetchedAt = 0;
-  /** The read in flight: deliveries that find the cache expired together share one. */
+  /** The refresh in flight: callers that need a read share one. */
   private fetching: Promise<SigningKeyPair> | undefined;
 
   constructor(
@@ -35,16 +36,21 @@ export class SigningKeys {
     return this.get(true);
   }
 
+  /** The cached pair (refreshed in the background once stale); `fresh` reads Redis first. */
   async get(fresh = false): Promise<SigningKeyPair> {
-    if (!fresh && this.cached && Date.now() - this.fetchedAt < this.refreshMs) return this.cached;
-    if (!fresh && this.fetching) return this.fetching;
-    const fetching = this.fetch();
-    this.fetching = fetching;
-    try {
-      return await fetching;
-    } finally {
-      if (this.fetching === fetching) this.fetching = undefined;
-    }
+    const cached = this.cached;
+    if (fresh) return this.fetch();
+    if (!cached) return this.refresh();
+    // A failed refresh leaves the cached pair; the next get after refreshMs tries again.
+    if (Date.now() - this.fetchedAt >= this.refreshMs) this.refresh().catch(() => undefined);
+    return cached;
+  }
+
+  private refresh(): Promise<SigningKeyPair> {
+    this.fetching ??= this.fetch().finally(() => {
+      this.fetching = undefined;
+    });
+    return this.fetching;
   }
 
   private async fetch(): Promise<SigningKeyPair> {

@@ -9,7 +9,7 @@ import type { Submission } from "../routes/submit.js";
 import { parseInvoke } from "./invoke.js";
 import { IN, type CallType } from "./protocol.js";
 import { runConfigOf, stepEntry, withRunCallbackConfig, withRunConfig } from "./run.js";
-import type { Append } from "./store.js";
+import type { Append, AppendResult } from "./store.js";
 
 /** What a workflow publish answers per message (the plain publish result shape). */
 export interface ProduceResult {
@@ -53,31 +53,45 @@ export async function produceWorkflow(
   const now = Date.now();
   const parsed = subs.map((s) => parse(ctx, s, now));
   const results: ProduceResult[] = [];
-  const later = new Map<string, { index: number; append: Append; dueAt: number }[]>();
+  const later = new Map<string, Append[]>();
   for (const p of parsed) {
     if (p.cfg.get(IN.init) === "true") {
       results.push(await startRun(ctx, p, now, how.restTrigger === true));
       continue;
     }
-    const item = await laterMessage(ctx, p);
-    const list = later.get(p.runId) ?? [];
-    list.push({ index: results.length, ...item });
-    later.set(p.runId, list);
+    const { append } = await laterMessage(ctx, p);
+    const appends = later.get(p.runId) ?? [];
+    appends.push(append);
+    later.set(p.runId, appends);
     results.push({ messageId: p.meta.messageId, url: p.meta.url });
   }
-  for (const [runId, items] of later) {
-    const outcome = await ctx.workflows.append(
-      now,
-      runId,
-      items.map((i) => i.append),
-    );
+  for (const [runId, appends] of later) {
+    const outcome = await appendHandedOff(ctx, now, runId, appends);
     if (outcome === "ended") throw endedRun(runId);
     if (outcome === "full") {
       throw new AppError("precondition_failed", `workflow run ${runId} has too many steps`);
     }
-    for (const i of items) ctx.dispatcher.wake(i.dueAt);
   }
   return results;
+}
+
+/**
+ * Appends to run `runId` through the dispatcher's local hand-off (Dispatcher.offer): new
+ * messages due now are leased to this process in the append itself and delivered at once,
+ * exactly as a plain publish's; the others wake the dispatcher at their due time.
+ */
+async function appendHandedOff(
+  ctx: QueueContext,
+  now: number,
+  runId: string,
+  appends: readonly Append[],
+): Promise<AppendResult> {
+  const messages = appends.flatMap((a) => (a.message ? [a.message] : []));
+  const { outcome } = await ctx.dispatcher.offer(messages, now, async (lease) => {
+    const appended = await ctx.workflows.append(now, runId, appends, lease);
+    return { stored: appended === "ok", outcome: appended };
+  });
+  return outcome;
 }
 
 function parse(ctx: QueueContext, sub: Submission, now: number): Parsed {
@@ -140,11 +154,14 @@ async function startRun(
   };
   const message: NewMessage = { meta, body: payload, dueAt: p.opts.dueAt };
   const entry = stepEntry(meta.messageId, payload, "step");
-  const started = await ctx.workflows.start(now, p.runId, fields, [
-    { id: meta.messageId, entry, message },
-  ]);
-  if (!started.created) return { messageId: started.firstId, url: meta.url, deduplicated: true };
-  ctx.dispatcher.wake(p.opts.dueAt);
+  const items = [{ id: meta.messageId, entry, message }];
+  const started = await ctx.dispatcher.offer([message], now, async (lease) => {
+    const reply = await ctx.workflows.start(now, p.runId, fields, items, lease);
+    return { stored: reply.created, reply };
+  });
+  if (!started.reply.created) {
+    return { messageId: started.reply.firstId, url: meta.url, deduplicated: true };
+  }
   return { messageId: meta.messageId, url: meta.url };
 }
 
@@ -221,9 +238,8 @@ export async function publishServerStep(
   headers: Record<string, string[]>,
   step: Record<string, unknown>,
 ): Promise<string> {
-  const { append, dueAt } = await serverStep(ctx, runId, url, headers, step);
-  const outcome = await ctx.workflows.append(Date.now(), runId, [append]);
+  const { append } = await serverStep(ctx, runId, url, headers, step);
+  const outcome = await appendHandedOff(ctx, Date.now(), runId, [append]);
   if (outcome !== "ok") throw endedRun(runId);
-  ctx.dispatcher.wake(dueAt);
   return append.id;
 }

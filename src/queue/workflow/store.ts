@@ -1,7 +1,7 @@
 import type { QueueRedis } from "../store/redis.js";
 import type { Arg, Reply } from "../../shared/redis/resp.js";
 import { queueKeys as Q } from "../store/keys.js";
-import { messageArgs, type NewMessage } from "../store/message-store.js";
+import { messageArgs, type HandOff, type NewMessage } from "../store/message-store.js";
 import { ScriptCode } from "../store/codes.js";
 import { asArray, asBuffer, asInt, asText, checked } from "../store/replies.js";
 import { transitions as T } from "../store/transitions.js";
@@ -53,19 +53,28 @@ export class WorkflowStore {
 
   /**
    * Creates the run with its first entries (a trigger: one, with its message); the active run's
-   * first message id instead when the run is active.
+   * first message id instead when the run is active. With `lease`, its new messages due by `now`
+   * and not flow-controlled are leased to the caller (local hand-off, see Dispatcher.offer).
    */
   async start(
     now: number,
     runId: string,
     fields: Record<string, Arg>,
     items: readonly Append[],
+    lease?: HandOff,
   ): Promise<{ created: true } | { created: false; firstId: string }> {
     const pairs = Object.entries(fields).flat();
     const reply = await T.workflowStart.run(
       this.pool,
-      [...this.entryKeys(runId), Q.workflowRuns],
-      [...this.head(now), runId, String(pairs.length / 2), ...pairs, ...items.flatMap(appendArgs)],
+      [...this.entryKeys(runId), Q.workflowRuns, Q.active],
+      [
+        ...this.head(now),
+        runId,
+        ...leaseArgs(lease),
+        String(pairs.length / 2),
+        ...pairs,
+        ...items.flatMap(appendArgs),
+      ],
     );
     const [flag, firstId] = asArray(reply);
     if (flag && asInt(flag) === ScriptCode.ok) {
@@ -75,13 +84,22 @@ export class WorkflowStore {
     return { created: false, firstId: asText(firstId) ?? "" };
   }
 
-  async append(now: number, runId: string, items: readonly Append[]): Promise<AppendResult> {
+  /**
+   * Appends `items` to the active run's step list. With `lease`, their new messages due by `now`
+   * and not flow-controlled are leased to the caller (local hand-off, see Dispatcher.offer).
+   */
+  async append(
+    now: number,
+    runId: string,
+    items: readonly Append[],
+    lease?: HandOff,
+  ): Promise<AppendResult> {
     const args = items.flatMap(appendArgs);
-    const reply = await T.workflowAppend.run(this.pool, this.entryKeys(runId), [
-      ...this.head(now),
-      String(this.maxEntries),
-      ...args,
-    ]);
+    const reply = await T.workflowAppend.run(
+      this.pool,
+      [...this.entryKeys(runId), Q.active],
+      [...this.head(now), String(this.maxEntries), ...leaseArgs(lease), ...args],
+    );
     const code = asInt(reply);
     if (code !== ScriptCode.ok) return code === ScriptCode.tooManySteps ? "full" : "ended";
     await recordStepInfo(this.pool, runId, items);
@@ -294,6 +312,12 @@ function fieldValue(name: string, raw: Buffer): unknown {
   if (NUMBER_FIELDS.has(name)) return Number(text);
   return text;
 }
+
+/** The lease token and length of the start and append scripts ('' = no hand-off). */
+const leaseArgs = (lease: HandOff | undefined): Arg[] => [
+  lease?.token ?? "",
+  String(lease?.leaseMs ?? 0),
+];
 
 /** One entry group of the start and append scripts: a message (or '' meta) and its entry. */
 function appendArgs(a: Append): Arg[] {

@@ -8,62 +8,79 @@
 -- Redis's TIME; renewed by the holder while the attempt runs, see renew)  ARGV[6] lease token
 -- ARGV[7] most attempts per destination origin (0 = no limit)  ARGV[8] most due entries looked at
 -- ARGV[9..] pairs of origin, attempts the caller has in flight to it
--- Returns {skipped count, then (id, meta, body, retried) per claimed message}.
+-- Returns {skipped count, {origins skipped because they held their share}, then (id, meta, body,
+-- retried) per claimed message}.
 -- Events: ACTIVE. Ids whose hash is gone (cancelled meanwhile) are dropped.
 --
--- The origin is read from the meta's `url` (scheme://authority, ASCII-lowercased) exactly as
--- delivery/destination-share.ts `originOf` computes it; `url` is the first string field of that
--- name in the meta JSON (domain/build.ts writes it before the headers).
+-- A message's origin is its hash's `origin` field (insertMessage writes it); a message stored
+-- before that field existed has it computed from its meta. Deciding costs two short fields, so
+-- skipping a message never reads its meta or body.
 --@include keys
---@include lease-deadline
---@include add-log
+--@include lease-message
+--@include origin
 local now, limit = tonumber(ARGV[2]), tonumber(ARGV[4])
 local cap, scanMax = tonumber(ARGV[7]), tonumber(ARGV[8])
+-- Due entries read per range call while skipping: fewer calls, each walking the skipped prefix.
+local CHUNK = 128
 local used = {}
 for i = 9, #ARGV - 1, 2 do used[ARGV[i]] = tonumber(ARGV[i + 1]) end
 
-local function originOf(meta)
-  local url = string.match(meta, '"url":"(.-)"') or ''
-  return string.lower(string.match(url, '^%a[%w+.-]*://[^/?#]*') or url)
+-- The origin and FIFO queue of message hash h; no origin when the message is gone.
+local function routeOf(h)
+  local f = redis.call('HMGET', h, 'origin', 'queue')
+  if f[1] then return f[1], f[2] end
+  local meta = redis.call('HGET', h, 'meta')
+  if not meta then return nil end
+  return metaOrigin(meta), f[2]
 end
 
 local blockedQueues = {}
-local out = {0}
+local atShare, atShareList = {}, {}
+local out = {0, atShareList}
 local claimed, skipped, scanned = 0, 0, 0
 
 -- Leases one message: out of due, into active under the caller's token.
-local function lease(id, h, f)
-  redis.call('ZREM', KEYS[1], id)
-  redis.call('ZADD', KEYS[2], leaseDeadline(ARGV[5]), id)
-  redis.call('HSET', h, 'state', 'ACTIVE', 'lease', ARGV[6])
-  addLog(KEYS[3], ARGV[3], ARGV[2], id, 'ACTIVE', f[1], '{}')
+local function lease(id, h)
+  local f = redis.call('HMGET', h, 'meta', 'body', 'retried')
+  leaseMessage(KEYS[1], KEYS[2], KEYS[3], ARGV[3], ARGV[2], id, f[1], ARGV[6], ARGV[5])
   out[#out + 1] = id
   out[#out + 1] = f[1]
   out[#out + 1] = f[2]
   out[#out + 1] = f[3]
 end
 
+-- Looks at one due entry: dropped, skipped or leased.
+local function visit(id)
+  local h = Key.message(id)
+  local origin, queue = routeOf(h)
+  if not origin then
+    redis.call('ZREM', KEYS[1], id)
+    return
+  end
+  local n = used[origin] or 0
+  local full = cap > 0 and n >= cap
+  if full or (queue and blockedQueues[queue]) then
+    skipped = skipped + 1
+    if queue then blockedQueues[queue] = true end
+    if full and not atShare[origin] then
+      atShare[origin] = true
+      atShareList[#atShareList + 1] = origin
+    end
+  else
+    used[origin] = n + 1
+    lease(id, h)
+    claimed = claimed + 1
+  end
+end
+
 while claimed < limit and scanned < scanMax do
-  local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', skipped, limit - claimed)
+  local want = math.min(scanMax - scanned, math.max(limit - claimed, CHUNK))
+  local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', skipped, want)
   if #ids == 0 then break end
   for _, id in ipairs(ids) do
+    if claimed >= limit or scanned >= scanMax then break end
     scanned = scanned + 1
-    local h = Key.message(id)
-    local f = redis.call('HMGET', h, 'meta', 'body', 'retried', 'queue')
-    if not f[1] then
-      redis.call('ZREM', KEYS[1], id)
-    else
-      local origin = originOf(f[1])
-      local n = used[origin] or 0
-      if (cap > 0 and n >= cap) or (f[4] and blockedQueues[f[4]]) then
-        skipped = skipped + 1
-        if f[4] then blockedQueues[f[4]] = true end
-      else
-        used[origin] = n + 1
-        lease(id, h, f)
-        claimed = claimed + 1
-      end
-    end
+    visit(id)
   end
 end
 out[1] = skipped

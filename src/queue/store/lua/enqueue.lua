@@ -2,7 +2,8 @@
 -- arrive in the same event-loop turn share one script call, hence one AOF write and fsync). Each
 -- publish (1..n messages, n > 1 for URL-group fan-out) is stored with its deduplication key; with
 -- a lease token its messages are leased to the publishing process at once (it has free delivery
--- slots), which saves a claim round trip on the publish->delivery path.
+-- slots), which saves a claim round trip on the publish->delivery path (local hand-off: only
+-- messages due by `now` and not held by a flow-control key, as Dispatcher.offer expects).
 --
 --@keys due pending log active
 -- ARGV[1] key prefix  ARGV[2] log cutoff (stream id ms)
@@ -17,24 +18,21 @@
 -- here: it waits for its key (fcEnter, which may admit it into the due set at once).
 --@include codes
 --@include keys
---@include lease-deadline
---@include add-log
 --@include insert-message
 --@include fc-enter
+--@include lease-message
 local cutoff = ARGV[2]
 local out = {}
 
--- Stores the `count` messages starting at ARGV[i]; leases them under `token` unless ''.
+-- Stores the `count` messages starting at ARGV[i]; hands those due by `now` over to the holder
+-- of `token` unless ''.
 local function store(i, count, now, token, leaseMs)
   for _ = 1, count do
     local id, meta, dueAt = ARGV[i], ARGV[i + 1], ARGV[i + 3]
     insertMessage(KEYS[1], KEYS[2], KEYS[3], cutoff, now, id, meta, ARGV[i + 2], dueAt, ARGV[i + 4])
     local waits = fcEnter(KEYS[1], id, meta, dueAt, now)
-    if token ~= '' and not waits then
-      redis.call('ZREM', KEYS[1], id)
-      redis.call('ZADD', KEYS[4], leaseDeadline(leaseMs), id)
-      redis.call('HSET', Key.message(id), 'state', 'ACTIVE', 'lease', token)
-      addLog(KEYS[3], cutoff, now, id, 'ACTIVE', meta, '{}')
+    if token ~= '' and not waits and tonumber(dueAt) <= tonumber(now) then
+      leaseMessage(KEYS[1], KEYS[4], KEYS[3], cutoff, now, id, meta, token, leaseMs)
     end
     i = i + 5
   end

@@ -1,10 +1,14 @@
 -- workflowEntries: appends step entries to a workflow run's step list from ARGV[from] on, in
 -- groups of 6 (message id, meta JSON or '' for an entry without a new message, body, dueAt ms,
 -- timeout ms, entry JSON), storing each new message as an ordinary queue message (see
--- docs/workflow.md §5). The run's keys are passed in, never built here.
+-- docs/workflow.md §5). The run's keys are passed in, never built here. With `handOff` (a table
+-- of activeKey, token, leaseMs) the new messages due by `now` and not held by a flow-control key
+-- are leased to its holder at once, as enqueue does for a publish (local hand-off).
 --@include insert-message
 --@include fc-enter
-local function workflowEntries(dueKey, pendingKey, logKey, stepsKey, idsKey, cutoff, now, from)
+--@include lease-message
+local function workflowEntries(dueKey, pendingKey, logKey, stepsKey, idsKey, cutoff, now, from,
+    handOff)
   for i = from, #ARGV - 5, 6 do
     local id, meta, dueAt = ARGV[i], ARGV[i + 1], ARGV[i + 3]
     redis.call('RPUSH', stepsKey, ARGV[i + 5])
@@ -12,7 +16,17 @@ local function workflowEntries(dueKey, pendingKey, logKey, stepsKey, idsKey, cut
     if meta ~= '' then
       insertMessage(dueKey, pendingKey, logKey, cutoff, now, id, meta, ARGV[i + 2], dueAt,
         ARGV[i + 4])
-      fcEnter(dueKey, id, meta, dueAt, now)
+      local waits = fcEnter(dueKey, id, meta, dueAt, now)
+      if handOff and not waits and tonumber(dueAt) <= tonumber(now) then
+        leaseMessage(dueKey, handOff.activeKey, logKey, cutoff, now, id, meta, handOff.token,
+          handOff.leaseMs)
+      end
     end
   end
+end
+
+-- The hand-off of a store script: lease `token` ('' = none) for `leaseMs` into `activeKey`.
+local function handOffOf(activeKey, token, leaseMs)
+  if token == '' then return nil end
+  return {activeKey = activeKey, token = token, leaseMs = leaseMs}
 end
