@@ -1,4 +1,5 @@
 import { spawn, spawnSync, type ChildProcess, type StdioOptions } from "node:child_process";
+import { readlinkSync } from "node:fs";
 import path from "node:path";
 
 /** The CLI entry point, as a user runs it. */
@@ -33,4 +34,32 @@ export function credentialsOf<T>(dataDir: string, env: NodeJS.ProcessEnv = {}): 
     env,
   });
   return JSON.parse(r.stdout) as T;
+}
+
+/**
+ * Ends the redis-servers that a SIGKILLed stashd left running under `dataDir` (a managed
+ * server's working directory is inside the data dir), so a test that kills stashd leaves no
+ * process behind. Returns how many it ended.
+ */
+export function endOrphanedRedis(dataDir: string): number {
+  const root = path.resolve(dataDir);
+  const pids = spawnSync("pgrep", ["-f", "redis-server"], { encoding: "utf8" })
+    .stdout.split("\n")
+    .filter((pid) => pid.trim() !== "")
+    .filter((pid) => {
+      try {
+        const cwd = readlinkSync(`/proc/${pid}/cwd`);
+        return cwd === root || cwd.startsWith(`${root}${path.sep}`);
+      } catch {
+        return false;
+      }
+    });
+  for (const pid of pids) {
+    try {
+      process.kill(Number(pid), "SIGKILL");
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return pids.length;
 }

@@ -3,6 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { eventually } from "../harness/eventually.js";
+import { endOrphanedRedis } from "../harness/process.js";
 import { startStashd } from "../harness/stashd.js";
 import {
   bannerUrl,
@@ -25,7 +26,10 @@ afterEach(async () => {
       await s.exited;
     }
   }
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+  for (const d of dirs.splice(0)) {
+    endOrphanedRedis(d);
+    rmSync(d, { recursive: true, force: true });
+  }
 });
 
 function tempDir(): string {

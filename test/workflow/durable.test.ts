@@ -8,7 +8,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { eventually } from "../harness/eventually.js";
 import { startRedis } from "../harness/redis.js";
 import { startStashd } from "../harness/stashd.js";
-import { credentialsOf, spawnStashd } from "../harness/process.js";
+import { credentialsOf, endOrphanedRedis, spawnStashd } from "../harness/process.js";
 import { sharedQueueOptions, TEST_KEYS, TEST_TOKEN } from "../queue/setup.js";
 import { startApp, type App } from "./harness.js";
 
@@ -97,6 +97,7 @@ describe("durable workflow runs", () => {
     let server = startServer(dataDir, port);
     cleanups.push(async () => {
       if (server.exitCode === null) await kill(server);
+      endOrphanedRedis(dataDir);
       rmSync(dataDir, { recursive: true, force: true });
     });
     const q = await running(dataDir);
