@@ -37,23 +37,30 @@ export function credentialsOf<T>(dataDir: string, env: NodeJS.ProcessEnv = {}): 
 }
 
 /**
- * Ends the redis-servers that a SIGKILLed stashd left running under `dataDir` (a managed
- * server's working directory is inside the data dir), so a test that kills stashd leaves no
- * process behind. Returns how many it ended.
+ * Pids of redis-servers working in `dir` (a managed server's cwd is its data directory), or,
+ * with `under`, anywhere below it.
  */
-export function endOrphanedRedis(dataDir: string): number {
-  const root = path.resolve(dataDir);
-  const pids = spawnSync("pgrep", ["-f", "redis-server"], { encoding: "utf8" })
+export function redisServersIn(dir: string, under = false): string[] {
+  const root = path.resolve(dir);
+  return spawnSync("pgrep", ["-f", "redis-server"], { encoding: "utf8" })
     .stdout.split("\n")
     .filter((pid) => pid.trim() !== "")
     .filter((pid) => {
       try {
         const cwd = readlinkSync(`/proc/${pid}/cwd`);
-        return cwd === root || cwd.startsWith(`${root}${path.sep}`);
+        return cwd === root || (under && cwd.startsWith(`${root}${path.sep}`));
       } catch {
         return false;
       }
     });
+}
+
+/**
+ * Ends the redis-servers that a SIGKILLed stashd left running under `dataDir`, so a test that
+ * kills stashd leaves no process behind. Returns how many it ended.
+ */
+export function endOrphanedRedis(dataDir: string): number {
+  const pids = redisServersIn(dataDir, true);
   for (const pid of pids) {
     try {
       process.kill(Number(pid), "SIGKILL");

@@ -1,5 +1,4 @@
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { readlinkSync } from "node:fs";
 import path from "node:path";
 import { eventually } from "../harness/eventually.js";
 
@@ -35,20 +34,7 @@ export function processesMentioning(text: string): string[] {
   return r.stdout.split("\n").filter((l) => l.trim() !== "");
 }
 
-/** Pids of redis-servers working in `dir` (a managed server's cwd is its data directory). */
-export function redisServersIn(dir: string): string[] {
-  const r = spawnSync("pgrep", ["-f", "redis-server"], { encoding: "utf8" });
-  return r.stdout
-    .split("\n")
-    .filter((pid) => pid.trim() !== "")
-    .filter((pid) => {
-      try {
-        return readlinkSync(`/proc/${pid}/cwd`) === path.resolve(dir);
-      } catch {
-        return false;
-      }
-    });
-}
+export { redisServersIn } from "../harness/process.js";
 
 export interface Spawned {
   child: ChildProcess;
