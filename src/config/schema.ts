@@ -234,6 +234,12 @@ export const SETTINGS = {
     default: 4,
     doc: "Pipelined connections to the queue Redis (per master on a cluster), and as many again for acknowledged writes.",
   },
+  queuePartitions: {
+    env: "STASHD_QUEUE_PARTITIONS",
+    kind: "int",
+    default: 0,
+    doc: "Partitions the queue state is split into, each one cluster slot (0: one on a single Redis, one per master on a Redis Cluster). Fixed when the queue is first used; at most 64.",
+  },
   queueClusterFailoverWindowMs: {
     env: "STASHD_QUEUE_CLUSTER_FAILOVER_WINDOW_MS",
     kind: "int",

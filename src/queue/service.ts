@@ -102,7 +102,7 @@ async function assemble(
 ): Promise<QueueService> {
   const creds = loadQueueCredentials(config);
   const tokens = new QueueTokenWatch(config, log, creds.token);
-  const keys = new SigningKeys(pool, config.queueReapMs);
+  const keys = new SigningKeys(pool.partitions, config.queueReapMs);
   const forced = config.queueCurrentSigningKey !== undefined;
   const pair = await keys.init(
     { current: creds.currentSigningKey, next: creds.nextSigningKey },
@@ -112,13 +112,13 @@ async function assemble(
   if (pair.current !== creds.currentSigningKey || pair.next !== creds.nextSigningKey) {
     saveSigningKeys(config.dataDir, pair.current, pair.next);
   }
-  const messages = new MessageStore(pool, config.queueLogRetentionMs);
+  const messages = new MessageStore(pool.partitions, config.queueLogRetentionMs);
   const client = new HttpClient(config.queueMaxMessageBytes, destinationPolicy(config));
   const dispatcher = new Dispatcher(messages, client, keys, config, log.child("delivery"));
-  const dlq = new DlqStore(pool);
-  const topics = new TopicStore(pool);
-  const schedules = new ScheduleStore(pool, config.queueMaxSchedules);
-  const queues = new QueueStore(pool, config.queueLogRetentionMs, config.queueMaxQueues);
+  const dlq = new DlqStore(pool.partitions);
+  const topics = new TopicStore(pool.partitions);
+  const schedules = new ScheduleStore(pool.partitions, config.queueMaxSchedules);
+  const queues = new QueueStore(pool.partitions, config.queueLogRetentionMs, config.queueMaxQueues);
   const scheduler = new Scheduler({
     schedules,
     messages,
@@ -134,15 +134,15 @@ async function assemble(
     log,
     messages,
     dlq,
-    logs: new LogStore(pool, config.queueLogRetentionMs),
+    logs: new LogStore(pool.partitions, config.queueLogRetentionMs),
     topics,
     keys,
     dispatcher,
     schedules,
     scheduler,
     queues,
-    flowControl: new FlowControlStore(pool),
-    workflows: new WorkflowStore(pool, config.queueLogRetentionMs, MAX_RUN_ENTRIES),
+    flowControl: new FlowControlStore(pool.partitions),
+    workflows: new WorkflowStore(pool.partitions, config.queueLogRetentionMs, MAX_RUN_ENTRIES),
   };
   dispatcher.useHooks(new WorkflowDelivery(ctx));
   const server = await listen(

@@ -5,6 +5,7 @@ import { RedisPool } from "../../src/shared/redis/pool.js";
 import { eventually } from "../harness/eventually.js";
 import { queueEnv, startClockedQueue, TestClock, type QueueTestEnv } from "../queue/setup.js";
 import { counter, metric } from "./helpers.js";
+import { singlePartition } from "../../src/queue/store/partitions.js";
 
 /** Each queue metric moves when its event happens (scrape-time gauges read the queue Redis). */
 let env: QueueTestEnv;
@@ -104,7 +105,11 @@ describe("queue metrics", () => {
       retryBackoffMs: 20,
     });
     try {
-      const { claimed } = await new MessageStore(pool, 60_000).claim(Date.now() + 7_200_000, 10, 1);
+      const { claimed } = await new MessageStore(singlePartition(pool), 60_000).claim(
+        Date.now() + 7_200_000,
+        10,
+        1,
+      );
       expect(claimed.map((c) => c.body.toString())).toContain("r");
     } finally {
       await pool.close();

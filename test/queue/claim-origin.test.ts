@@ -6,6 +6,7 @@ import { MessageStore, type NewMessage } from "../../src/queue/store/message-sto
 import type { RedisPool } from "../../src/shared/redis/pool.js";
 import { startRedis, testPool, type TestRedis } from "../harness/redis.js";
 import { message } from "./lua-guard.js";
+import { singlePartition } from "../../src/queue/store/partitions.js";
 
 /**
  * The claim decides by a message's stored `origin` field (lua/includes/origin.lua), so skipping
@@ -20,7 +21,7 @@ let store: MessageStore;
 beforeAll(async () => {
   redis = await startRedis();
   pool = testPool(redis.url, 1);
-  store = new MessageStore(pool, 60_000);
+  store = new MessageStore(singlePartition(pool), 60_000);
 });
 afterAll(async () => {
   await pool?.close();

@@ -4,6 +4,7 @@ import { ScriptCode } from "../../src/queue/store/codes.js";
 import { MessageStore, type NewMessage } from "../../src/queue/store/message-store.js";
 import type { RedisPool } from "../../src/shared/redis/pool.js";
 import { startRedis, testPool, type TestRedis } from "../harness/redis.js";
+import { singlePartition } from "../../src/queue/store/partitions.js";
 
 /**
  * Group commit (store/turn-batch.ts): the publishes of one event-loop turn are stored by one
@@ -17,7 +18,7 @@ let store: MessageStore;
 beforeAll(async () => {
   redis = await startRedis();
   pool = testPool(redis.url, 4);
-  store = new MessageStore(pool, 60_000);
+  store = new MessageStore(singlePartition(pool), 60_000);
   // Loads the scripts, so the counted calls below are the real ones (no NOSCRIPT round).
   const now = Date.now();
   await store.enqueue(now, [message("warm", now + 60_000)]);

@@ -10,6 +10,7 @@ import { startRedis } from "../harness/redis.js";
 import { startStashd } from "../harness/stashd.js";
 import { listenLocal, startReceiver } from "./receiver.js";
 import { queueEnv, sharedQueueOptions, type QueueTestEnv } from "./setup.js";
+import { singlePartition } from "../../src/queue/store/partitions.js";
 
 /**
  * Regression for reliability scenario 1 (docs/reliability.md): an attempt must not outlive its
@@ -149,7 +150,7 @@ describe("lease deadlines on Redis's clock", () => {
       retryBackoffMs: 50,
     });
     try {
-      await fn(new MessageStore(pool, 60_000), pool);
+      await fn(new MessageStore(singlePartition(pool), 60_000), pool);
     } finally {
       await pool.close();
       await redis.stop();

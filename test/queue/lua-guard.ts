@@ -13,6 +13,7 @@ import type { RedisPool } from "../../src/shared/redis/pool.js";
 import type { Arg, Reply } from "../../src/shared/redis/resp.js";
 import { eventually } from "../harness/eventually.js";
 import { testPool } from "../harness/redis.js";
+import { singlePartition } from "../../src/queue/store/partitions.js";
 
 const USER = "scripted";
 
@@ -109,12 +110,12 @@ export function message(id: string, now: number, extra: Partial<MessageMeta> = {
  * admission and wake-up, schedules, URL groups and signing keys.
  */
 export async function runEveryTransition(pool: RedisPool): Promise<void> {
-  const messages = new MessageStore(pool, MIN);
-  const queues = new QueueStore(pool, MIN, 100);
+  const messages = new MessageStore(singlePartition(pool), MIN);
+  const queues = new QueueStore(singlePartition(pool), MIN, 100);
   const now = Date.now();
-  await messagePaths(messages, new DlqStore(pool), now);
+  await messagePaths(messages, new DlqStore(singlePartition(pool)), now);
   await queuePaths(messages, queues, now);
-  await flowControlPaths(messages, new FlowControlStore(pool), now);
+  await flowControlPaths(messages, new FlowControlStore(singlePartition(pool)), now);
   await otherPaths(pool, now);
   await workflowPaths(pool, now);
 }
@@ -218,7 +219,7 @@ async function flowControlPaths(
 }
 
 async function otherPaths(pool: RedisPool, now: number): Promise<void> {
-  const schedules = new ScheduleStore(pool, 10);
+  const schedules = new ScheduleStore(singlePartition(pool), 10);
   const def: ScheduleDef = {
     scheduleId: "s1",
     cron: "* * * * *",
@@ -233,7 +234,7 @@ async function otherPaths(pool: RedisPool, now: number): Promise<void> {
   expect(await schedules.advance("s1", now, { last: now, next: now + MIN, states: {} })).toBe(true);
   expect(await schedules.setPaused("s1", true, 0)).toBe(true);
   expect(await schedules.delete("s1")).toBe(true);
-  const topics = new TopicStore(pool);
+  const topics = new TopicStore(singlePartition(pool));
   await topics.update("add", "g1", [{ url: "http://127.0.0.1:9/a" }]);
   await topics.update("headers", "g1", { "x-a": ["1"] });
   await topics.update("remove", "g1", [{ url: "http://127.0.0.1:9/a" }]);
@@ -241,14 +242,14 @@ async function otherPaths(pool: RedisPool, now: number): Promise<void> {
   await topics.update("add", "g2", [{ url: "http://127.0.0.1:9/b" }]);
   expect(await topics.delete("g2")).toBe(true);
   expect(await topics.delete("g2")).toBe(false);
-  const keys = new SigningKeys(pool, MIN);
+  const keys = new SigningKeys(singlePartition(pool), MIN);
   await keys.init({ current: "c", next: "n" }, true);
   expect((await keys.rotate()).current).toBe("n");
 }
 
 /** Workflow runs: start, append, a wait kept / notified / timed out, and the end (workflow-*). */
 async function workflowPaths(pool: RedisPool, now: number): Promise<void> {
-  const runs = new WorkflowStore(pool, MIN, 100);
+  const runs = new WorkflowStore(singlePartition(pool), MIN, 100);
   const fc = { flowControl: { key: "wf-fc", parallelism: 1, rate: 0, period: 1 } };
   const msg = (id: string) =>
     message(id, now, { ...fc, workflow: { runId: "wfr_g", callType: "step" } });
@@ -269,7 +270,7 @@ async function workflowPaths(pool: RedisPool, now: number): Promise<void> {
   const plain = message("w2", now, { workflow: { runId: "wfr_g", callType: "step" } });
   const w2 = { id: "w2", entry: entry("w2"), message: plain };
   expect(await runs.append(now, "wfr_g", [w2], handOff)).toBe("ok");
-  expect((await new MessageStore(pool, MIN).get("w2"))?.state).toBe("ACTIVE");
+  expect((await new MessageStore(singlePartition(pool), MIN).get("w2"))?.state).toBe("ACTIVE");
   expect(await runs.append(now, "wfr_g", [{ id: "cb", entry: entry("cb") }])).toBe("ok");
   expect(await runs.keep("wfr_g", "e1", "ZGF0YQ==")).toBe("kept");
   expect(await runs.wait(now, "wfr_g", "e1", '{"token":"t1"}', msg("t1"))).toEqual({

@@ -9,6 +9,7 @@ import { TopicStore } from "../../src/queue/store/topic-store.js";
 import { parseRedisUrl } from "../../src/shared/redis/connection.js";
 import { RedisPool } from "../../src/shared/redis/pool.js";
 import { startRedis, type TestRedis } from "../harness/redis.js";
+import { singlePartition } from "../../src/queue/store/partitions.js";
 
 /**
  * The fire transition against a real Redis, without schedulers or HTTP: many concurrent fires of
@@ -30,10 +31,10 @@ beforeAll(async () => {
     retryBackoffMs: 20,
   });
   deps = {
-    schedules: new ScheduleStore(pool),
-    messages: new MessageStore(pool, MIN),
-    queues: new QueueStore(pool, MIN, 1000),
-    topics: new TopicStore(pool),
+    schedules: new ScheduleStore(singlePartition(pool)),
+    messages: new MessageStore(singlePartition(pool), MIN),
+    queues: new QueueStore(singlePartition(pool), MIN, 1000),
+    topics: new TopicStore(singlePartition(pool)),
     config: loadConfig({}, {}),
     claimMs: MIN,
   };
@@ -85,7 +86,9 @@ describe("schedule fire", () => {
     const first = await fireSchedule(
       {
         ...deps,
-        schedules: Object.assign(new ScheduleStore(pool), { advance: async () => false }),
+        schedules: Object.assign(new ScheduleStore(singlePartition(pool)), {
+          advance: async () => false,
+        }),
       },
       s,
       TICK + 5,

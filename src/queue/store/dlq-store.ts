@@ -1,3 +1,4 @@
+import type { Partitions } from "./partitions.js";
 import type { QueueRedis } from "./redis.js";
 import type { DlqMeta } from "../domain/message.js";
 import { queueKeys as K } from "./keys.js";
@@ -16,7 +17,11 @@ export interface DlqEntry {
  * gives stable cursors (the last id seen) in both orders.
  */
 export class DlqStore {
-  constructor(private readonly pool: QueueRedis) {}
+  private readonly pool: QueueRedis;
+
+  constructor(readonly parts: Partitions) {
+    this.pool = parts.main.redis;
+  }
 
   async get(id: string): Promise<DlqEntry | undefined> {
     return (await this.load([id]))[0];

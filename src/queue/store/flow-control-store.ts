@@ -1,3 +1,4 @@
+import type { Partitions } from "./partitions.js";
 import type { QueueRedis } from "./redis.js";
 import type { Reply } from "../../shared/redis/resp.js";
 import { queueKeys as K } from "./keys.js";
@@ -58,7 +59,11 @@ export type FlowControlAction =
  * lua/includes/fc-*.lua). A key exists once a message with it was stored.
  */
 export class FlowControlStore {
-  constructor(private readonly pool: QueueRedis) {}
+  private readonly pool: QueueRedis;
+
+  constructor(readonly parts: Partitions) {
+    this.pool = parts.main.redis;
+  }
 
   async get(key: string, now: number): Promise<FlowControlInfo | undefined> {
     return (await this.getMany([key], now))[0];

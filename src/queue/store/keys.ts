@@ -5,8 +5,11 @@
  * a group-committed enqueue); every other key a script touches is passed in its KEYS. test/queue/lua-contracts.test.ts checks the include builds the same
  * names, and that scripts touch no other keys.
  *
- * Every key carries the `{stashd:q}` hash tag, so each script touches one cluster slot; scripts
- * receive the prefix (ARGV[1]) and keys.lua appends to it, which keeps those keys in the slot.
+ * The queue is split into partitions (docs/scaling.md, Queue partitions): the same layout under
+ * one prefix per partition, `stashd:{<tag>}:v1:`, whose hash tag puts all of a partition's keys
+ * in one cluster slot (partition 0's tag is `stashd:q`, the only prefix before partitions
+ * existed). A script touches one partition: it receives the prefix (ARGV[1]) and keys.lua
+ * appends to it, which keeps those keys in the slot. `<p>` below is the prefix.
  *
  *   <p>msg:<id>    hash  meta (JSON MessageMeta), body (raw bytes), state, retried, lease, tmo
  *   <p>due         zset  message id -> due time (ms); ready when score <= now
@@ -18,6 +21,7 @@
  *   <p>dedup:<k>   string  publish response of the first message with that dedup key, PX window
  *   <p>topic:<n>   string  JSON URL group; <p>topics set of group names
  *   <p>keys        hash  current, next signing keys
+ *   <p>partitions  string  the partition count the queue was created with (partition 0 only)
  *   <p>slot-probe  never exists: scripts touch it to find out whether their slot is migrating
  *                  (see lua/includes/keys.lua)
  *   <p>sched:<id>  hash  def (JSON ScheduleDef), body (raw bytes), next, last (ms), paused (0|1),
@@ -55,39 +59,55 @@
  *   An ended run's hash, step list, wfinfo and wferr expire after the log retention; a
  *   cancelled run's hash keeps the ids of the messages it cancelled as `canceled` (JSON list).
  */
-export const QUEUE_PREFIX = "stashd:{stashd:q}:v1:";
+/** Partition 0's hash tag: the tag of every queue key before partitions existed. */
+export const MAIN_TAG = "stashd:q";
 
-export const queueKeys = {
-  prefix: QUEUE_PREFIX,
-  due: `${QUEUE_PREFIX}due`,
-  active: `${QUEUE_PREFIX}active`,
-  pending: `${QUEUE_PREFIX}pending`,
-  dlq: `${QUEUE_PREFIX}dlq`,
-  log: `${QUEUE_PREFIX}log`,
-  topics: `${QUEUE_PREFIX}topics`,
-  signingKeys: `${QUEUE_PREFIX}keys`,
-  slotProbe: `${QUEUE_PREFIX}slot-probe`,
-  message: (id: string): string => `${QUEUE_PREFIX}msg:${id}`,
-  dlqEntry: (id: string): string => `${QUEUE_PREFIX}dlq:${id}`,
-  dedup: (key: string): string => `${QUEUE_PREFIX}dedup:${key}`,
-  topic: (name: string): string => `${QUEUE_PREFIX}topic:${name}`,
-  schedules: `${QUEUE_PREFIX}schedules`,
-  scheduleDue: `${QUEUE_PREFIX}sched-due`,
-  schedule: (id: string): string => `${QUEUE_PREFIX}sched:${id}`,
-  queues: `${QUEUE_PREFIX}queues`,
-  queue: (name: string): string => `${QUEUE_PREFIX}queue:${name}`,
-  queueWait: (name: string): string => `${QUEUE_PREFIX}qwait:${name}`,
-  queueSlots: (name: string): string => `${QUEUE_PREFIX}qslots:${name}`,
-  flowControlKeys: `${QUEUE_PREFIX}fckeys`,
-  flowControl: (key: string): string => `${QUEUE_PREFIX}fc:${key}`,
-  flowControlWait: (key: string): string => `${QUEUE_PREFIX}fcwait:${key}`,
-  flowControlWake: `${QUEUE_PREFIX}fcwake`,
-  workflowRun: (id: string): string => `${QUEUE_PREFIX}wf:${id}`,
-  workflowSteps: (id: string): string => `${QUEUE_PREFIX}wfsteps:${id}`,
-  workflowMessages: (id: string): string => `${QUEUE_PREFIX}wfmsgs:${id}`,
-  workflowStepInfo: (id: string): string => `${QUEUE_PREFIX}wfinfo:${id}`,
-  workflowErrors: (id: string): string => `${QUEUE_PREFIX}wferr:${id}`,
-  workflowRuns: `${QUEUE_PREFIX}wfruns`,
-  workflowWaiters: (eventId: string): string => `${QUEUE_PREFIX}wfwait:${eventId}`,
-  workflowNotes: (runId: string): string => `${QUEUE_PREFIX}wfnote:${runId}`,
-} as const;
+/** The key prefix of the partition whose keys carry hash tag `tag`. */
+export const prefixOf = (tag: string): string => `stashd:{${tag}}:v1:`;
+
+/** Partition 0's prefix (a single-partition queue's only one). */
+export const QUEUE_PREFIX = prefixOf(MAIN_TAG);
+
+export type QueueKeys = ReturnType<typeof queueKeysFor>;
+
+/** The key names of the partition with `prefix` (see the layout above). */
+export function queueKeysFor(prefix: string) {
+  return {
+    prefix,
+    due: `${prefix}due`,
+    active: `${prefix}active`,
+    pending: `${prefix}pending`,
+    dlq: `${prefix}dlq`,
+    log: `${prefix}log`,
+    topics: `${prefix}topics`,
+    signingKeys: `${prefix}keys`,
+    slotProbe: `${prefix}slot-probe`,
+    partitionCount: `${prefix}partitions`,
+    message: (id: string): string => `${prefix}msg:${id}`,
+    dlqEntry: (id: string): string => `${prefix}dlq:${id}`,
+    dedup: (key: string): string => `${prefix}dedup:${key}`,
+    topic: (name: string): string => `${prefix}topic:${name}`,
+    schedules: `${prefix}schedules`,
+    scheduleDue: `${prefix}sched-due`,
+    schedule: (id: string): string => `${prefix}sched:${id}`,
+    queues: `${prefix}queues`,
+    queue: (name: string): string => `${prefix}queue:${name}`,
+    queueWait: (name: string): string => `${prefix}qwait:${name}`,
+    queueSlots: (name: string): string => `${prefix}qslots:${name}`,
+    flowControlKeys: `${prefix}fckeys`,
+    flowControl: (key: string): string => `${prefix}fc:${key}`,
+    flowControlWait: (key: string): string => `${prefix}fcwait:${key}`,
+    flowControlWake: `${prefix}fcwake`,
+    workflowRun: (id: string): string => `${prefix}wf:${id}`,
+    workflowSteps: (id: string): string => `${prefix}wfsteps:${id}`,
+    workflowMessages: (id: string): string => `${prefix}wfmsgs:${id}`,
+    workflowStepInfo: (id: string): string => `${prefix}wfinfo:${id}`,
+    workflowErrors: (id: string): string => `${prefix}wferr:${id}`,
+    workflowRuns: `${prefix}wfruns`,
+    workflowWaiters: (eventId: string): string => `${prefix}wfwait:${eventId}`,
+    workflowNotes: (runId: string): string => `${prefix}wfnote:${runId}`,
+  } as const;
+}
+
+/** Partition 0's keys. */
+export const queueKeys = queueKeysFor(QUEUE_PREFIX);

@@ -1,3 +1,4 @@
+import type { Partitions } from "./partitions.js";
 import type { QueueRedis } from "./redis.js";
 import type { Reply } from "../../shared/redis/resp.js";
 import type { MessageMeta, MessageState } from "../domain/message.js";
@@ -21,11 +22,15 @@ export interface LogEvent {
  * Cursors are stream ids, read exclusively, so they stay valid while new events arrive.
  */
 export class LogStore {
+  private readonly pool: QueueRedis;
+
   constructor(
-    private readonly pool: QueueRedis,
+    readonly parts: Partitions,
     /** Trimming by MINID is approximate (whole stream nodes), so reads hide older events too. */
     private readonly retentionMs: number,
-  ) {}
+  ) {
+    this.pool = parts.main.redis;
+  }
 
   list(
     latestFirst: boolean,

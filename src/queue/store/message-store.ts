@@ -1,3 +1,4 @@
+import type { Partitions } from "./partitions.js";
 import { randomBytes } from "node:crypto";
 import type { QueueRedis } from "./redis.js";
 import type { Arg, Reply } from "../../shared/redis/resp.js";
@@ -105,10 +106,14 @@ export function messageArgs(m: NewMessage): Arg[] {
  * plain reads the API needs. `now` is always passed in by the caller.
  */
 export class MessageStore {
+  readonly pool: QueueRedis;
+
   constructor(
-    readonly pool: QueueRedis,
+    readonly parts: Partitions,
     private readonly logRetentionMs: number,
-  ) {}
+  ) {
+    this.pool = parts.main.redis;
+  }
 
   private head(now: number): Arg[] {
     return [K.prefix, String(now), String(Math.max(0, now - this.logRetentionMs))];

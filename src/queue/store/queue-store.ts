@@ -1,3 +1,4 @@
+import type { Partitions } from "./partitions.js";
 import { AppError } from "../../shared/errors.js";
 import type { QueueRedis } from "./redis.js";
 import type { Arg, Reply } from "../../shared/redis/resp.js";
@@ -41,12 +42,16 @@ function messageArgs(m: NewMessage): Arg[] {
  * happens inside the scripts; callers wake their dispatcher when a script reports admissions.
  */
 export class QueueStore {
+  private readonly pool: QueueRedis;
+
   constructor(
-    private readonly pool: QueueRedis,
+    readonly parts: Partitions,
     private readonly logRetentionMs: number,
     /** A queue is not created when this many exist (412). */
     private readonly maxQueues: number,
-  ) {}
+  ) {
+    this.pool = parts.main.redis;
+  }
 
   private head(now: number): Arg[] {
     return [K.prefix, String(now), String(Math.max(0, now - this.logRetentionMs))];

@@ -1,3 +1,4 @@
+import type { Partitions } from "./partitions.js";
 import { AppError } from "../../shared/errors.js";
 import type { QueueRedis } from "./redis.js";
 import type { PublishOptions } from "../domain/publish-options.js";
@@ -48,10 +49,14 @@ const FIELDS = ["def", "body", "next", "last", "paused", "states", "error"];
 
 /** Schedules in the queue Redis; every change is one script, lua/schedule-*.lua. */
 export class ScheduleStore {
+  private readonly pool: QueueRedis;
+
   constructor(
-    private readonly pool: QueueRedis,
+    readonly parts: Partitions,
     private readonly maxSchedules = Number.MAX_SAFE_INTEGER,
-  ) {}
+  ) {
+    this.pool = parts.main.redis;
+  }
 
   /** Creates or replaces; a new schedule beyond `maxSchedules` is refused with 412. */
   async save(def: ScheduleDef, body: Buffer, next: number): Promise<void> {

@@ -1,3 +1,4 @@
+import type { Partitions } from "./partitions.js";
 import type { QueueRedis } from "./redis.js";
 import { newSigningKey } from "../domain/ids.js";
 import { queueKeys as K } from "./keys.js";
@@ -21,10 +22,14 @@ export class SigningKeys {
   /** The refresh in flight: callers that need a read share one. */
   private fetching: Promise<SigningKeyPair> | undefined;
 
+  private readonly pool: QueueRedis;
+
   constructor(
-    private readonly pool: QueueRedis,
+    readonly parts: Partitions,
     private readonly refreshMs: number,
-  ) {}
+  ) {
+    this.pool = parts.main.redis;
+  }
 
   /** Seeds the keys: `force` (set by config) overwrites, otherwise only fills in missing ones. */
   async init(pair: SigningKeyPair, force: boolean): Promise<SigningKeyPair> {

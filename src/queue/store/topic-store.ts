@@ -1,3 +1,4 @@
+import type { Partitions } from "./partitions.js";
 import type { QueueRedis } from "./redis.js";
 import { queueKeys as K } from "./keys.js";
 import { ScriptCode } from "./codes.js";
@@ -20,7 +21,11 @@ export interface UrlGroup {
 
 /** URL groups ("topics"), one JSON value per group, changed only through the topicUpdate script. */
 export class TopicStore {
-  constructor(private readonly pool: QueueRedis) {}
+  private readonly pool: QueueRedis;
+
+  constructor(readonly parts: Partitions) {
+    this.pool = parts.main.redis;
+  }
 
   async get(name: string): Promise<UrlGroup | undefined> {
     const text = asText(checked(await this.pool.exec(["GET", K.topic(name)]), "topic"));

@@ -1,3 +1,4 @@
+import type { Partitions } from "../store/partitions.js";
 import type { QueueRedis } from "../store/redis.js";
 import type { Arg, Reply } from "../../shared/redis/resp.js";
 import { queueKeys as Q } from "../store/keys.js";
@@ -35,11 +36,15 @@ const NUMBER_FIELDS = new Set(["createdAt", "completedAt"]);
  * each), beside the message store whose message layout they share. See docs/workflow.md §3.
  */
 export class WorkflowStore {
+  readonly pool: QueueRedis;
+
   constructor(
-    readonly pool: QueueRedis,
+    readonly parts: Partitions,
     private readonly logRetentionMs: number,
     private readonly maxEntries: number,
-  ) {}
+  ) {
+    this.pool = parts.main.redis;
+  }
 
   /** The keys a run's entries and their messages touch (start and append). */
   private entryKeys(runId: string): string[] {
