@@ -20,14 +20,20 @@
  * `--stashd PATH` runs another build's launcher (bin/stashd of a copy of `bin/` and `dist/` made
  * before a change), to compare before and after with the same bench.
  */
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import autocannon from "autocannon";
 import { Pool } from "undici";
 import { stopChild } from "../test/harness/redis.js";
 import { cpuMs, rssMb } from "./lib/proc.js";
+import {
+  drain,
+  publishLoad as publishFor,
+  startQueueChild,
+  startReceiverChild,
+  stats,
+  type Rate,
+} from "./lib/queue-parts.js";
 import { fsyncAlwaysSet, type AnchorRow } from "./lib/redis-anchor.js";
 
 const smoke = process.argv.includes("--smoke");
@@ -39,45 +45,12 @@ const seconds = smoke ? 1 : Number(option("--seconds")) || 4;
 const BIN = path.resolve(option("--stashd") ?? "bin/stashd");
 const now = (): number => performance.timeOrigin + performance.now();
 
-/** Receiver: 200 to everything; records publish->arrival latency from `X-Bench-T`. */
-const RECEIVER = `
-const http = require("node:http");
-let count = 0; let lat = [];
-const now = () => performance.timeOrigin + performance.now();
-http.createServer((req, res) => {
-  if (req.url === "/stats") { res.end(JSON.stringify({ count, lat })); count = 0; lat = []; return; }
-  req.resume();
-  req.on("end", () => {
-    count++;
-    const t = req.headers["x-bench-t"];
-    if (t) lat.push(now() - Number(t));
-    res.end("ok");
-  });
-}).listen(0, "127.0.0.1", function () { process.stdout.write(String(this.address().port) + "\\n"); });
-`;
-
-interface Rate {
-  rps: number;
-  p50: number;
-  p99: number;
-}
-
 /** CPU per request of this (the load generator's) process while `work` runs, µs. */
 async function ownCpu<T>(count: (r: T) => number, work: () => Promise<T>) {
   const before = process.cpuUsage();
   const result = await work();
   const used = process.cpuUsage(before);
   return { result, cpuUs: (used.user + used.system) / count(result) };
-}
-
-async function firstLine(child: ChildProcess): Promise<string> {
-  return new Promise((resolve) =>
-    child.stdout?.once("data", (d: Buffer) => resolve(d.toString().trim())),
-  );
-}
-
-async function stats(url: string): Promise<{ count: number; lat: number[] }> {
-  return (await (await fetch(`${url}/stats`)).json()) as { count: number; lat: number[] };
 }
 
 function pct(sorted: number[], p: number): number {
@@ -104,29 +77,13 @@ async function bareLoop(url: string, connections: number, secs: number): Promise
   return { rps: lat.length / secs, p50: pct(lat, 50), p99: pct(lat, 99) };
 }
 
-async function startStashd(dataDir: string) {
+const publishLoad = (base: string, token: string, target: string, connections: number) =>
+  publishFor(base, token, target, connections, seconds);
+
+function startStashd(dataDir: string) {
   const profileDir = option("--profile");
   const nodeArgs = profileDir ? ["--cpu-prof", "--cpu-prof-dir", profileDir] : [];
-  const child = spawn(process.execPath, [...nodeArgs, BIN, "start", "--data-dir", dataDir], {
-    env: {
-      ...process.env,
-      STASHD_KV_PORT: "0",
-      STASHD_QUEUE_PORT: "0",
-      STASHD_LOG_LEVEL: "warn",
-    },
-    stdio: "ignore",
-  });
-  for (let i = 0; i < 300; i++) {
-    const args = [BIN, "credentials", "--json", "--data-dir", dataDir];
-    const out = spawnSync(process.execPath, args, { encoding: "utf8" }).stdout;
-    const creds = JSON.parse(out || "{}") as {
-      running?: boolean;
-      queue?: { url: string; token: string };
-    };
-    if (creds.running && creds.queue) return { child, ...creds.queue };
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error("stashd did not start");
+  return startQueueChild(BIN, dataDir, {}, nodeArgs);
 }
 
 /** The managed queue Redis's pid (its pid file under the data directory). */
@@ -138,32 +95,6 @@ function redisPid(dataDir: string): number | undefined {
   } catch {
     return undefined;
   }
-}
-
-async function publishLoad(base: string, token: string, target: string, connections: number) {
-  const r = await autocannon({
-    url: `${base}/v2/publish/${target}/load`,
-    connections,
-    duration: seconds,
-    method: "POST",
-    body: "hello",
-    headers: { authorization: `Bearer ${token}`, "content-type": "text/plain" },
-  });
-  if (r.non2xx > 0 || r.errors > 0)
-    throw new Error(`publish: ${r.non2xx} non-2xx, ${r.errors} errors`);
-  const rate: Rate = { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99 };
-  return { ...rate, total: r.requests.total };
-}
-
-/** Counts arrivals until `expected` arrived or `timeoutMs` passed. */
-async function drain(rx: string, expected: number, timeoutMs: number): Promise<number> {
-  let seen = 0;
-  const end = Date.now() + timeoutMs;
-  while (seen < expected && Date.now() < end) {
-    seen += (await stats(rx)).count;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return seen;
 }
 
 /** Deliveries/s of a backlog of `n`, and stashd's CPU per delivery (µs) while it drains. */
@@ -258,10 +189,7 @@ async function main(): Promise<void> {
     { clients: 50, requests: smoke ? 2000 : seconds * 25_000 },
   ]);
   const set = (c: number): AnchorRow | undefined => anchor?.find((a) => a.clients === c);
-  const receiver = spawn(process.execPath, ["-e", RECEIVER], {
-    stdio: ["ignore", "pipe", "ignore"],
-  });
-  const rx = `http://127.0.0.1:${await firstLine(receiver)}`;
+  const { url: rx, child: receiver } = await startReceiverChild();
   const dataDir = mkdtempSync(path.join(os.tmpdir(), "stashd-bench-queue-"));
   const stashd = await startStashd(dataDir);
   const pids = { stashd: stashd.child.pid, redis: redisPid(dataDir), receiver: receiver.pid };

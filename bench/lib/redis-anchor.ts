@@ -49,7 +49,7 @@ export async function fsyncAlwaysSet(
 }
 
 /** One `redis-benchmark --csv` run: `"SET","rps","avg","min","p50","p95","p99","max"`. */
-async function redisBenchmark(args: string[]) {
+export async function redisBenchmark(args: string[]) {
   try {
     const { stdout } = await promisify(execFile)("redis-benchmark", args, { encoding: "utf8" });
     const line = stdout.split("\n").find((l) => l.startsWith('"SET"')) ?? "";

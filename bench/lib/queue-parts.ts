@@ -1,0 +1,115 @@
+/**
+ * Parts the queue benches share: the receiver child, starting a stashd child and reading its
+ * queue credentials, and an autocannon publish load.
+ */
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import autocannon from "autocannon";
+
+/** Receiver: 200 to everything; records publish->arrival latency from `X-Bench-T`. */
+const RECEIVER = `
+const http = require("node:http");
+let count = 0; let lat = [];
+const now = () => performance.timeOrigin + performance.now();
+http.createServer((req, res) => {
+  if (req.url === "/stats") { res.end(JSON.stringify({ count, lat })); count = 0; lat = []; return; }
+  req.resume();
+  req.on("end", () => {
+    count++;
+    const t = req.headers["x-bench-t"];
+    if (t) lat.push(now() - Number(t));
+    res.end("ok");
+  });
+}).listen(0, "127.0.0.1", function () { process.stdout.write(String(this.address().port) + "\\n"); });
+`;
+
+export interface Rate {
+  rps: number;
+  p50: number;
+  p99: number;
+}
+
+async function firstLine(child: ChildProcess): Promise<string> {
+  return new Promise((resolve) =>
+    child.stdout?.once("data", (d: Buffer) => resolve(d.toString().trim())),
+  );
+}
+
+/** Starts the receiver child; its URL and the child (to stop it). */
+export async function startReceiverChild(): Promise<{ url: string; child: ChildProcess }> {
+  const child = spawn(process.execPath, ["-e", RECEIVER], { stdio: ["ignore", "pipe", "ignore"] });
+  return { url: `http://127.0.0.1:${await firstLine(child)}`, child };
+}
+
+/** Arrivals since the last call, with their publish->arrival latencies (ms). */
+export async function stats(url: string): Promise<{ count: number; lat: number[] }> {
+  return (await (await fetch(`${url}/stats`)).json()) as { count: number; lat: number[] };
+}
+
+/** Counts arrivals until `expected` arrived or `timeoutMs` passed. */
+export async function drain(rx: string, expected: number, timeoutMs: number): Promise<number> {
+  let seen = 0;
+  const end = Date.now() + timeoutMs;
+  while (seen < expected && Date.now() < end) {
+    seen += (await stats(rx)).count;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return seen;
+}
+
+/**
+ * Starts `bin start` on `dataDir` (ports chosen by the OS, `env` added) and waits until its
+ * credentials say it runs; the queue's URL and token.
+ */
+export async function startQueueChild(
+  bin: string,
+  dataDir: string,
+  env: Record<string, string> = {},
+  nodeArgs: string[] = [],
+): Promise<{ child: ChildProcess; url: string; token: string }> {
+  const child = spawn(process.execPath, [...nodeArgs, bin, "start", "--data-dir", dataDir], {
+    env: {
+      ...process.env,
+      STASHD_KV_PORT: "0",
+      STASHD_QUEUE_PORT: "0",
+      STASHD_ADMIN_PORT: "0",
+      STASHD_LOG_LEVEL: "warn",
+      ...env,
+    },
+    // stderr shown: a child that fails to start says why.
+    stdio: ["ignore", "ignore", "inherit"],
+  });
+  for (let i = 0; i < 300; i++) {
+    const args = [bin, "credentials", "--json", "--data-dir", dataDir];
+    const out = spawnSync(process.execPath, args, { encoding: "utf8" }).stdout;
+    const creds = JSON.parse(out || "{}") as {
+      running?: boolean;
+      queue?: { url: string; token: string };
+    };
+    if (creds.running && creds.queue) return { child, ...creds.queue };
+    if (child.exitCode !== null) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error("stashd did not start");
+}
+
+/** Publishes to `target` at `connections` for `seconds`; every answer must be a 2xx. */
+export async function publishLoad(
+  base: string,
+  token: string,
+  target: string,
+  connections: number,
+  seconds: number,
+): Promise<Rate & { total: number }> {
+  const r = await autocannon({
+    url: `${base}/v2/publish/${target}/load`,
+    connections,
+    duration: seconds,
+    method: "POST",
+    body: "hello",
+    headers: { authorization: `Bearer ${token}`, "content-type": "text/plain" },
+  });
+  if (r.non2xx > 0 || r.errors > 0)
+    throw new Error(`publish: ${r.non2xx} non-2xx, ${r.errors} errors`);
+  const rate: Rate = { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99 };
+  return { ...rate, total: r.requests.total };
+}
