@@ -1,10 +1,14 @@
 import { Client } from "@upstash/qstash";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { textOf } from "../../src/shared/redis/cluster/commands.js";
+import { hashSlot } from "../../src/shared/redis/cluster/slot.js";
+import { prefixOf, QUEUE_PREFIX } from "../../src/queue/store/keys.js";
+import { partitionTags } from "../../src/queue/store/partitions.js";
 import {
   mastersOf,
   migrateSlot,
   onNode,
+  ownerPort,
   startTestCluster,
   type TestCluster,
 } from "../harness/cluster.js";
@@ -67,6 +71,27 @@ describe("the queue on a Redis Cluster", () => {
       const delivered = new Set(logs.logs.map((l) => l.messageId));
       expect(ids.filter((id) => !delivered.has(id))).toEqual([]);
     });
+  });
+
+  it("spreads the queue over every master, one partition each, and delivers from all", async () => {
+    const [seed] = await mastersOf(cluster);
+    const tags = partitionTags(3);
+    const owners = await Promise.all(tags.map((t) => ownerPort(seed as number, hashSlot(t))));
+    expect(new Set(owners).size).toBe(3);
+    const stored = await onNode(owners[0] as number, ["GET", `${QUEUE_PREFIX}partitions`]);
+    expect(textOf(stored)).toBe("3");
+    const client = new Client({ baseUrl: a.queue.url, token: TEST_TOKEN });
+    const ids: string[] = [];
+    for (let i = 0; i < 30; i++) {
+      ids.push((await client.publish({ url: `${rx.url}/spread`, body: String(i) })).messageId);
+    }
+    await expectAllDelivered(ids);
+    // Each partition's log stream, on its own master, recorded some of them.
+    for (const [i, tag] of tags.entries()) {
+      const events = await onNode(owners[i] as number, ["XLEN", `${prefixOf(tag)}log`]);
+      expect(events).toMatchObject({ kind: "int" });
+      expect(Number((events as { value: string }).value)).toBeGreaterThan(0);
+    }
   });
 
   it("runs FIFO queues across the processes", async () => {

@@ -15,6 +15,13 @@ export interface TestStashd extends Stashd {
   stopKeepingData(): Promise<void>;
 }
 
+/**
+ * The queue partition count test stashds get unless a test sets one: the vitest project
+ * "partitioned" (vitest.config.ts) runs the queue and workflow tests again with 3, on the same
+ * single Redis, so every queue feature is also tested split over partitions.
+ */
+const TEST_PARTITIONS = Number(process.env.STASHD_TEST_QUEUE_PARTITIONS ?? 0) || 0;
+
 export async function startStashd(options: StartOptions = {}): Promise<TestStashd> {
   const dataDir = options.dataDir ?? mkdtempSync(path.join(os.tmpdir(), "stashd-test-"));
   const stashd = await start({
@@ -26,6 +33,7 @@ export async function startStashd(options: StartOptions = {}): Promise<TestStash
     registryPollMs: 20,
     redisRetryBackoffMs: 20,
     shutdownGraceMs: 1000,
+    queuePartitions: TEST_PARTITIONS,
     env: {},
     ...options,
     dataDir,

@@ -75,7 +75,10 @@ describe("the stored partition count", () => {
   let pool: RedisPool;
   beforeAll(async () => {
     redis = await startRedis();
-    pool = new RedisPool({ host: "127.0.0.1", port: redis.port }, { size: 1, connectTimeoutMs: 2000, retryBackoffMs: 50 });
+    pool = new RedisPool(
+      { host: "127.0.0.1", port: redis.port },
+      { size: 1, connectTimeoutMs: 2000, retryBackoffMs: 50 },
+    );
   });
   afterAll(async () => {
     await pool?.close();
@@ -106,7 +109,7 @@ describe("the stored partition count", () => {
       startStashd({ ...sharedQueueOptions(redis.url), queuePartitions: 3 }),
     ).rejects.toThrow(/STASHD_QUEUE_PARTITIONS is 3 but this queue was created with 2/);
     // Unset, the setting takes the stored count.
-    const again = await startStashd(sharedQueueOptions(redis.url));
+    const again = await startStashd({ ...sharedQueueOptions(redis.url), queuePartitions: 0 });
     await again.stop();
     expect(String(await pool.exec(["GET", `${QUEUE_PREFIX}partitions`]).then(textOf))).toBe("2");
   });
