@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { textOf } from "../../src/shared/redis/cluster/commands.js";
 import { hashSlot } from "../../src/shared/redis/cluster/slot.js";
 import { prefixOf, QUEUE_PREFIX } from "../../src/queue/store/keys.js";
-import { partitionTags } from "../../src/queue/store/partitions.js";
+import { makePartitions, partitionTags } from "../../src/queue/store/partitions.js";
 import {
   mastersOf,
   migrateSlot,
@@ -41,6 +41,22 @@ afterAll(async () => {
   await b?.stop();
   await cluster?.stop();
 });
+
+/**
+ * Deduplication ids whose publishes are placed in partition 0 (of the 3 the cluster gets): the
+ * id hashes there both bare and as the store's `id:` dedup key.
+ */
+function inPartitionZero(): () => string {
+  const parts = makePartitions(3, () => ({ exec: unused, execMany: unused }));
+  let n = 0;
+  return () => {
+    for (;;) {
+      const id = `main-${Date.now()}-${n++}`;
+      if (parts.ofName(id).index === 0 && parts.ofName(`id:${id}`).index === 0) return id;
+    }
+  };
+}
+const unused = (): Promise<never> => Promise.reject(new Error("not used"));
 
 /** Message ids the receiver got (each delivery once or more). */
 const deliveredIds = (): Set<string> =>
@@ -113,12 +129,19 @@ describe("the queue on a Redis Cluster", () => {
     const id = async (port: number) => textOf(await onNode(port, ["CLUSTER", "MYID"])) ?? "";
     const slot = String(QUEUE_SLOT);
     // Every key the enqueue script declares exists (due, pending, active, log), so Redis itself
-    // lets it run on the migrating slot: only its own guard can stop it.
+    // lets it run on the migrating slot: only its own guard can stop it. Deduplication ids place
+    // these publishes in partition 0, the one whose slot migrates.
     const client = new Client({ baseUrl: a.queue.url, token: TEST_TOKEN });
-    await client.publish({ url: `${rx.url}/later`, body: "l", delay: 3600 });
+    const inMain = inPartitionZero();
+    await client.publish({
+      url: `${rx.url}/later`,
+      body: "l",
+      delay: 3600,
+      deduplicationId: inMain(),
+    });
     rx.delayMs = 2_000;
     const held = rx.requests.length;
-    await client.publish({ url: `${rx.url}/held`, body: "h" });
+    await client.publish({ url: `${rx.url}/held`, body: "h", deduplicationId: inMain() });
     await eventually(() => expect(rx.requests.length).toBeGreaterThan(held));
     await onNode(to, ["CLUSTER", "SETSLOT", slot, "IMPORTING", await id(from)]);
     await onNode(from, ["CLUSTER", "SETSLOT", slot, "MIGRATING", await id(to)]);
@@ -127,7 +150,7 @@ describe("the queue on a Redis Cluster", () => {
     let settled = false;
     const publish = fetch(`${a.queue.url}/v2/publish/${rx.url}/paused`, {
       method: "POST",
-      headers: { authorization: `Bearer ${TEST_TOKEN}` },
+      headers: { authorization: `Bearer ${TEST_TOKEN}`, "upstash-deduplication-id": inMain() },
       body: "p",
     }).finally(() => (settled = true));
     await new Promise((r) => setTimeout(r, 500));
