@@ -1,7 +1,6 @@
 import { Gauge, Registry } from "prom-client";
 import { readQueueDepth, replyInt } from "../queue/store/depth.js";
-import { queueKeys as K } from "../queue/store/keys.js";
-import type { QueueRedis } from "../queue/store/redis.js";
+import type { Partition, Partitions } from "../queue/store/partitions.js";
 import type { Reply } from "../shared/redis/resp.js";
 
 /**
@@ -10,7 +9,7 @@ import type { Reply } from "../shared/redis/resp.js";
  * and nothing drifts across restarts. A scrape while Redis is down reports no queue gauges (the
  * scrape itself still succeeds; stashd_ready says why).
  */
-export function queueGaugeRegistry(pool: QueueRedis): Registry {
+export function queueGaugeRegistry(parts: Partitions): Registry {
   const registry = new Registry();
   let collectOnce = (): Promise<void> => Promise.resolve();
   const messages = new Gauge({
@@ -42,7 +41,7 @@ export function queueGaugeRegistry(pool: QueueRedis): Registry {
   // The four gauges are filled by one collection per scrape; the first gauge asked runs it.
   let collecting: Promise<void> | undefined;
   collectOnce = (): Promise<void> => {
-    collecting ??= collect(pool, { messages, dlq, fifo, flowWaiting })
+    collecting ??= collect(parts, { messages, dlq, fifo, flowWaiting })
       .catch(() => {
         for (const gauge of [messages, dlq, fifo, flowWaiting]) gauge.reset();
       })
@@ -61,33 +60,46 @@ interface Gauges {
   flowWaiting: Gauge;
 }
 
-async function collect(pool: QueueRedis, g: Gauges): Promise<void> {
+/** Fills the gauges: the depth summed over the partitions, queues and keys from each. */
+async function collect(parts: Partitions, g: Gauges): Promise<void> {
   for (const gauge of [g.messages, g.dlq, g.fifo, g.flowWaiting]) gauge.reset();
-  const [depth, [queues, fcKeys]] = await Promise.all([
-    readQueueDepth(pool),
-    pool.execMany([
-      ["SMEMBERS", K.queues],
-      ["SMEMBERS", K.flowControlKeys],
-    ]),
-  ]);
+  const [depth, waits] = await Promise.all([readQueueDepth(parts), parts.each(waitsOf)]);
   g.messages.set({ state: "ready" }, depth.ready);
   g.messages.set({ state: "delayed" }, depth.delayed);
   g.messages.set({ state: "in_flight" }, depth.inFlight);
   g.dlq.set(depth.dlq);
+  for (const { fifo } of waits) {
+    for (const [queue, waiting, inFlight] of fifo) {
+      g.fifo.set({ queue, state: "waiting" }, waiting);
+      g.fifo.set({ queue, state: "in_flight" }, inFlight);
+    }
+  }
+  g.flowWaiting.set(waits.reduce((sum, w) => sum + w.flowWaiting, 0));
+}
+
+/** Partition `p`'s FIFO queues (name, waiting, in flight) and its flow-control waiting total. */
+async function waitsOf(p: Partition) {
+  const K = p.keys;
+  const [queues, fcKeys] = await p.redis.execMany([
+    ["SMEMBERS", K.queues],
+    ["SMEMBERS", K.flowControlKeys],
+  ]);
   const names = texts(queues);
   const keys = texts(fcKeys);
-  const counts = await pool.execMany([
+  const counts = await p.redis.execMany([
     ...names.flatMap((n) => [
       ["LLEN", K.queueWait(n)],
       ["HLEN", K.queueSlots(n)],
     ]),
     ...keys.map((k) => ["LLEN", K.flowControlWait(k)]),
   ]);
-  names.forEach((queue, i) => {
-    g.fifo.set({ queue, state: "waiting" }, replyInt(counts[2 * i]));
-    g.fifo.set({ queue, state: "in_flight" }, replyInt(counts[2 * i + 1]));
-  });
-  g.flowWaiting.set(counts.slice(2 * names.length).reduce((sum, r) => sum + replyInt(r), 0));
+  const fifo = names.map((queue, i): [string, number, number] => [
+    queue,
+    replyInt(counts[2 * i]),
+    replyInt(counts[2 * i + 1]),
+  ]);
+  const flowWaiting = counts.slice(2 * names.length).reduce((sum, r) => sum + replyInt(r), 0);
+  return { fifo, flowWaiting };
 }
 
 function texts(reply: Reply | undefined): string[] {

@@ -32,7 +32,7 @@ function consoleFor(config: Config, kv: KvService, queue: QueueService, logger: 
     kvUrl: kv.url,
     databases: () => kv.databases(),
     consoleToken: config.consoleToken,
-    queueDepth: () => readQueueDepth(queue.pool),
+    queueDepth: () => readQueueDepth(queue.pool.partitions),
     sessionTtlMs: config.consoleSessionTtlMs,
     logger: logger.child("console"),
   });
@@ -50,7 +50,7 @@ function startProbes(
     port: config.adminPort,
     requestTimeoutMs: config.requestTimeoutMs,
     logger: logger.child("admin"),
-    registries: [queueGaugeRegistry(queue.pool)],
+    registries: [queueGaugeRegistry(queue.pool.partitions)],
     readiness: () =>
       checkReadiness({
         databases: () =>

@@ -14,6 +14,12 @@ export interface CallbackContext {
   retried: number;
   now: number;
   maxDepth: number;
+  /**
+   * A new id for the callback: it must live in its message's queue partition (a FIFO queue's
+   * slot and the outcome that creates it are there), see MessageStore.idBeside. Without one the
+   * id is random, which is right only with one partition.
+   */
+  childId?: (() => string) | undefined;
 }
 
 export function callbackMessage(ctx: CallbackContext): NewMessage | undefined {
@@ -43,7 +49,7 @@ function child(
   if (meta.depth + 1 > ctx.maxDepth) return undefined;
   const dueAt = now + (opts?.delayMs ?? 0);
   const childMeta: MessageMeta = {
-    messageId: newMessageId(),
+    messageId: ctx.childId?.() ?? newMessageId(),
     url,
     method: opts?.method ?? "POST",
     header: { ...header, "Content-Type": ["application/json"] },

@@ -357,7 +357,13 @@ export class Dispatcher {
         ? now + retryDelayMs(result, c.retried, meta.retryDelayExpression, scale, now)
         : undefined;
     const dlq = outcome === "FAILED" ? dlqMeta(meta, result, now) : undefined;
-    const ctx = { ...c, result, now, maxDepth: this.cfg.queueMaxCallbackDepth };
+    const ctx = {
+      ...c,
+      result,
+      now,
+      maxDepth: this.cfg.queueMaxCallbackDepth,
+      childId: () => this.store.idBeside(meta.messageId),
+    };
     const children = [callbackMessage(ctx), dlq && failureCallbackMessage(ctx, dlq.dlqId)].filter(
       (m): m is NewMessage => m !== undefined,
     );

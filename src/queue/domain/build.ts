@@ -9,15 +9,19 @@ export interface Target {
   endpointName?: string | undefined;
 }
 
-/** The stored meta of a new message from its parsed publish options. */
+/**
+ * The stored meta of a new message from its parsed publish options; `messageId` is the id placed
+ * in the message's queue partition (store/partitions.ts), a random one by default.
+ */
 export function buildMeta(
   opts: PublishOptions,
   target: Target,
   now: number,
   callerIP: string | undefined,
+  messageId = newMessageId(),
 ): MessageMeta {
   return {
-    messageId: newMessageId(),
+    messageId,
     url: target.url,
     method: opts.method,
     header: opts.header,
@@ -55,21 +59,23 @@ export function dedupKey(opts: PublishOptions, destination: string, body: Buffer
 }
 
 /**
- * A DLQ retry's message: the original configuration with a new id, where any publish header
- * given on the retry request overrides the original value (docs/qstash-protocol.md §2.8).
+ * A DLQ retry's message: the original configuration with the new id `messageId` (placed in the
+ * DLQ entry's queue partition, see MessageStore.retryDlq), where any publish header given on the
+ * retry request overrides the original value (docs/qstash-protocol.md §2.8).
  */
 export function retriedMeta(
   original: MessageMeta,
   cfg: ConfigValues,
   opts: PublishOptions,
   now: number,
+  messageId: string,
 ): MessageMeta {
   const has = (name: string) => cfg.has(name);
   const forwards = [...cfg.keys()].some((k) => k.startsWith("upstash-forward-"));
   const header: Headers = forwards ? { ...original.header, ...opts.header } : original.header;
   return {
     ...original,
-    messageId: newMessageId(),
+    messageId,
     createdAt: now,
     notBefore: opts.notBefore,
     header,

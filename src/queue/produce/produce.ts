@@ -4,6 +4,7 @@ import { checkDestinations } from "../delivery/destination-policy.js";
 import { buildMeta, dedupKey, type Target } from "../domain/build.js";
 import type { PublishOptions } from "../domain/publish-options.js";
 import type { MessageStore, NewMessage } from "../store/message-store.js";
+import type { Partition, Partitions } from "../store/partitions.js";
 import type { QueueStore } from "../store/queue-store.js";
 import type { TopicStore, UrlGroup } from "../store/topic-store.js";
 
@@ -18,7 +19,9 @@ import type { TopicStore, UrlGroup } from "../store/topic-store.js";
  * 3. the destination policy checks every URL (unless the caller checked them when it accepted
  *    them, as schedules do at create);
  * 4. one message per target, stored atomically with the dedup key (explicit id, content hash,
- *    or the caller's key) into the due set or the FIFO queue;
+ *    or the caller's key) into the due set or the FIFO queue. The messages' ids place them in
+ *    one queue partition (Partitions.place): their flow-control key's and FIFO queue's (a 400
+ *    when those two differ), else the dedup key's, else anywhere (random ids spread them);
  * 5. local hand-off: messages due now may be leased to this process in the same store call
  *    (Dispatcher.offer decides, counting its own slots); otherwise the dispatcher is woken for
  *    their due time.
@@ -99,9 +102,11 @@ export async function produce(deps: ProduceDeps, req: ProduceRequest): Promise<P
     const urls = targets.map((t) => t.url);
     checkDestinations(deps.config, [...urls, opts.callback, opts.failureCallback]);
   }
+  const key = dedupKeyOf(req, opts);
+  const place = placeOf(deps.messages.parts, req, opts, key);
   const messages: NewMessage[] = targets.map((t) => ({
     meta: {
-      ...buildMeta(opts, t, now, req.callerIP),
+      ...buildMeta(opts, t, now, req.callerIP, deps.messages.parts.newMessageId(place)),
       scheduleId: req.scheduleId,
       queueName: req.queue,
     },
@@ -109,13 +114,28 @@ export async function produce(deps: ProduceDeps, req: ProduceRequest): Promise<P
     dueAt: opts.dueAt,
   }));
   const produced = messages.map((m) => ({ messageId: m.meta.messageId, url: m.meta.url }));
-  const dedup = dedupOf(deps, req, opts, produced);
+  const dedup = dedupOf(deps, req, key, produced);
   const result = await store(deps, req.queue, now, messages, dedup);
   const fanOut = group !== undefined;
   if (!result.stored) {
     return { stored: false, messages: firstResponse(result.response), fanOut, dueAt: opts.dueAt };
   }
   return { stored: true, messages: produced, fanOut, dueAt: opts.dueAt };
+}
+
+/**
+ * The partition of a produce's messages (placed before the dedup response is built: it holds
+ * their ids). Callbacks do not inherit the flow-control key, so the message's own is the only
+ * one. Nothing binding them: a random partition, all of a fan-out's messages in it.
+ */
+function placeOf(
+  parts: Partitions,
+  req: ProduceRequest,
+  opts: PublishOptions,
+  dedup: string | undefined,
+): Partition {
+  const bound = parts.place({ flowControl: [opts.flowControl?.key], queue: req.queue, dedup });
+  return bound ?? parts.ofMessage(parts.newMessageId());
 }
 
 async function groupOf(deps: ProduceDeps, name: string): Promise<UrlGroup> {
@@ -131,18 +151,22 @@ function targetsOf(req: ProduceRequest, group: UrlGroup | undefined): Target[] {
 
 type Dedup = { key: string; windowMs: number; response: string } | undefined;
 
+/** The caller's dedup key, or the options' `Upstash-Deduplication-Id` or content hash. */
+function dedupKeyOf(req: ProduceRequest, opts: PublishOptions): string | undefined {
+  if (req.dedup) return req.dedup.key;
+  const destination = "url" in req.to ? req.to.url : req.to.group;
+  return dedupKey(opts, destination, req.body);
+}
+
 function dedupOf(
   deps: ProduceDeps,
   req: ProduceRequest,
-  opts: PublishOptions,
+  key: string | undefined,
   produced: ProducedMessage[],
 ): Dedup {
-  if (req.dedup) return { ...req.dedup, response: JSON.stringify(produced) };
-  const destination = "url" in req.to ? req.to.url : req.to.group;
-  const key = dedupKey(opts, destination, req.body);
-  return key === undefined
-    ? undefined
-    : { key, windowMs: deps.config.queueDedupWindowMs, response: JSON.stringify(produced) };
+  if (key === undefined) return undefined;
+  const windowMs = req.dedup?.windowMs ?? deps.config.queueDedupWindowMs;
+  return { key, windowMs, response: JSON.stringify(produced) };
 }
 
 /** Into the FIFO queue, or the due set through the dispatcher's offer (local hand-off). */

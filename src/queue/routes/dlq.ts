@@ -85,7 +85,8 @@ async function retryEntry(ctx: QueueContext, r: QueueRequest, e: DlqEntry): Prom
   const cfg = configValues(r);
   cfg.delete("content-type");
   const opts = parsePublishOptions(cfg, {}, now, ctx.config);
-  const meta = retriedMeta(baseMeta(e.meta), cfg, opts, now);
+  const id = ctx.messages.idBeside(e.meta.messageId);
+  const meta = retriedMeta(baseMeta(e.meta), cfg, opts, now, id);
   const ok = await ctx.messages.retryDlq(now, e.meta.dlqId, {
     meta,
     body: e.body,

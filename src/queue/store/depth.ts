@@ -1,6 +1,5 @@
-import type { QueueRedis } from "./redis.js";
 import type { Reply } from "../../shared/redis/resp.js";
-import { queueKeys as K } from "./keys.js";
+import type { Partition, Partitions } from "./partitions.js";
 
 /** How many messages the queue holds, by state. */
 export interface QueueDepth {
@@ -16,14 +15,28 @@ export interface QueueDepth {
 }
 
 /**
- * Reads the depth with five counting commands in one pipelined round trip (O(log n) each), so
- * polling it every few seconds costs nothing even with 100k messages. Read-only: no message,
- * queue or lease is touched. The one place that counts depth (console and metrics both use it).
+ * Reads the depth with five counting commands per partition in one pipelined round trip each
+ * (O(log n) each), summed over the partitions, so polling it every few seconds costs nothing even
+ * with 100k messages. Read-only: no message, queue or lease is touched. The one place that counts
+ * depth (console and metrics both use it).
  */
-export async function readQueueDepth(pool: QueueRedis): Promise<QueueDepth> {
-  const now = String(Date.now());
-  const [ready, delayed, inFlight, pending, dlq] = await pool.execMany([
-    ["ZCOUNT", K.due, "-inf", now],
+export async function readQueueDepth(parts: Partitions): Promise<QueueDepth> {
+  const now = Date.now();
+  const depths = await parts.each((p) => partitionDepth(p, now));
+  const sum = (field: keyof QueueDepth) => depths.reduce((n, d) => n + d[field], 0);
+  return {
+    ready: sum("ready"),
+    delayed: sum("delayed"),
+    inFlight: sum("inFlight"),
+    pending: sum("pending"),
+    dlq: sum("dlq"),
+  };
+}
+
+async function partitionDepth(p: Partition, now: number): Promise<QueueDepth> {
+  const K = p.keys;
+  const [ready, delayed, inFlight, pending, dlq] = await p.redis.execMany([
+    ["ZCOUNT", K.due, "-inf", String(now)],
     ["ZCOUNT", K.due, `(${now}`, "+inf"],
     ["ZCARD", K.active],
     ["ZCARD", K.pending],

@@ -1,9 +1,8 @@
-import type { Partitions } from "./partitions.js";
-import type { QueueRedis } from "./redis.js";
 import type { DlqMeta } from "../domain/message.js";
-import { queueKeys as K } from "./keys.js";
 import { collectPage, type Page } from "./paging.js";
+import type { Partition, Partitions } from "./partitions.js";
 import { asArray, asBuffer, asInt, asText, checked } from "./replies.js";
+import { groupBy, mergeSorted } from "./spread.js";
 import { transitions } from "./transitions.js";
 
 export interface DlqEntry {
@@ -11,20 +10,30 @@ export interface DlqEntry {
   body: Buffer;
 }
 
+/** A DLQ id as listed, with the partition holding its entry. */
+interface Listed {
+  id: string;
+  p: Partition;
+}
+
+/** Byte order of ids, the order of a BYLEX range (ids are ASCII). */
+const byId = (a: Listed, b: Listed): number => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+
 /**
- * Reads of the dead-letter queue. Entries are added by the finish transition; ids are
- * `<unix ms>-<n>`, kept in a zset with score 0 so they sort by time lexicographically, which
- * gives stable cursors (the last id seen) in both orders.
+ * Reads of the dead-letter queue. Entries are added by the finish transition, in the partition of
+ * the failed message (so of its `messageId`: a retry's message is placed there too, see
+ * MessageStore.retryDlq). Ids are `<unix ms>-<n>` (n random per process, so ids are unique
+ * across processes and partitions), kept per partition in a zset with score 0 so they sort by
+ * time lexicographically. A listing merges the partitions' ranges after the same cursor (the
+ * last id seen, unchanged in form), which gives stable cursors in both orders. A lookup by id asks
+ * every partition (the id does not name its partition, and there are few).
  */
 export class DlqStore {
-  private readonly pool: QueueRedis;
-
-  constructor(readonly parts: Partitions) {
-    this.pool = parts.main.redis;
-  }
+  constructor(readonly parts: Partitions) {}
 
   async get(id: string): Promise<DlqEntry | undefined> {
-    return (await this.load([id]))[0];
+    const found = await this.parts.each((p) => this.load(p, [id]));
+    return found.flat().find((e) => e !== undefined);
   }
 
   async list(
@@ -35,10 +44,20 @@ export class DlqStore {
   ): Promise<Page<DlqEntry>> {
     return collectPage(
       async (after, size) => {
-        const ids = await this.ids(latestFirst, after, size);
-        const entries = await this.load(ids, true);
-        return ids.map((id, i) => {
-          const e = entries[i];
+        const listed = await this.ids(latestFirst, after, size);
+        const entries = new Map<string, DlqEntry | undefined>();
+        const groups = groupBy(listed, (l) => l.p);
+        await Promise.all(
+          [...groups].map(async ([p, group]) => {
+            const loaded = await this.load(
+              p,
+              group.map((l) => l.id),
+            );
+            group.forEach((l, i) => entries.set(l.id, loaded[i]));
+          }),
+        );
+        return listed.map(({ id }) => {
+          const e = entries.get(id);
           return { key: id, item: e && keep(e) ? e : undefined };
         });
       },
@@ -47,46 +66,55 @@ export class DlqStore {
     );
   }
 
+  /** Deletes the entries (looked for in every partition); how many were deleted. */
   async delete(ids: readonly string[]): Promise<number> {
     if (ids.length === 0) return 0;
-    return asInt(await transitions.dlqDelete.run(this.pool, [K.dlq], [K.prefix, ...ids]));
+    const counts = await this.parts.each(async (p) =>
+      asInt(await transitions.dlqDelete.run(p.redis, [p.keys.dlq], [p.keys.prefix, ...ids])),
+    );
+    return counts.reduce((a, b) => a + b, 0);
   }
 
-  /** Deletes entries that failed before `cutoff` (DLQ retention). */
+  /** Deletes entries that failed before `cutoff` (DLQ retention), up to 1000 per partition. */
   async expire(cutoff: number): Promise<number> {
-    const reply = await this.pool.exec([
-      "ZRANGE",
-      K.dlq,
-      "-",
-      `(${cutoff}`,
-      "BYLEX",
-      "LIMIT",
-      "0",
-      "1000",
-    ]);
-    return this.delete(asArray(checked(reply, "dlq expire")).map((r) => asText(r) ?? ""));
+    const counts = await this.parts.each(async (p) => {
+      const range = ["ZRANGE", p.keys.dlq, "-", `(${cutoff}`, "BYLEX", "LIMIT", "0", "1000"];
+      const ids = asArray(checked(await p.redis.exec(range), "dlq expire")).map(
+        (r) => asText(r) ?? "",
+      );
+      if (ids.length === 0) return 0;
+      return asInt(await transitions.dlqDelete.run(p.redis, [p.keys.dlq], [p.keys.prefix, ...ids]));
+    });
+    return counts.reduce((a, b) => a + b, 0);
   }
 
+  /**
+   * The first `size` ids after `after` in listing order over all partitions: each partition's
+   * first `size` merged (see mergeSorted).
+   */
   private async ids(latestFirst: boolean, after: string | undefined, size: number) {
     const from = after === undefined ? (latestFirst ? "+" : "-") : `(${after}`;
     const to = latestFirst ? "-" : "+";
-    const args = ["ZRANGE", K.dlq, from, to, "BYLEX", ...(latestFirst ? ["REV"] : [])];
-    const reply = await this.pool.exec([...args, "LIMIT", "0", String(size)]);
-    return asArray(checked(reply, "dlq list")).map((r) => asText(r) ?? "");
+    const lists = await this.parts.each(async (p): Promise<Listed[]> => {
+      const args = ["ZRANGE", p.keys.dlq, from, to, "BYLEX", ...(latestFirst ? ["REV"] : [])];
+      const reply = await p.redis.exec([...args, "LIMIT", "0", String(size)]);
+      return asArray(checked(reply, "dlq list")).map((r) => ({ id: asText(r) ?? "", p }));
+    });
+    const order = latestFirst ? (a: Listed, b: Listed) => byId(b, a) : byId;
+    return mergeSorted(lists, order, size);
   }
 
-  /** Entries for ids; with `keepGaps` the result is index-aligned (undefined for missing ones). */
-  private async load(ids: readonly string[], keepGaps = false): Promise<(DlqEntry | undefined)[]> {
+  /** Entries of partition `p` for ids, index-aligned (undefined for missing ones). */
+  private async load(p: Partition, ids: readonly string[]): Promise<(DlqEntry | undefined)[]> {
     if (ids.length === 0) return [];
-    const replies = await this.pool.execMany(
-      ids.map((id) => ["HMGET", K.dlqEntry(id), "meta", "body"]),
+    const replies = await p.redis.execMany(
+      ids.map((id) => ["HMGET", p.keys.dlqEntry(id), "meta", "body"]),
     );
-    const out = replies.map((r) => {
+    return replies.map((r) => {
       const [meta, body] = asArray(checked(r, "dlq get"));
       const text = asText(meta);
       if (text === undefined) return undefined;
       return { meta: JSON.parse(text) as DlqMeta, body: asBuffer(body) ?? Buffer.alloc(0) };
     });
-    return keepGaps ? out : out.filter((e) => e !== undefined);
   }
 }

@@ -1,7 +1,6 @@
-import type { Partitions } from "./partitions.js";
-import type { QueueRedis } from "./redis.js";
 import type { Reply } from "../../shared/redis/resp.js";
-import { queueKeys as K } from "./keys.js";
+import type { Partition, Partitions } from "./partitions.js";
+import { groupBy } from "./spread.js";
 import { ScriptCode } from "./codes.js";
 import { asArray, asInt, asText, checked } from "./replies.js";
 import { transitions } from "./transitions.js";
@@ -56,14 +55,11 @@ export type FlowControlAction =
 
 /**
  * Reads of flow-control keys (the state is written only by the Lua helpers of
- * lua/includes/fc-*.lua). A key exists once a message with it was stored.
+ * lua/includes/fc-*.lua). A key exists once a message with it was stored. A key lives in the
+ * partition of its name (Partitions.ofName), with its messages; lists merge every partition's.
  */
 export class FlowControlStore {
-  private readonly pool: QueueRedis;
-
-  constructor(readonly parts: Partitions) {
-    this.pool = parts.main.redis;
-  }
+  constructor(readonly parts: Partitions) {}
 
   async get(key: string, now: number): Promise<FlowControlInfo | undefined> {
     return (await this.getMany([key], now))[0];
@@ -71,53 +67,71 @@ export class FlowControlStore {
 
   /** Applies `a` to `key`; the number of messages admitted, undefined when the key is missing. */
   async manage(key: string, now: number, a: FlowControlAction): Promise<number | undefined> {
-    const args = [K.prefix, String(now), key, a.action];
+    const p = this.parts.ofName(key);
+    const args = [p.keys.prefix, String(now), key, a.action];
     if (a.action === "pin") args.push(...[a.parallelism, a.rate, a.period].map((v) => str(v)));
     if (a.action === "unpin") args.push(a.parallelism ? "1" : "0", a.rate ? "1" : "0");
-    const keys = [K.flowControl(key), K.due];
-    const n = asInt(await transitions.flowControlManage.run(this.pool, keys, args));
+    const keys = [p.keys.flowControl(key), p.keys.due];
+    const n = asInt(await transitions.flowControlManage.run(p.redis, keys, args));
     return n === ScriptCode.flowControlKeyMissing ? undefined : n;
   }
 
-  /** In-flight deliveries across every process (the active set). */
+  /** In-flight deliveries across every process (the active sets of every partition). */
   async activeCount(): Promise<number> {
-    return asInt(checked(await this.pool.exec(["ZCARD", K.active]), "flow control"));
+    const counts = await this.parts.each(async (p) =>
+      asInt(checked(await p.redis.exec(["ZCARD", p.keys.active]), "flow control")),
+    );
+    return counts.reduce((a, b) => a + b, 0);
   }
 
   /** Every key containing `search` (all without), by key. */
   async list(now: number, search?: string): Promise<FlowControlInfo[]> {
-    const reply = checked(await this.pool.exec(["SMEMBERS", K.flowControlKeys]), "flow control");
-    const keys = asArray(reply).map((k) => asText(k) ?? "");
-    const wanted = keys.filter((k) => !search || k.includes(search)).sort();
-    return this.getMany(wanted, now);
+    const keys = await this.parts.each(async (p) => {
+      const reply = await p.redis.exec(["SMEMBERS", p.keys.flowControlKeys]);
+      return asArray(checked(reply, "flow control")).map((k) => asText(k) ?? "");
+    });
+    const wanted = keys.flat().filter((k) => !search || k.includes(search));
+    return this.getMany(wanted.sort(), now);
   }
 
+  /** The existing keys among `keys`, in order. */
   private async getMany(keys: readonly string[], now: number): Promise<FlowControlInfo[]> {
-    if (keys.length === 0) return [];
-    const replies = await this.pool.execMany(
-      keys.flatMap((k) => [
-        ["HMGET", K.flowControl(k), ...FIELDS],
-        ["LLEN", K.flowControlWait(k)],
-      ]),
+    const groups = groupBy(keys, (k) => this.parts.ofName(k));
+    const found = new Map<string, FlowControlInfo>();
+    await Promise.all(
+      [...groups].map(async ([p, group]) => {
+        for (const f of await readKeys(p, group, now)) found.set(f.flowControlKey, f);
+      }),
     );
-    const out: FlowControlInfo[] = [];
-    for (const [i, key] of keys.entries()) {
-      const fields = asArray(checked(replies[i * 2] ?? NIL, "flow control")).map(asText);
-      if (fields[6] === undefined) continue;
-      const waiting = asInt(checked(replies[i * 2 + 1] ?? NIL, "flow control"));
-      const state = { paused: fields[7] === "1", pinP: fields[8] === "1", pinR: fields[9] === "1" };
-      out.push(
-        info(
-          key,
-          fields.map((f) => Number(f ?? 0)),
-          waiting,
-          now,
-          state,
-        ),
-      );
-    }
-    return out;
+    return keys.flatMap((k) => found.get(k) ?? []);
   }
+}
+
+/** The existing keys among `keys`, all of partition `p`. */
+async function readKeys(p: Partition, keys: readonly string[], now: number) {
+  const replies = await p.redis.execMany(
+    keys.flatMap((k) => [
+      ["HMGET", p.keys.flowControl(k), ...FIELDS],
+      ["LLEN", p.keys.flowControlWait(k)],
+    ]),
+  );
+  const out: FlowControlInfo[] = [];
+  for (const [i, key] of keys.entries()) {
+    const fields = asArray(checked(replies[i * 2] ?? NIL, "flow control")).map(asText);
+    if (fields[6] === undefined) continue;
+    const waiting = asInt(checked(replies[i * 2 + 1] ?? NIL, "flow control"));
+    const state = { paused: fields[7] === "1", pinP: fields[8] === "1", pinR: fields[9] === "1" };
+    out.push(
+      info(
+        key,
+        fields.map((f) => Number(f ?? 0)),
+        waiting,
+        now,
+        state,
+      ),
+    );
+  }
+  return out;
 }
 
 /** Builds the API object from the hash fields (FIELDS order); a period that ended counts 0. */

@@ -1,10 +1,9 @@
-import type { Partitions } from "./partitions.js";
-import type { QueueRedis } from "./redis.js";
 import type { Reply } from "../../shared/redis/resp.js";
 import type { MessageMeta, MessageState } from "../domain/message.js";
-import { queueKeys as K } from "./keys.js";
 import { collectPage, type Page } from "./paging.js";
+import type { Partition, Partitions } from "./partitions.js";
 import { asArray, asText, checked } from "./replies.js";
+import { mergeSorted } from "./spread.js";
 
 /** One state change as the transitions wrote it to the log stream. */
 export interface LogEvent {
@@ -17,20 +16,33 @@ export interface LogEvent {
   extra: Record<string, unknown>;
 }
 
+/** Where a listing stands: after stream id `id` of partition `part` (any partition: -1). */
+interface Position {
+  id: string;
+  part: number;
+}
+
+/** An event as listed, with the partition whose stream holds it. */
+interface Listed {
+  event: LogEvent;
+  part: number;
+}
+
 /**
- * Reads of the log stream (written inside the Lua transitions, trimmed there by retention).
- * Cursors are stream ids, read exclusively, so they stay valid while new events arrive.
+ * Reads of the log streams (written inside the Lua transitions, trimmed there by retention), one
+ * per partition. A listing merges them in stream-id order, ties (the same id in two partitions'
+ * streams) broken by partition. Cursors are read exclusively, so they stay valid while new events
+ * arrive: with one partition the stream id, as ever; with more `<stream id>~<partition>`, from
+ * which each partition's range starts at the id, inclusive or not by whether the partition comes
+ * after the cursor's at that id. A bare stream id given to several partitions is read exclusively
+ * in each.
  */
 export class LogStore {
-  private readonly pool: QueueRedis;
-
   constructor(
     readonly parts: Partitions,
     /** Trimming by MINID is approximate (whole stream nodes), so reads hide older events too. */
     private readonly retentionMs: number,
-  ) {
-    this.pool = parts.main.redis;
-  }
+  ) {}
 
   list(
     latestFirst: boolean,
@@ -41,20 +53,61 @@ export class LogStore {
     const cutoff = Date.now() - this.retentionMs;
     return collectPage(
       async (after, size) => {
-        const cmd = latestFirst
-          ? ["XREVRANGE", K.log, after === undefined ? "+" : `(${after}`, "-"]
-          : ["XRANGE", K.log, after === undefined ? "-" : `(${after}`, "+"];
-        const reply = checked(await this.pool.exec([...cmd, "COUNT", String(size)]), "logs");
-        return asArray(reply).map((entry) => {
-          const event = parseEvent(entry);
+        const listed = await this.read(latestFirst, after, size);
+        return listed.map(({ event, part }) => {
           const live = event.time >= cutoff;
-          return { key: event.id, item: live && keep(event) ? event : undefined };
+          return {
+            key: this.cursorOf(event.id, part),
+            item: live && keep(event) ? event : undefined,
+          };
         });
       },
       count,
       cursor,
     );
   }
+
+  private cursorOf(id: string, part: number): string {
+    return this.parts.count === 1 ? id : `${id}~${part}`;
+  }
+
+  /** The first `size` events after cursor `after` over every partition, in listing order. */
+  private async read(latestFirst: boolean, after: string | undefined, size: number) {
+    const at = after === undefined ? undefined : positionOf(after);
+    const lists = await this.parts.each(async (p): Promise<Listed[]> => {
+      const reply = await p.redis.exec([...rangeOf(p, latestFirst, at), "COUNT", String(size)]);
+      return asArray(checked(reply, "logs")).map((e) => ({ event: parseEvent(e), part: p.index }));
+    });
+    const ascending = (a: Listed, b: Listed) =>
+      compareIds(a.event.id, b.event.id) || a.part - b.part;
+    const order = latestFirst ? (a: Listed, b: Listed) => ascending(b, a) : ascending;
+    return mergeSorted(lists, order, size);
+  }
+}
+
+const positionOf = (cursor: string): Position => {
+  const [id = "", part] = cursor.split("~");
+  return { id, part: part === undefined ? -1 : Number(part) };
+};
+
+/**
+ * The XRANGE / XREVRANGE of partition `p` after position `at`: its own entries at the cursor's id
+ * come after the cursor when `p` follows the cursor's partition in the listing order.
+ */
+function rangeOf(p: Partition, latestFirst: boolean, at: Position | undefined): string[] {
+  const log = p.keys.log;
+  if (at === undefined)
+    return latestFirst ? ["XREVRANGE", log, "+", "-"] : ["XRANGE", log, "-", "+"];
+  const follows = at.part >= 0 && (latestFirst ? p.index < at.part : p.index > at.part);
+  const from = follows ? at.id : `(${at.id}`;
+  return latestFirst ? ["XREVRANGE", log, from, "-"] : ["XRANGE", log, from, "+"];
+}
+
+/** Stream ids (`<ms>-<seq>`) in stream order. */
+function compareIds(a: string, b: string): number {
+  const [am = 0, as = 0] = a.split("-").map(Number);
+  const [bm = 0, bs = 0] = b.split("-").map(Number);
+  return am - bm || as - bs;
 }
 
 function parseEvent(entry: Reply): LogEvent {

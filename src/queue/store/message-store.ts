@@ -1,10 +1,12 @@
-import type { Partitions } from "./partitions.js";
 import { randomBytes } from "node:crypto";
-import type { QueueRedis } from "./redis.js";
 import type { Arg, Reply } from "../../shared/redis/resp.js";
+import { originOf } from "../delivery/destination-share.js";
 import type { DlqMeta, MessageMeta, MessageState } from "../domain/message.js";
-import { queueKeys as K } from "./keys.js";
+import { fairnessOf, rotate, split, type ScriptFairness } from "./claim-plan.js";
 import { ScriptCode } from "./codes.js";
+import type { QueueKeys } from "./keys.js";
+import type { Partition, Partitions } from "./partitions.js";
+import { alignedByMessage, groupBy, mergeSorted, sumByMessage } from "./spread.js";
 import { asArray, asBuffer, asInt, asText, checked } from "./replies.js";
 import { pipeline, transitions } from "./transitions.js";
 import { TurnBatch } from "./turn-batch.js";
@@ -69,7 +71,7 @@ export interface FinishArgs {
   children: NewMessage[];
 }
 
-const FINISH_KEYS = [K.due, K.active, K.pending, K.log, K.dlq];
+const finishKeys = (K: QueueKeys) => [K.due, K.active, K.pending, K.log, K.dlq];
 
 /** One publish waiting for its turn's enqueue call. */
 interface Publish {
@@ -101,29 +103,73 @@ export function messageArgs(m: NewMessage): Arg[] {
   ];
 }
 
+/** What one claim script (or a whole claim) answers. */
+export interface ClaimResult {
+  claimed: Claimed[];
+  /** Due messages left because of their destination's share (see `claim`). */
+  skipped: number;
+  /** Origins whose messages were left because they hold their share. */
+  atShare: string[];
+}
+
+/** One partition's group-committed calls (turn-batch.ts): publishes and attempt outcomes. */
+interface Lane {
+  publishes: TurnBatch<Publish, EnqueueResult>;
+  finishes: TurnBatch<Arg[], Reply>;
+}
+
 /**
  * Typed access to the message transitions (one method per Lua script, see store/lua) plus the
  * plain reads the API needs. `now` is always passed in by the caller.
+ *
+ * A message lives in the partition of its id (Partitions.ofMessage): calls by id go there, each
+ * partition's publishes and outcomes are group-committed apart, and claims, the reaper and the
+ * reads of the whole queue ask every partition (see `claim` for how a claim is shared).
  */
 export class MessageStore {
-  readonly pool: QueueRedis;
+  private readonly lanes: Lane[];
+  /** Where the next claim's rotation starts (see claim-plan.ts). */
+  private claimStart = 0;
 
   constructor(
     readonly parts: Partitions,
     private readonly logRetentionMs: number,
   ) {
-    this.pool = parts.main.redis;
+    this.lanes = parts.all.map((p) => this.laneOf(p));
   }
 
-  private head(now: number): Arg[] {
-    return [K.prefix, String(now), String(Math.max(0, now - this.logRetentionMs))];
+  private laneOf(p: Partition): Lane {
+    return {
+      publishes: new TurnBatch<Publish, EnqueueResult>((calls) => this.storePublishes(p, calls), {
+        maxItems: 64,
+        maxBytes: 1 << 20,
+        bytes: publishBytes,
+      }),
+      finishes: new TurnBatch<Arg[], Reply>(
+        (calls) => pipeline(p.redis, transitions.finish, finishKeys(p.keys), calls),
+        { maxItems: 256, maxBytes: 1 << 20, bytes: (args) => args.length * 64 },
+      ),
+    };
+  }
+
+  private head(p: Partition, now: number): Arg[] {
+    return [p.keys.prefix, String(now), String(Math.max(0, now - this.logRetentionMs))];
+  }
+
+  /** A new message id in the partition of message `id` (its callbacks, its DLQ entry's retry). */
+  idBeside(id: string): string {
+    return this.parts.newMessageId(this.parts.ofMessage(id));
   }
 
   /**
    * Stores the messages; with a dedup key already taken returns the first publish's response.
    * With `lease` the (due now) messages are leased to the caller instead of waiting for a claim.
-   * Publishes made in the same event-loop turn are stored by one enqueue script call (group
-   * commit, see turn-batch.ts); each resolves once Redis answered that call.
+   * Publishes made in the same event-loop turn are stored by one enqueue script call per
+   * partition (group commit, see turn-batch.ts); each resolves once Redis answered that call.
+   *
+   * The messages of one call must share a partition (their ids were placed so, see
+   * Partitions.place); the call goes there, and the dedup key is kept there. A call without
+   * messages goes to its dedup key's partition.
    */
   enqueue(
     now: number,
@@ -131,16 +177,27 @@ export class MessageStore {
     dedup?: { key: string; windowMs: number; response: string },
     lease?: { token: string; leaseMs: number },
   ): Promise<EnqueueResult> {
-    return this.publishes.add({ now, messages, dedup, lease });
+    const p = this.publishPartition(messages, dedup?.key);
+    return this.laneAt(p).publishes.add({ now, messages, dedup, lease });
   }
 
-  private readonly publishes = new TurnBatch<Publish, EnqueueResult>(
-    (calls) => this.storePublishes(calls),
-    { maxItems: 64, maxBytes: 1 << 20, bytes: publishBytes },
-  );
+  private publishPartition(messages: readonly NewMessage[], dedupKey?: string): Partition {
+    const [first, ...rest] = messages.map((m) => this.parts.ofMessage(m.meta.messageId));
+    if (first === undefined)
+      return dedupKey === undefined ? this.parts.main : this.parts.ofName(dedupKey);
+    if (rest.some((p) => p !== first)) {
+      throw new Error("the messages of one publish must be placed in one queue partition");
+    }
+    return first;
+  }
+
+  private laneAt(p: Partition): Lane {
+    return this.lanes[p.index] as Lane;
+  }
 
   /** One enqueue script call for `calls` (see lua/enqueue.lua); a result per call, in order. */
-  private storePublishes(calls: Publish[]): Promise<EnqueueResult>[] {
+  private storePublishes(p: Partition, calls: Publish[]): Promise<EnqueueResult>[] {
+    const K = p.keys;
     const latest = Math.max(...calls.map((c) => c.now));
     const args: Arg[] = [K.prefix, String(Math.max(0, latest - this.logRetentionMs))];
     for (const { now, messages, dedup, lease } of calls) {
@@ -157,7 +214,7 @@ export class MessageStore {
       for (const m of messages) args.push(...messageArgs(m));
     }
     const keys = [K.due, K.pending, K.log, K.active];
-    const replies = transitions.enqueue.run(this.pool, keys, args).then(asArray);
+    const replies = transitions.enqueue.run(p.redis, keys, args).then(asArray);
     return calls.map(async (_, i): Promise<EnqueueResult> => {
       const [code, existing] = (await replies).slice(2 * i, 2 * i + 2);
       if (code && asInt(code) === ScriptCode.ok) return { stored: true };
@@ -168,26 +225,77 @@ export class MessageStore {
   /**
    * Leases up to `limit` due messages, skipping those of destinations that hold `fair.cap` of
    * the caller's attempts (`fair.inflight` per origin, see delivery/destination-share.ts) among
-   * the first `fair.scan` due entries. `skipped` counts the due messages left for that reason
-   * (and later ones of their FIFO queues); `atShare` are the origins skipped at their share.
+   * the first `fair.scan` due entries of each partition. `skipped` counts the due messages left
+   * for that reason (and later ones of their FIFO queues); `atShare` are the origins skipped at
+   * their share.
+   *
+   * Over several partitions the claim runs in rounds (claim-plan.ts): the partitions get shares
+   * of `limit` (rotating which gets the odd ones) and are claimed from at once; what they left
+   * unused is claimed from those that filled their share. A round's scripts split every
+   * destination's remaining budget between them rounded up, so one claim may give a destination
+   * up to (partitions - 1) attempts more than `fair.cap`. One partition: one script, as before.
    */
   async claim(
     now: number,
     limit: number,
     leaseMs: number,
     fair: ClaimFairness = { cap: 0, scan: limit, inflight: [] },
-  ): Promise<{ claimed: Claimed[]; skipped: number; atShare: string[] }> {
+  ): Promise<ClaimResult> {
     const token = newLeaseToken();
+    const counts = new Map(fair.inflight);
+    const skipped = new Map<Partition, number>();
+    const reported = new Set<string>();
+    const claimed: Claimed[] = [];
+    let candidates = rotate(this.parts.all, this.claimStart++);
+    while (claimed.length < limit && candidates.length > 0) {
+      const shares = split(limit - claimed.length, candidates.length);
+      const taking = candidates.filter((_, i) => (shares[i] ?? 0) > 0);
+      const script = fairnessOf(fair.cap, counts, taking.length);
+      const results = await Promise.all(
+        taking.map((p, i) =>
+          this.claimIn(p, now, shares[i] ?? 0, leaseMs, fair.scan, script, token),
+        ),
+      );
+      const before = claimed.length;
+      for (const [i, r] of results.entries()) {
+        claimed.push(...r.claimed);
+        for (const c of r.claimed) bump(counts, originOf(c.meta.url));
+        skipped.set(taking[i] as Partition, r.skipped);
+        for (const o of r.atShare) reported.add(o);
+      }
+      if (claimed.length === before) break;
+      const again = (r: ClaimResult, i: number) =>
+        r.claimed.length === shares[i] || r.atShare.some((o) => (counts.get(o) ?? 0) < fair.cap);
+      candidates = [
+        ...taking.filter((_, i) => again(results[i] as ClaimResult, i)),
+        ...candidates.filter((_, i) => (shares[i] ?? 0) === 0),
+      ];
+    }
+    const atShare = [...reported].filter((o) => (counts.get(o) ?? 0) >= fair.cap);
+    return { claimed, skipped: [...skipped.values()].reduce((a, b) => a + b, 0), atShare };
+  }
+
+  /** One claim script in partition `p` (see lua/claim.lua). */
+  private async claimIn(
+    p: Partition,
+    now: number,
+    limit: number,
+    leaseMs: number,
+    scan: number,
+    fair: ScriptFairness,
+    token: string,
+  ): Promise<ClaimResult> {
+    const K = p.keys;
     const reply = await transitions.claim.run(
-      this.pool,
+      p.redis,
       [K.due, K.active, K.log],
       [
-        ...this.head(now),
+        ...this.head(p, now),
         String(limit),
         String(leaseMs),
         token,
         String(fair.cap),
-        String(fair.scan),
+        String(scan),
         ...fair.inflight.flatMap(([origin, n]) => [origin, String(n)]),
       ],
     );
@@ -207,12 +315,14 @@ export class MessageStore {
   }
 
   /**
-   * Records the attempt's outcome (see lua/finish.lua). The finishes of one event-loop turn go to
-   * Redis as one pipeline (turn-batch.ts); each resolves with its own reply.
+   * Records the attempt's outcome (see lua/finish.lua) in the message's partition, where its
+   * `children` must be placed too (`idBeside`). The finishes of one event-loop turn go to each
+   * partition's Redis as one pipeline (turn-batch.ts); each resolves with its own reply.
    */
   async finish(now: number, a: FinishArgs): Promise<FinishResult> {
+    const p = this.parts.ofMessage(a.id);
     const args = [
-      ...this.head(now),
+      ...this.head(p, now),
       a.id,
       a.token,
       a.outcome,
@@ -222,18 +332,22 @@ export class MessageStore {
       a.dlq ? JSON.stringify(a.dlq) : "",
       ...a.children.flatMap(messageArgs),
     ];
-    return asInt(await this.finishes.add(args)) as FinishResult;
+    return asInt(await this.laneAt(p).finishes.add(args)) as FinishResult;
   }
 
-  private readonly finishes = new TurnBatch<Arg[], Reply>(
-    (calls) => pipeline(this.pool, transitions.finish, FINISH_KEYS, calls),
-    { maxItems: 256, maxBytes: 1 << 20, bytes: (args) => args.length * 64 },
-  );
-
-  /** `now` is for the log and flow-control periods; lease expiry is judged on Redis's clock. */
+  /**
+   * Returns expired leases in every partition (up to `limit` each); how many. `now` is for the
+   * log and flow-control periods; lease expiry is judged on Redis's clock.
+   */
   async reap(now: number, limit = 1000): Promise<number> {
-    const keys = [K.active, K.due, K.pending, K.log];
-    return asInt(await transitions.reap.run(this.pool, keys, [...this.head(now), String(limit)]));
+    const counts = await this.parts.each(async (p) => {
+      const K = p.keys;
+      const keys = [K.active, K.due, K.pending, K.log];
+      return asInt(
+        await transitions.reap.run(p.redis, keys, [...this.head(p, now), String(limit)]),
+      );
+    });
+    return counts.reduce((a, b) => a + b, 0);
   }
 
   /**
@@ -241,32 +355,49 @@ export class MessageStore {
    * Redis's clock; returns the ids whose lease is lost (their attempts must be abandoned).
    */
   async renew(leaseMs: number, held: readonly [string, string][]): Promise<Set<string>> {
-    if (held.length === 0) return new Set();
-    const args = [K.prefix, String(leaseMs), ...held.flat()];
-    const reply = await transitions.renew.run(this.pool, [K.active], args);
-    return new Set(asArray(reply).map((r) => asText(r) ?? ""));
+    const groups = groupBy(held, ([id]) => this.parts.ofMessage(id));
+    const lost = await Promise.all(
+      [...groups].map(async ([p, pairs]) => {
+        const args = [p.keys.prefix, String(leaseMs), ...pairs.flat()];
+        const reply = await transitions.renew.run(p.redis, [p.keys.active], args);
+        return asArray(reply).map((r) => asText(r) ?? "");
+      }),
+    );
+    return new Set(lost.flat());
   }
 
   /** The ids among `ids` whose cancel was requested while in flight (CANCEL_REQUESTED). */
   async cancelRequested(ids: readonly string[]): Promise<Set<string>> {
-    if (ids.length === 0) return new Set();
-    const replies = await this.pool.execMany(ids.map((id) => ["HGET", K.message(id), "state"]));
-    const states = replies.map((r) => asText(checked(r, "cancelRequested")));
+    const states = await alignedByMessage(this.parts, ids, async (p, group) => {
+      const replies = await p.redis.execMany(
+        group.map((id) => ["HGET", p.keys.message(id), "state"]),
+      );
+      return replies.map((r) => asText(checked(r, "cancelRequested")));
+    });
     return new Set(ids.filter((_, i) => states[i] === "CANCEL_REQUESTED"));
   }
 
-  async cancel(now: number, ids: readonly string[]): Promise<number> {
-    if (ids.length === 0) return 0;
-    const keys = [K.due, K.pending, K.log];
-    return asInt(await transitions.cancel.run(this.pool, keys, [...this.head(now), ...ids]));
+  /** Cancels the messages (each in its partition); how many were cancelled. */
+  cancel(now: number, ids: readonly string[]): Promise<number> {
+    return sumByMessage(this.parts, ids, async (p, group) => {
+      const K = p.keys;
+      const keys = [K.due, K.pending, K.log];
+      return asInt(await transitions.cancel.run(p.redis, keys, [...this.head(p, now), ...group]));
+    });
   }
 
-  /** Moves a DLQ entry back as the new message `m` (body taken from the entry); false if gone. */
+  /**
+   * Moves a DLQ entry back as the new message `m` (body taken from the entry); false if gone.
+   * The entry lives in the partition of the message it holds; `m` must have an id placed there
+   * (`idBeside(entry's messageId)`), so the script runs in `m`'s partition.
+   */
   async retryDlq(now: number, dlqId: string, m: NewMessage): Promise<boolean> {
+    const p = this.parts.ofMessage(m.meta.messageId);
+    const K = p.keys;
     const reply = await transitions.dlqRetry.run(
-      this.pool,
+      p.redis,
       [K.dlq, K.due, K.pending, K.log],
-      [...this.head(now), dlqId, ...messageArgs({ ...m, body: Buffer.alloc(0) })],
+      [...this.head(p, now), dlqId, ...messageArgs({ ...m, body: Buffer.alloc(0) })],
     );
     return asInt(reply) === ScriptCode.ok;
   }
@@ -277,9 +408,10 @@ export class MessageStore {
 
   /** The live messages among `ids` (missing ones are skipped), in order. */
   async getMany(ids: readonly string[]): Promise<StoredMessage[]> {
-    if (ids.length === 0) return [];
-    const replies = await this.pool.execMany(
-      ids.map((id) => ["HMGET", K.message(id), "meta", "body", "state", "retried"]),
+    const replies = await alignedByMessage(this.parts, ids, (p, group) =>
+      p.redis.execMany(
+        group.map((id) => ["HMGET", p.keys.message(id), "meta", "body", "state", "retried"]),
+      ),
     );
     const out: StoredMessage[] = [];
     for (const r of replies) {
@@ -296,26 +428,36 @@ export class MessageStore {
     return out;
   }
 
-  /** Ids of every unfinished message, oldest first. */
+  /**
+   * Ids of every unfinished message, oldest first: the partitions' pending sets merged by
+   * creation time, then id (the order of one sorted set).
+   */
   async pendingIds(): Promise<string[]> {
-    const reply = checked(await this.pool.exec(["ZRANGE", K.pending, "0", "-1"]), "pending");
-    return asArray(reply).map((r) => asText(r) ?? "");
+    const lists = await this.parts.each(async (p) => {
+      const reply = await p.redis.exec(["ZRANGE", p.keys.pending, "0", "-1", "WITHSCORES"]);
+      const flat = asArray(checked(reply, "pending")).map((r) => asText(r) ?? "");
+      const pairs: [string, number][] = [];
+      for (let i = 0; i + 1 < flat.length; i += 2) pairs.push([flat[i] ?? "", Number(flat[i + 1])]);
+      return pairs;
+    });
+    const byTime = (a: [string, number], b: [string, number]) =>
+      a[1] - b[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0);
+    return mergeSorted(lists, byTime).map(([id]) => id);
   }
 
-  /** Earliest due time (after `after`, when given), or undefined when nothing waits. */
+  /** Earliest due time in any partition (after `after`, when given); undefined when none. */
   async nextDue(after?: number): Promise<number | undefined> {
     const min = after === undefined ? "-inf" : `(${after}`;
-    const reply = await this.pool.exec([
-      "ZRANGEBYSCORE",
-      K.due,
-      min,
-      "+inf",
-      "WITHSCORES",
-      "LIMIT",
-      "0",
-      "1",
-    ]);
-    const score = asArray(checked(reply, "nextDue"))[1];
-    return score === undefined ? undefined : Number(asText(score));
+    const scores = await this.parts.each(async (p) => {
+      const cmd = ["ZRANGEBYSCORE", p.keys.due, min, "+inf", "WITHSCORES", "LIMIT", "0", "1"];
+      const score = asArray(checked(await p.redis.exec(cmd), "nextDue"))[1];
+      return score === undefined ? Infinity : Number(asText(score));
+    });
+    const earliest = Math.min(...scores);
+    return earliest === Infinity ? undefined : earliest;
   }
+}
+
+function bump(counts: Map<string, number>, origin: string): void {
+  counts.set(origin, (counts.get(origin) ?? 0) + 1);
 }

@@ -1,10 +1,9 @@
-import type { Partitions } from "./partitions.js";
 import { AppError } from "../../shared/errors.js";
-import type { QueueRedis } from "./redis.js";
 import type { Arg, Reply } from "../../shared/redis/resp.js";
-import { queueKeys as K } from "./keys.js";
+import type { Partition, Partitions } from "./partitions.js";
+import { groupBy } from "./spread.js";
 import { ScriptCode } from "./codes.js";
-import type { NewMessage } from "./message-store.js";
+import { messageArgs, type NewMessage } from "./message-store.js";
 import { asArray, asInt, asText, checked } from "./replies.js";
 import { transitions } from "./transitions.js";
 
@@ -32,34 +31,32 @@ export interface QueueChange {
 
 const NIL: Reply = { kind: "nil", array: false };
 
-function messageArgs(m: NewMessage): Arg[] {
-  const { meta } = m;
-  return [meta.messageId, JSON.stringify(meta), m.body, String(m.dueAt), String(meta.timeoutMs)];
-}
-
 /**
  * FIFO queues (one method per Lua transition, lua/queue-*.lua, plus reads). Admission into slots
  * happens inside the scripts; callers wake their dispatcher when a script reports admissions.
+ *
+ * A queue lives in the partition of its name (Partitions.ofName), with its messages (their ids
+ * are placed there, see produce.ts). The max-queues limit counts every partition's queues: a
+ * script may create a queue only while its own partition holds fewer than the limit minus the
+ * others' count, read just before; two creates racing in different partitions may so pass the
+ * limit by one each.
  */
 export class QueueStore {
-  private readonly pool: QueueRedis;
-
   constructor(
     readonly parts: Partitions,
     private readonly logRetentionMs: number,
     /** A queue is not created when this many exist (412). */
     private readonly maxQueues: number,
-  ) {
-    this.pool = parts.main.redis;
-  }
+  ) {}
 
-  private head(now: number): Arg[] {
-    return [K.prefix, String(now), String(Math.max(0, now - this.logRetentionMs))];
+  private head(p: Partition, now: number): Arg[] {
+    return [p.keys.prefix, String(now), String(Math.max(0, now - this.logRetentionMs))];
   }
 
   /**
-   * Appends the messages to queue `name`; with a dedup key already taken, the first response.
-   * Throws 412 when the queue does not exist and may not be created (max queues).
+   * Appends the messages (ids placed in the queue's partition) to queue `name`; with a dedup key
+   * already taken, the first response. Throws 412 when the queue does not exist and may not be
+   * created (max queues).
    */
   async enqueue(
     now: number,
@@ -67,17 +64,21 @@ export class QueueStore {
     messages: NewMessage[],
     dedup?: { key: string; windowMs: number; response: string },
   ): Promise<{ stored: true; admitted: number } | { stored: false; response: string }> {
-    const reply = await transitions.queueEnqueue.run(
-      this.pool,
-      [K.due, K.pending, K.log, K.dedup(dedup?.key ?? "-"), K.queues],
-      [
-        ...this.head(now),
-        dedup ? String(dedup.windowMs) : "0",
-        dedup?.response ?? "",
-        name,
-        String(this.maxQueues),
-        ...messages.flatMap(messageArgs),
-      ],
+    const p = this.parts.ofName(name);
+    const K = p.keys;
+    const reply = await this.creating(p, (maxQueues) =>
+      transitions.queueEnqueue.run(
+        p.redis,
+        [K.due, K.pending, K.log, K.dedup(dedup?.key ?? "-"), K.queues],
+        [
+          ...this.head(p, now),
+          dedup ? String(dedup.windowMs) : "0",
+          dedup?.response ?? "",
+          name,
+          String(maxQueues),
+          ...messages.flatMap(messageArgs),
+        ],
+      ),
     );
     const [flag, second] = asArray(reply);
     const code = flag ? asInt(flag) : undefined;
@@ -87,23 +88,45 @@ export class QueueStore {
   }
 
   /**
+   * Runs a script that may create a queue in `p`, given how many queues `p` may hold. With one
+   * partition that is the limit. With more, the script first runs allowed no creation (an
+   * existing queue, the common case, costs nothing more); only when it refused is it run again
+   * with the limit less the other partitions' queues.
+   */
+  private async creating(p: Partition, run: (maxQueues: number) => Promise<Reply>): Promise<Reply> {
+    if (this.parts.count === 1) return run(this.maxQueues);
+    const first = await run(0);
+    if (!isTooMany(first)) return first;
+    const others = await this.parts.each((q) =>
+      q === p
+        ? Promise.resolve(0)
+        : q.redis.exec(["SCARD", q.keys.queues]).then((r) => asInt(checked(r, "queues"))),
+    );
+    return run(Math.max(0, this.maxQueues - others.reduce((a, b) => a + b, 0)));
+  }
+
+  /**
    * Applies a change; the number of messages it admitted, or undefined when the queue is missing
    * (and not to be created). Throws 412 when creating it would exceed the max queues.
    */
   async configure(now: number, name: string, change: QueueChange): Promise<number | undefined> {
+    const p = this.parts.ofName(name);
+    const K = p.keys;
     const paused = change.paused === undefined ? "" : change.paused ? "1" : "0";
-    const reply = await transitions.queueConfig.run(
-      this.pool,
-      [K.queue(name), K.queues, K.due],
-      [
-        K.prefix,
-        String(now),
-        name,
-        change.parallelism === undefined ? "" : String(change.parallelism),
-        paused,
-        change.create ? "create" : "",
-        String(this.maxQueues),
-      ],
+    const reply = await this.creating(p, (maxQueues) =>
+      transitions.queueConfig.run(
+        p.redis,
+        [K.queue(name), K.queues, K.due],
+        [
+          K.prefix,
+          String(now),
+          name,
+          change.parallelism === undefined ? "" : String(change.parallelism),
+          paused,
+          change.create ? "create" : "",
+          String(maxQueues),
+        ],
+      ),
     );
     const n = asInt(reply);
     if (n === ScriptCode.tooManyQueues) throw this.tooMany();
@@ -116,8 +139,10 @@ export class QueueStore {
 
   /** Deletes the queue and cancels its waiting messages; false when it did not exist. */
   async delete(now: number, name: string): Promise<boolean> {
+    const p = this.parts.ofName(name);
+    const K = p.keys;
     const keys = [K.queue(name), K.queues, K.queueWait(name), K.pending, K.log];
-    const reply = await transitions.queueDelete.run(this.pool, keys, [...this.head(now), name]);
+    const reply = await transitions.queueDelete.run(p.redis, keys, [...this.head(p, now), name]);
     return asInt(reply) === ScriptCode.ok;
   }
 
@@ -125,38 +150,58 @@ export class QueueStore {
     return (await this.getMany([name]))[0];
   }
 
-  /** Every queue, by name. */
+  /** Every queue of every partition, by name. */
   async list(): Promise<QueueInfo[]> {
-    const names = asArray(checked(await this.pool.exec(["SMEMBERS", K.queues]), "queues"));
-    const sorted = names.map((n) => asText(n) ?? "").sort();
-    return this.getMany(sorted);
+    const names = await this.parts.each(async (p) => {
+      const reply = checked(await p.redis.exec(["SMEMBERS", p.keys.queues]), "queues");
+      return asArray(reply).map((n) => asText(n) ?? "");
+    });
+    return this.getMany(names.flat().sort());
   }
 
+  /** The existing queues among `names`, in order. */
   private async getMany(names: readonly string[]): Promise<QueueInfo[]> {
-    if (names.length === 0) return [];
-    const replies = await this.pool.execMany(
-      names.flatMap((n) => [
-        ["HMGET", K.queue(n), "parallelism", "paused", "createdAt", "updatedAt"],
-        ["LLEN", K.queueWait(n)],
-        ["HLEN", K.queueSlots(n)],
-      ]),
+    const groups = groupBy(names, (n) => this.parts.ofName(n));
+    const found = new Map<string, QueueInfo>();
+    await Promise.all(
+      [...groups].map(async ([p, group]) => {
+        for (const q of await readQueues(p, group)) found.set(q.name, q);
+      }),
     );
-    const out: QueueInfo[] = [];
-    for (const [i, name] of names.entries()) {
-      const fields = asArray(checked(replies[i * 3] ?? NIL, "queue"));
-      const [parallelism, paused, createdAt, updatedAt] = fields.map(asText);
-      if (createdAt === undefined) continue;
-      const waiting = asInt(checked(replies[i * 3 + 1] ?? NIL, "queue"));
-      const running = asInt(checked(replies[i * 3 + 2] ?? NIL, "queue"));
-      out.push({
-        name,
-        parallelism: Number(parallelism ?? 1),
-        lag: waiting + running,
-        paused: paused === "1",
-        createdAt: Number(createdAt),
-        updatedAt: Number(updatedAt ?? createdAt),
-      });
-    }
-    return out;
+    return names.flatMap((n) => found.get(n) ?? []);
   }
+}
+
+const isTooMany = (reply: Reply): boolean => {
+  const code = reply.kind === "array" ? reply.value[0] : reply;
+  return code?.kind === "int" && asInt(code) === ScriptCode.tooManyQueues;
+};
+
+/** The existing queues among `names`, all of partition `p`. */
+async function readQueues(p: Partition, names: readonly string[]): Promise<QueueInfo[]> {
+  const K = p.keys;
+  const replies = await p.redis.execMany(
+    names.flatMap((n) => [
+      ["HMGET", K.queue(n), "parallelism", "paused", "createdAt", "updatedAt"],
+      ["LLEN", K.queueWait(n)],
+      ["HLEN", K.queueSlots(n)],
+    ]),
+  );
+  const out: QueueInfo[] = [];
+  for (const [i, name] of names.entries()) {
+    const fields = asArray(checked(replies[i * 3] ?? NIL, "queue"));
+    const [parallelism, paused, createdAt, updatedAt] = fields.map(asText);
+    if (createdAt === undefined) continue;
+    const waiting = asInt(checked(replies[i * 3 + 1] ?? NIL, "queue"));
+    const running = asInt(checked(replies[i * 3 + 2] ?? NIL, "queue"));
+    out.push({
+      name,
+      parallelism: Number(parallelism ?? 1),
+      lag: waiting + running,
+      paused: paused === "1",
+      createdAt: Number(createdAt),
+      updatedAt: Number(updatedAt ?? createdAt),
+    });
+  }
+  return out;
 }

@@ -1,7 +1,7 @@
 import type { Partitions } from "./partitions.js";
 import type { QueueRedis } from "./redis.js";
 import { newSigningKey } from "../domain/ids.js";
-import { queueKeys as K } from "./keys.js";
+import type { QueueKeys } from "./keys.js";
 import { asArray, asText, checked } from "./replies.js";
 import { transitions } from "./transitions.js";
 
@@ -23,20 +23,23 @@ export class SigningKeys {
   private fetching: Promise<SigningKeyPair> | undefined;
 
   private readonly pool: QueueRedis;
+  private readonly K: QueueKeys;
 
   constructor(
     readonly parts: Partitions,
     private readonly refreshMs: number,
   ) {
+    // The signing keys exist once for the whole queue: partition 0 (Partitions.main) holds them.
     this.pool = parts.main.redis;
+    this.K = parts.main.keys;
   }
 
   /** Seeds the keys: `force` (set by config) overwrites, otherwise only fills in missing ones. */
   async init(pair: SigningKeyPair, force: boolean): Promise<SigningKeyPair> {
     const cmd = force ? "HSET" : "HSETNX";
     await this.pool.execMany([
-      [cmd, K.signingKeys, "current", pair.current],
-      [cmd, K.signingKeys, "next", pair.next],
+      [cmd, this.K.signingKeys, "current", pair.current],
+      [cmd, this.K.signingKeys, "next", pair.next],
     ]);
     return this.get(true);
   }
@@ -60,7 +63,7 @@ export class SigningKeys {
 
   private async fetch(): Promise<SigningKeyPair> {
     const reply = checked(
-      await this.pool.exec(["HMGET", K.signingKeys, "current", "next"]),
+      await this.pool.exec(["HMGET", this.K.signingKeys, "current", "next"]),
       "keys",
     );
     const [current, next] = asArray(reply).map((r) => asText(r) ?? "");
@@ -72,7 +75,7 @@ export class SigningKeys {
   async rotate(): Promise<SigningKeyPair> {
     const reply = await transitions.rotateSigningKeys.run(
       this.pool,
-      [K.signingKeys],
+      [this.K.signingKeys],
       [newSigningKey()],
     );
     const [current, next] = asArray(reply).map((r) => asText(r) ?? "");

@@ -1,6 +1,6 @@
 import type { Partitions } from "./partitions.js";
 import type { QueueRedis } from "./redis.js";
-import { queueKeys as K } from "./keys.js";
+import type { QueueKeys } from "./keys.js";
 import { ScriptCode } from "./codes.js";
 import { asArray, asInt, asText, checked } from "./replies.js";
 import { transitions } from "./transitions.js";
@@ -22,18 +22,22 @@ export interface UrlGroup {
 /** URL groups ("topics"), one JSON value per group, changed only through the topicUpdate script. */
 export class TopicStore {
   private readonly pool: QueueRedis;
+  private readonly K: QueueKeys;
 
   constructor(readonly parts: Partitions) {
+    // URL groups exist once for the whole queue: they live in partition 0 (Partitions.main), read
+    // rarely (at publish to a group), so nothing is gained by spreading them.
     this.pool = parts.main.redis;
+    this.K = parts.main.keys;
   }
 
   async get(name: string): Promise<UrlGroup | undefined> {
-    const text = asText(checked(await this.pool.exec(["GET", K.topic(name)]), "topic"));
+    const text = asText(checked(await this.pool.exec(["GET", this.K.topic(name)]), "topic"));
     return text ? normalize(text) : undefined;
   }
 
   async list(): Promise<UrlGroup[]> {
-    const names = asArray(checked(await this.pool.exec(["SMEMBERS", K.topics]), "topics"));
+    const names = asArray(checked(await this.pool.exec(["SMEMBERS", this.K.topics]), "topics"));
     const groups = await Promise.all(names.map((n) => this.get(asText(n) ?? "")));
     return groups
       .filter((g): g is UrlGroup => g !== undefined)
@@ -44,14 +48,18 @@ export class TopicStore {
   async update(op: "add" | "remove" | "headers", name: string, arg: unknown): Promise<boolean> {
     const reply = await transitions.topicUpdate.run(
       this.pool,
-      [K.topic(name), K.topics],
+      [this.K.topic(name), this.K.topics],
       [op, String(Date.now()), name, JSON.stringify(arg)],
     );
     return !(reply.kind === "int" && asInt(reply) === ScriptCode.urlGroupMissing);
   }
 
   async delete(name: string): Promise<boolean> {
-    const reply = await transitions.topicDelete.run(this.pool, [K.topic(name), K.topics], [name]);
+    const reply = await transitions.topicDelete.run(
+      this.pool,
+      [this.K.topic(name), this.K.topics],
+      [name],
+    );
     return asInt(reply) === 1;
   }
 }
