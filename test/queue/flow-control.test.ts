@@ -58,7 +58,8 @@ describe("flow control", () => {
       const res = await env.api(`/v2/enqueue/fc-q/${rx.url}/q`, {
         method: "POST",
         headers: {
-          "Upstash-Flow-Control-Key": "fc-queue",
+          // The hash tag puts the key in the queue's partition (docs/scaling.md, Placement).
+          "Upstash-Flow-Control-Key": "fc-queue-{fc-q}",
           "Upstash-Flow-Control-Value": "parallelism=1",
         },
         body: String(n),

@@ -9,7 +9,7 @@ import { eventually } from "../harness/eventually.js";
 import { startRedis } from "../harness/redis.js";
 import { startStashd } from "../harness/stashd.js";
 import { listenLocal, startReceiver } from "./receiver.js";
-import { queueEnv, sharedQueueOptions, type QueueTestEnv } from "./setup.js";
+import { partitionsAt, queueEnv, sharedQueueOptions, type QueueTestEnv } from "./setup.js";
 import { singlePartition } from "../../src/queue/store/partitions.js";
 
 /**
@@ -74,7 +74,8 @@ describe("delivery leases", () => {
       connectTimeoutMs: 1000,
       retryBackoffMs: 50,
     });
-    await pool.exec(["HSET", queueKeys.message(id), "lease", "another-process"]);
+    const key = (await partitionsAt(pool)).ofMessage(id).keys.message(id);
+    await pool.exec(["HSET", key, "lease", "another-process"]);
     await pool.close();
     rx.answer = true;
     // The next renewal (every 200 ms) finds the lease lost and aborts the attempt at once,

@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { QUEUE_PREFIX } from "../../src/queue/store/keys.js";
 import { onNode } from "../harness/cluster.js";
 import { eventually } from "../harness/eventually.js";
 import { startRedis, type TestRedis } from "../harness/redis.js";
 import { startStashd, type TestStashd } from "../harness/stashd.js";
-import { FAST_QUEUE } from "./setup.js";
+import { FAST_QUEUE, partitionsAt } from "./setup.js";
 
 /**
  * A queue Redis with one replica: a publish is acknowledged only once the replica holds it
@@ -43,6 +42,13 @@ afterAll(async () => {
   await master?.stop();
 });
 
+/** The queue's partitions, read on the master. */
+const partitions = () =>
+  partitionsAt({
+    exec: (argv) => onNode(master.port, [...argv]),
+    execMany: () => Promise.reject(),
+  });
+
 /** Publishes one message delayed by an hour (so it stays stored); the response. */
 const publish = (): Promise<Response> =>
   fetch(`${s.queue.url}/v2/publish/http://127.0.0.1:9/never`, {
@@ -57,13 +63,21 @@ describe("acknowledgements wait for replicas", () => {
       const res = await publish();
       expect(res.status).toBe(201);
       const { messageId } = (await res.json()) as { messageId: string };
-      const held = await onNode(replica.port, ["EXISTS", `${QUEUE_PREFIX}msg:${messageId}`]);
+      const key = (await partitions()).ofMessage(messageId).keys.message(messageId);
+      const held = await onNode(replica.port, ["EXISTS", key]);
       expect(held).toEqual({ kind: "int", value: "1" });
     }
   });
 
   it("answers 503 when the replica does not confirm in time, with the message kept", async () => {
-    const pending = async () => onNode(master.port, ["ZCARD", `${QUEUE_PREFIX}pending`]);
+    // Every partition's pending set (a count above 1 puts them all on this one Redis).
+    const pending = async () => {
+      const counts = await (
+        await partitions()
+      ).each((p) => onNode(master.port, ["ZCARD", p.keys.pending]));
+      const sum = counts.reduce((n, c) => n + (c.kind === "int" ? Number(c.value) : 0), 0);
+      return { kind: "int", value: String(sum) } as const;
+    };
     const before = await pending();
     const asleep = onNode(replica.port, ["DEBUG", "SLEEP", "1.5"]);
     await new Promise((r) => setTimeout(r, 100));

@@ -7,6 +7,9 @@ import type { Clock } from "../../src/queue/scheduler/scheduler.js";
 import { startQueueService, type QueueService } from "../../src/queue/service.js";
 import { createLogger } from "../../src/shared/log.js";
 import type { StartOptions } from "../../src/index.js";
+import { queueKeys } from "../../src/queue/store/keys.js";
+import { makePartitions, type Partitions } from "../../src/queue/store/partitions.js";
+import type { QueueRedis } from "../../src/queue/store/redis.js";
 import { startRedis, type TestRedis } from "../harness/redis.js";
 import { startStashd, type TestStashd } from "../harness/stashd.js";
 import { eventually } from "../harness/eventually.js";
@@ -130,4 +133,14 @@ export async function startClockedQueue(
     {},
   );
   return startQueueService(config, createLogger("warn"), { clock });
+}
+
+/**
+ * The partitions of the queue whose Redis `redis` is (its stored count; 1 before any stashd used
+ * it), each on `redis`: where a test finds a message's or a queue's keys.
+ */
+export async function partitionsAt(redis: QueueRedis): Promise<Partitions> {
+  const reply = await redis.exec(["GET", queueKeys.partitionCount]);
+  const count = reply.kind === "bulk" ? Number(reply.value.toString()) : 1;
+  return makePartitions(count, () => redis);
 }

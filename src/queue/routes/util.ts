@@ -62,11 +62,14 @@ export function countParam(q: URLSearchParams, dflt: number, max: number): numbe
   return Math.min(n, max);
 }
 
-/** The `cursor` query parameter (a stream-style id `<ms>-<n>`), or undefined for the first page. */
+/**
+ * The `cursor` query parameter (a stream-style id `<ms>-<n>`, for logs of several queue
+ * partitions `<ms>-<n>~<partition>`, see LogStore), or undefined for the first page.
+ */
 export function cursorParam(q: URLSearchParams): string | undefined {
   const raw = q.get("cursor");
   if (raw === null || raw === "") return undefined;
-  if (!/^\d+-\d+$/.test(raw)) throw new AppError("bad_request", `invalid cursor: ${raw}`);
+  if (!/^\d+-\d+(~\d+)?$/.test(raw)) throw new AppError("bad_request", `invalid cursor: ${raw}`);
   return raw;
 }
 

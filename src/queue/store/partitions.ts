@@ -118,10 +118,12 @@ export class Partitions {
     );
     const parts = new Set(bound.map((n) => this.ofName(n)));
     if (parts.size > 1) {
+      // Queue names cannot hold braces: the key takes the queue's name as its hash tag.
+      const tag = what.queue ?? bound[0] ?? "";
       throw new AppError(
         "bad_request",
         `the FIFO queue and flow-control keys ${bound.join(", ")} fall in different queue ` +
-          `partitions; give their names a common hash tag such as {${bound[0] ?? ""}}`,
+          `partitions; give the flow-control key the hash tag {${tag}} (in its name) to keep them together`,
       );
     }
     const [first] = parts;
