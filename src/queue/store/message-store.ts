@@ -112,6 +112,21 @@ export interface ClaimResult {
   atShare: string[];
 }
 
+/** A claim's state across its rounds (see MessageStore.claim). */
+interface ClaimRun {
+  now: number;
+  leaseMs: number;
+  fair: ClaimFairness;
+  token: string;
+  /** Attempts per origin: the caller's in flight plus those claimed so far. */
+  counts: Map<string, number>;
+  claimed: Claimed[];
+  /** Per partition, what its last script skipped. */
+  skipped: Map<Partition, number>;
+  /** Origins some script skipped at its part of their share. */
+  reported: Set<string>;
+}
+
 /** One partition's group-committed calls (turn-batch.ts): publishes and attempt outcomes. */
 interface Lane {
   publishes: TurnBatch<Publish, EnqueueResult>;
@@ -241,38 +256,59 @@ export class MessageStore {
     leaseMs: number,
     fair: ClaimFairness = { cap: 0, scan: limit, inflight: [] },
   ): Promise<ClaimResult> {
-    const token = newLeaseToken();
-    const counts = new Map(fair.inflight);
-    const skipped = new Map<Partition, number>();
-    const reported = new Set<string>();
-    const claimed: Claimed[] = [];
+    const run: ClaimRun = {
+      now,
+      leaseMs,
+      fair,
+      token: newLeaseToken(),
+      counts: new Map(fair.inflight),
+      claimed: [],
+      skipped: new Map(),
+      reported: new Set(),
+    };
     let candidates = rotate(this.parts.all, this.claimStart++);
-    while (claimed.length < limit && candidates.length > 0) {
-      const shares = split(limit - claimed.length, candidates.length);
-      const taking = candidates.filter((_, i) => (shares[i] ?? 0) > 0);
-      const script = fairnessOf(fair.cap, counts, taking.length);
-      const results = await Promise.all(
-        taking.map((p, i) =>
-          this.claimIn(p, now, shares[i] ?? 0, leaseMs, fair.scan, script, token),
-        ),
-      );
-      const before = claimed.length;
-      for (const [i, r] of results.entries()) {
-        claimed.push(...r.claimed);
-        for (const c of r.claimed) bump(counts, originOf(c.meta.url));
-        skipped.set(taking[i] as Partition, r.skipped);
-        for (const o of r.atShare) reported.add(o);
-      }
-      if (claimed.length === before) break;
-      const again = (r: ClaimResult, i: number) =>
-        r.claimed.length === shares[i] || r.atShare.some((o) => (counts.get(o) ?? 0) < fair.cap);
-      candidates = [
-        ...taking.filter((_, i) => again(results[i] as ClaimResult, i)),
-        ...candidates.filter((_, i) => (shares[i] ?? 0) === 0),
-      ];
+    while (run.claimed.length < limit && candidates.length > 0) {
+      candidates = await this.claimRound(run, candidates, limit - run.claimed.length);
     }
-    const atShare = [...reported].filter((o) => (counts.get(o) ?? 0) >= fair.cap);
-    return { claimed, skipped: [...skipped.values()].reduce((a, b) => a + b, 0), atShare };
+    const atShare = [...run.reported].filter((o) => (run.counts.get(o) ?? 0) >= fair.cap);
+    const skipped = [...run.skipped.values()].reduce((a, b) => a + b, 0);
+    return { claimed: run.claimed, skipped, atShare };
+  }
+
+  /**
+   * One round of a claim: `left` split over `candidates` (in order), each share claimed at once
+   * in its partition. Returns the candidates of the next round: those that filled their share or
+   * stopped at a destination's part of its share (see fairnessOf) while the destination has some
+   * left, then those that got no share; none when the round claimed nothing.
+   */
+  private async claimRound(
+    run: ClaimRun,
+    candidates: readonly Partition[],
+    left: number,
+  ): Promise<Partition[]> {
+    const shares = split(left, candidates.length);
+    const taking = candidates.flatMap((p, i) =>
+      (shares[i] ?? 0) > 0 ? [{ p, share: shares[i] ?? 0 }] : [],
+    );
+    const script = fairnessOf(run.fair.cap, run.counts, taking.length);
+    const results = await Promise.all(
+      taking.map(({ p, share }) =>
+        this.claimIn(p, run.now, share, run.leaseMs, run.fair.scan, script, run.token),
+      ),
+    );
+    for (const [i, r] of results.entries()) {
+      run.claimed.push(...r.claimed);
+      for (const c of r.claimed) bump(run.counts, originOf(c.meta.url));
+      run.skipped.set(taking[i]?.p as Partition, r.skipped);
+      for (const o of r.atShare) run.reported.add(o);
+    }
+    if (results.every((r) => r.claimed.length === 0)) return [];
+    const underCap = (o: string) => (run.counts.get(o) ?? 0) < run.fair.cap;
+    const again = taking.filter(
+      ({ share }, i) =>
+        results[i]?.claimed.length === share || (results[i]?.atShare ?? []).some(underCap),
+    );
+    return [...again.map(({ p }) => p), ...candidates.filter((_, i) => (shares[i] ?? 0) === 0)];
   }
 
   /** One claim script in partition `p` (see lua/claim.lua). */
