@@ -9,7 +9,8 @@ export interface ReadinessSources {
   databases(): KvDatabase[];
   /** Names in the registry (a database that could not start is in it but not open). */
   registered(): string[];
-  queuePool: QueueRedis;
+  /** Every queue partition's Redis behind one `exec` (see admin/wiring.ts). */
+  queuePool: Pick<QueueRedis, "exec">;
   queueManaged: ManagedRedis | undefined;
   /** Per-check deadline, so a stalled Redis answers "not ready" instead of hanging the probe. */
   timeoutMs: number;

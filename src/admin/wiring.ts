@@ -4,6 +4,8 @@ import type { KvService } from "../kv/service.js";
 import type { QueueService } from "../queue/service.js";
 import type { Logger } from "../shared/log.js";
 import { readQueueDepth } from "../queue/store/depth.js";
+import type { Partitions } from "../queue/store/partitions.js";
+import type { QueueRedis } from "../queue/store/redis.js";
 import { createConsoleHandler } from "./console/handler.js";
 import { queueGaugeRegistry } from "./queue-gauges.js";
 import { checkReadiness } from "./readiness.js";
@@ -59,9 +61,23 @@ function startProbes(
             return db ? [db] : [];
           }),
         registered: () => readRegistry(config.dataDir).map((r) => r.name),
-        queuePool: queue.pool,
+        queuePool: everyPartition(queue.pool.partitions),
         queueManaged: queue.managed,
         timeoutMs,
       }),
   });
+}
+
+/**
+ * The readiness check's queue Redis: a command is sent to every partition's Redis (on a cluster
+ * each partition's master; on a single Redis the same one, once per partition) and answered with
+ * the first error, else partition 0's reply, so the queue is ready only when every partition is.
+ */
+function everyPartition(parts: Partitions): Pick<QueueRedis, "exec"> {
+  return {
+    exec: async (argv) => {
+      const replies = await parts.each((p) => p.redis.exec(argv));
+      return replies.find((r) => r.kind === "error") ?? (replies[0] as (typeof replies)[number]);
+    },
+  };
 }
