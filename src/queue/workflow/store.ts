@@ -75,7 +75,8 @@ export class WorkflowStore {
    * partitions): 400, as for a publish whose queue and key are apart.
    */
   messageId(p: Partition, flowControlKey: string | undefined): string {
-    if (flowControlKey !== undefined && this.placeRun("", flowControlKey) !== p) {
+    const bound = this.parts.place({ flowControl: [flowControlKey] });
+    if (bound !== undefined && bound !== p) {
       throw new AppError(
         "bad_request",
         `flow-control key ${flowControlKey} falls in another queue partition than the ` +
