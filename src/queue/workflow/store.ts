@@ -58,8 +58,10 @@ export class WorkflowStore {
     this.runs = new RunLocator(parts);
   }
 
-  /** The partition a new run goes to: its flow-control key's (shared with every message of
-   * that key, for admission), else its id's. */
+  /**
+   * The partition a new run goes to: its flow-control key's (where every message of that key
+   * must be, for admission), else its id's.
+   */
   placeRun(runId: string, flowControlKey: string | undefined): Partition {
     return this.parts.place({ flowControl: [flowControlKey] }) ?? this.parts.ofName(runId);
   }
@@ -130,10 +132,16 @@ export class WorkflowStore {
       const reply = await old.redis.exec(["HMGET", Q.workflowRun(runId), "state", "initId"]);
       const [state, initId] = asArray(checked(reply, "workflow run")).map(asText);
       if (state === "RUN_STARTED") return initId ?? "";
-      const keys = [Q.workflowRun, Q.workflowSteps, Q.workflowMessages, Q.workflowNotes];
-      const more = [Q.workflowStepInfo, Q.workflowErrors].map((k) => k(runId));
+      const keys = [
+        Q.workflowRun,
+        Q.workflowSteps,
+        Q.workflowMessages,
+        Q.workflowNotes,
+        Q.workflowStepInfo,
+        Q.workflowErrors,
+      ].map((k) => k(runId));
       await old.redis.execMany([
-        ["DEL", ...keys.map((k) => k(runId)), ...more],
+        ["DEL", ...keys],
         ["ZREM", Q.workflowRuns, runId],
       ]);
     }
