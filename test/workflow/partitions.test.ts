@@ -210,4 +210,44 @@ describe("workflow runs over 3 queue partitions", () => {
     expect(order).toEqual(sorted);
     expect(new Set(ids.map((id) => parts.ofName(id).index)).size).toBeGreaterThan(1);
   });
+
+  it("keeps one record per run id when an ended run's id starts again in another partition", async () => {
+    const sleepy = w.app.route(
+      "/sleepy-again",
+      serve(async (context) => context.sleep("long", 3600), { env: w.env }).handler,
+    );
+    const { url: quick, state } = tracked("/quick-again", 1);
+    const first = "wf-first-key";
+    const second = keyOutside(parts.ofName(first), "wf-second-key");
+    const runId = "wfr_moving";
+    await w.client.trigger({ url: sleepy, workflowRunId: given(runId), flowControl: fc(first) });
+    expect(await partitionsOf(runId)).toEqual([parts.ofName(first).index]);
+    // Active in the first key's partition: a start placed in another one is a duplicate.
+    const headers = {
+      "Upstash-Workflow-RunId": runId,
+      "Upstash-Flow-Control-Key": second,
+      "Upstash-Flow-Control-Value": "parallelism=1",
+    };
+    const again = await w.api(`/v2/trigger/${quick}`, { method: "POST", headers, body: "{}" });
+    expect(again.status).toBe(409);
+    expect(await partitionsOf(runId)).toEqual([parts.ofName(first).index]);
+    expect(await w.client.cancel({ ids: runId })).toEqual({ cancelled: 1 });
+    // Ended: the id starts afresh in the second key's partition, the old record removed.
+    await w.client.trigger({ url: quick, workflowRunId: given(runId), flowControl: fc(second) });
+    expect(await partitionsOf(runId)).toEqual([parts.ofName(second).index]);
+    await succeeded([runId]);
+    expect(state.done).toBe(1);
+    const { runs } = (await w.client.logs({ workflowRunId: runId })) as unknown as {
+      runs: RunLog[];
+    };
+    expect(runs.map((r) => r.workflowState)).toEqual(["RUN_SUCCESS"]);
+  });
 });
+
+/** A flow-control setting of key `key`, one at a time. */
+const fc = (key: string) => ({ key, parallelism: 1 });
+
+/** `<prefix>-<n>`, the first such flow-control key outside partition `p`. */
+function keyOutside(p: Partition, prefix: string): string {
+  for (let n = 0; ; n++) if (parts.ofName(`${prefix}-${n}`) !== p) return `${prefix}-${n}`;
+}
