@@ -36,7 +36,8 @@ function overridden(r: QueueRequest, config: RunConfig): RunConfig {
 /**
  * Starts failed run R again under the same id (docs/workflow.md §12): restart from its trigger,
  * or resume with the steps done before the failed message and that message delivered again.
- * The DLQ entry goes away. The run is placed anew (docs/workflow.md §3, Partitions). Returns the new run's id and creation time.
+ * The DLQ entry goes away. The run is placed anew (docs/workflow.md §3, Partitions). Returns
+ * the new run's id and creation time.
  */
 async function recover(ctx: QueueContext, r: QueueRequest, x: RunEntry, mode: Mode) {
   const { entry, run } = x;
