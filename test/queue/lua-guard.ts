@@ -229,7 +229,7 @@ async function otherPaths(pool: RedisPool, now: number): Promise<void> {
     createdAt: now,
   };
   await schedules.save(def, Buffer.from("b"), now);
-  const [claimed] = await schedules.claim(now, 1, MIN);
+  const [claimed] = (await schedules.claim(now, 1, MIN)).ids;
   expect(claimed).toBe("s1");
   expect(await schedules.advance("s1", now, { last: now, next: now + MIN, states: {} })).toBe(true);
   expect(await schedules.setPaused("s1", true, 0)).toBe(true);
@@ -257,6 +257,7 @@ async function workflowPaths(pool: RedisPool, now: number): Promise<void> {
   const handOff = { token: "tw", leaseMs: MIN };
   const start = await runs.start(
     now,
+    runs.placeRun("wfr_g", "wf-fc"),
     "wfr_g",
     { url: "http://x" },
     [{ id: "w0", entry: entry("w0"), message: msg("w0") }],

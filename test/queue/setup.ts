@@ -108,12 +108,14 @@ export class TestClock implements Clock {
 
 /**
  * A bare queue service (one "process") on `redisUrl` with the fixed test credentials, fast
- * timings and a shared test clock. Its data dir is appended to `dirs` for the caller to remove.
+ * timings, a shared test clock and the given config `overrides`. Its data dir is appended to
+ * `dirs` for the caller to remove.
  */
 export async function startClockedQueue(
   redisUrl: string,
   clock: Clock,
   dirs: string[],
+  overrides: StartOptions = {},
 ): Promise<QueueService> {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), "stashd-queue-"));
   dirs.push(dataDir);
@@ -129,6 +131,7 @@ export async function startClockedQueue(
       shutdownGraceMs: 1000,
       queueSchedulePollMs: 10,
       ...FAST_QUEUE,
+      ...overrides,
     },
     {},
   );

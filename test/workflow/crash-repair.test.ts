@@ -1,12 +1,11 @@
 import { Client, serve, WorkflowNonRetryableError } from "@upstash/workflow";
 import { afterAll, describe, expect, it } from "vitest";
 import type { RedisPool } from "../../src/shared/redis/pool.js";
-import { queueKeys as Q } from "../../src/queue/store/keys.js";
 import { eventually } from "../harness/eventually.js";
 import { startRedis, testPool } from "../harness/redis.js";
 import { startStashd, type TestStashd } from "../harness/stashd.js";
 import { FAST_QUEUE } from "../queue/setup.js";
-import { startApp, type App } from "./harness.js";
+import { runPartitionAt, startApp, type App } from "./harness.js";
 
 /*
  * A SIGKILL between a workflow message's final failure (the finish transition that moves it to
@@ -90,6 +89,7 @@ async function dlqEntryOf(s: Setup, workflowRunId: string) {
 
 /** Puts run `runId` back into the state a kill right after its failure leaves. */
 async function undoRunEnd(pool: RedisPool, runId: string, failedMessageId: string) {
+  const Q = (await runPartitionAt(pool, runId)).keys;
   await pool.exec(["HSET", Q.workflowRun(runId), "state", "RUN_STARTED"]);
   await pool.exec(["HDEL", Q.workflowRun(runId), "completedAt", "dlqId", "error", "failure"]);
   for (const key of [Q.workflowRun(runId), Q.workflowSteps(runId)]) {

@@ -23,7 +23,11 @@ afterAll(async () => {
 const started = (how: "claimed" | "handed_off") =>
   counter(w.stashd.admin?.url ?? "", "stashd_queue_attempts_started_total", { how });
 
-/** A route of `steps` runs ending with `done`; resolves when the route saw its last step. */
+/**
+ * A route of `steps` runs ending with `done`; `finished(runId)` resolves once the run has ended
+ * (after `done`, its result is delivered once more: that delivery ends the run, so no delivery of
+ * it is left to count in a later test).
+ */
 function stepsRoute(path: string, steps: number, before?: "sleep") {
   let finished = false;
   const url = w.app.route(
@@ -39,7 +43,18 @@ function stepsRoute(path: string, steps: number, before?: "sleep") {
       { env: w.env },
     ).handler,
   );
-  return { url, finished: () => eventually(() => expect(finished).toBe(true)) };
+  const ended = async (workflowRunId: string) => {
+    const { runs } = await w.client.logs({ workflowRunId });
+    expect(runs[0]?.workflowState).toBe("RUN_SUCCESS");
+  };
+  return {
+    url,
+    finished: (runId: string) =>
+      eventually(async () => {
+        expect(finished).toBe(true);
+        await ended(runId);
+      }),
+  };
 }
 
 describe("local hand-off of workflow messages", () => {
@@ -47,8 +62,8 @@ describe("local hand-off of workflow messages", () => {
     const claimed = await started("claimed");
     const handed = await started("handed_off");
     const route = stepsRoute("/handed", 5);
-    await w.client.trigger({ url: route.url });
-    await route.finished();
+    const { workflowRunId } = await w.client.trigger({ url: route.url });
+    await route.finished(workflowRunId);
     // The trigger, s1..s5 and done: seven deliveries, each started at its store.
     await eventually(async () => expect(await started("handed_off")).toBe(handed + 7));
     expect(await started("claimed")).toBe(claimed);
@@ -57,8 +72,8 @@ describe("local hand-off of workflow messages", () => {
   it("leaves a sleep's delayed step to the claim", async () => {
     const claimed = await started("claimed");
     const route = stepsRoute("/slept", 1, "sleep");
-    await w.client.trigger({ url: route.url });
-    await route.finished();
+    const { workflowRunId } = await w.client.trigger({ url: route.url });
+    await route.finished(workflowRunId);
     expect(await started("claimed")).toBe(claimed + 1);
   });
 
@@ -66,8 +81,11 @@ describe("local hand-off of workflow messages", () => {
     const handed = await started("handed_off");
     const claimed = await started("claimed");
     const route = stepsRoute("/controlled", 2);
-    await w.client.trigger({ url: route.url, flowControl: { key: "wf-hand-off", parallelism: 1 } });
-    await route.finished();
+    const { workflowRunId } = await w.client.trigger({
+      url: route.url,
+      flowControl: { key: "wf-hand-off", parallelism: 1 },
+    });
+    await route.finished(workflowRunId);
     // The trigger, s1, s2 and done.
     await eventually(async () => expect(await started("claimed")).toBe(claimed + 4));
     expect(await started("handed_off")).toBe(handed);

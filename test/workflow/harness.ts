@@ -5,6 +5,9 @@ import { startRedis, type TestRedis } from "../harness/redis.js";
 import { startStashd, type TestStashd } from "../harness/stashd.js";
 import { FAST_QUEUE } from "../queue/setup.js";
 import type { StartOptions } from "../../src/index.js";
+import { queueKeys } from "../../src/queue/store/keys.js";
+import { makePartitions, type Partition } from "../../src/queue/store/partitions.js";
+import type { QueueRedis } from "../../src/queue/store/redis.js";
 
 /** A web-standard handler, as `serve()` from "@upstash/workflow" returns it. */
 export type WebHandler = (request: Request) => Promise<Response>;
@@ -122,4 +125,19 @@ export async function workflowEnv(options: StartOptions = {}): Promise<WorkflowT
       await redis.stop();
     },
   };
+}
+
+/**
+ * The partition of the queue at `redis` holding workflow run `runId`'s hash (partition 0 when
+ * none does), with its keys on `redis`: where a test finds a run's keys (docs/workflow.md §3).
+ */
+export async function runPartitionAt(redis: QueueRedis, runId: string): Promise<Partition> {
+  const stored = await redis.exec(["GET", queueKeys.partitionCount]);
+  const count = stored.kind === "bulk" ? Number(stored.value.toString()) : 1;
+  const parts = makePartitions(count, () => redis);
+  for (const p of parts.all) {
+    const held = await redis.exec(["EXISTS", p.keys.workflowRun(runId)]);
+    if (held.kind === "int" && held.value === "1") return p;
+  }
+  return parts.main;
 }

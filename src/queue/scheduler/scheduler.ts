@@ -95,7 +95,7 @@ export class Scheduler {
       let full = true;
       while (full && !this.stopped) {
         // a full batch: more schedules may be due right now
-        full = (await this.fireDue()) === BATCH && !this.failed;
+        full = (await this.fireDue()) && !this.failed;
       }
       // A claimed tick whose fire failed is due again after its lease; anything at or before
       // `start` still in the set must not set the sleep (the loop would spin on it).
@@ -108,11 +108,14 @@ export class Scheduler {
     this.timer = setTimeout(() => this.wake(), sleep);
   }
 
-  /** Claims a batch of due schedules and fires them concurrently; returns how many were due. */
-  private async fireDue(): Promise<number> {
+  /**
+   * Claims a batch of due schedules (a share from every partition) and fires them concurrently;
+   * true when more may be due at once.
+   */
+  private async fireDue(): Promise<boolean> {
     const { schedules, messages, queues, topics, dispatcher, cfg, log } = this.deps;
     const now = this.now();
-    const ids = await schedules.claim(now, BATCH, FIRE_LEASE_MS);
+    const { ids, full } = await schedules.claim(now, BATCH, FIRE_LEASE_MS);
     const fireDeps = { schedules, messages, queues, topics, dispatcher, config: cfg };
     const claimed = await schedules.getMany(ids);
     await Promise.all(
@@ -128,6 +131,6 @@ export class Scheduler {
         }
       }),
     );
-    return ids.length;
+    return full;
   }
 }

@@ -1,8 +1,6 @@
-import type { Partitions } from "./partitions.js";
+import type { Partition, Partitions } from "./partitions.js";
 import { AppError } from "../../shared/errors.js";
-import type { QueueRedis } from "./redis.js";
 import type { PublishOptions } from "../domain/publish-options.js";
-import { queueKeys as K } from "./keys.js";
 import { ScriptCode } from "./codes.js";
 import { asArray, asBuffer, asInt, asText, checked } from "./replies.js";
 import { transitions } from "./transitions.js";
@@ -47,24 +45,41 @@ const FINAL = new Set(["DELIVERED", "FAILED", "CANCELED"]);
 
 const FIELDS = ["def", "body", "next", "last", "paused", "states", "error"];
 
-/** Schedules in the queue Redis; every change is one script, lua/schedule-*.lua. */
-export class ScheduleStore {
-  private readonly pool: QueueRedis;
+/** What `ScheduleStore.claim` leased: the ids, and whether some partition may have more due. */
+export interface Claimed {
+  ids: string[];
+  full: boolean;
+}
 
+/**
+ * Schedules in the queue Redis; every change is one script, lua/schedule-*.lua. A schedule
+ * lives in the partition of its id (`Partitions.ofName`, docs/scaling.md, Queue partitions);
+ * listings, claims and the earliest tick read every partition.
+ */
+export class ScheduleStore {
   constructor(
     readonly parts: Partitions,
     private readonly maxSchedules = Number.MAX_SAFE_INTEGER,
-  ) {
-    this.pool = parts.main.redis;
+  ) {}
+
+  private of(id: string): Partition {
+    return this.parts.ofName(id);
   }
 
-  /** Creates or replaces; a new schedule beyond `maxSchedules` is refused with 412. */
+  /**
+   * Creates or replaces; a new schedule beyond `maxSchedules` is refused with 412. The limit
+   * counts every partition: the schedule's own one checks, in its script, against what is left
+   * after the others' counts read just before, so concurrent creates in different partitions
+   * can pass the limit by a few (the same partition's never do).
+   */
   async save(def: ScheduleDef, body: Buffer, next: number): Promise<void> {
     const id = def.scheduleId;
+    const { redis, keys: K } = this.of(id);
+    const room = this.maxSchedules - (await this.countOutside(this.of(id)));
     const saved = await transitions.scheduleSave.run(
-      this.pool,
+      redis,
       [K.schedule(id), K.schedules, K.scheduleDue],
-      [id, JSON.stringify(def), body, String(next), String(this.maxSchedules)],
+      [id, JSON.stringify(def), body, String(next), String(Math.max(0, room))],
     );
     if (asInt(saved) === ScriptCode.tooManySchedules) {
       throw new AppError(
@@ -72,6 +87,15 @@ export class ScheduleStore {
         `max number of schedules (${this.maxSchedules}) reached`,
       );
     }
+  }
+
+  /** How many schedules the partitions other than `p` hold (0 without a limit to check). */
+  private async countOutside(p: Partition): Promise<number> {
+    if (this.maxSchedules === Number.MAX_SAFE_INTEGER || this.parts.count === 1) return 0;
+    const counts = await this.parts.each(async (q) =>
+      q === p ? 0 : asInt(checked(await q.redis.exec(["SCARD", q.keys.schedules]), "schedules")),
+    );
+    return counts.reduce((a, b) => a + b, 0);
   }
 
   /** Compare-and-set of the next tick; true when this call advanced it. */
@@ -85,8 +109,9 @@ export class ScheduleStore {
       error?: string | undefined;
     },
   ): Promise<boolean> {
+    const { redis, keys: K } = this.of(id);
     const reply = await transitions.scheduleAdvance.run(
-      this.pool,
+      redis,
       [K.schedule(id), K.scheduleDue],
       [
         id,
@@ -102,8 +127,9 @@ export class ScheduleStore {
 
   /** Pauses, or resumes with the given next tick; false when the schedule does not exist. */
   async setPaused(id: string, paused: boolean, next: number): Promise<boolean> {
+    const { redis, keys: K } = this.of(id);
     const reply = await transitions.schedulePause.run(
-      this.pool,
+      redis,
       [K.schedule(id), K.scheduleDue],
       [id, paused ? "1" : "0", String(next)],
     );
@@ -111,48 +137,70 @@ export class ScheduleStore {
   }
 
   async delete(id: string): Promise<boolean> {
+    const { redis, keys: K } = this.of(id);
     const keys = [K.schedule(id), K.schedules, K.scheduleDue];
-    const reply = await transitions.scheduleDelete.run(this.pool, keys, [id]);
+    const reply = await transitions.scheduleDelete.run(redis, keys, [id]);
     return asInt(reply) === ScriptCode.ok;
   }
 
   async get(id: string): Promise<StoredSchedule | undefined> {
-    const reply = await this.pool.exec(["HMGET", K.schedule(id), ...FIELDS]);
+    const { redis, keys: K } = this.of(id);
+    const reply = await redis.exec(["HMGET", K.schedule(id), ...FIELDS]);
     return parse(asArray(checked(reply, "schedule")));
   }
 
-  /** Every schedule, oldest first. */
+  /** Every schedule of every partition, oldest first. */
   async list(): Promise<StoredSchedule[]> {
-    const ids = asArray(checked(await this.pool.exec(["SMEMBERS", K.schedules]), "schedules"));
-    const list = await this.getMany(ids.map((id) => asText(id) ?? ""));
-    return list.sort((a, b) => a.def.createdAt - b.def.createdAt);
+    const each = await this.parts.each(async ({ redis, keys }) => {
+      const ids = asArray(checked(await redis.exec(["SMEMBERS", keys.schedules]), "schedules"));
+      return this.getMany(ids.map((id) => asText(id) ?? ""));
+    });
+    return each.flat().sort((a, b) => a.def.createdAt - b.def.createdAt);
   }
 
-  /** Leases up to `limit` due schedules to this process (see scheduleClaim); their ids. */
-  async claim(now: number, limit: number, leaseMs: number): Promise<string[]> {
-    const args = [String(now), String(limit), String(leaseMs)];
-    const reply = await transitions.scheduleClaim.run(this.pool, [K.scheduleDue], args);
-    return asArray(reply).map((r) => asText(r) ?? "");
+  /**
+   * Leases up to `limit` due schedules to this process (see scheduleClaim), an equal share from
+   * each partition, so that one partition's backlog never keeps another's due schedules
+   * waiting; `full` when some partition gave its whole share (more may be due there).
+   */
+  async claim(now: number, limit: number, leaseMs: number): Promise<Claimed> {
+    const share = Math.max(1, Math.ceil(limit / this.parts.count));
+    const args = [String(now), String(share), String(leaseMs)];
+    const each = await this.parts.each(async ({ redis, keys }) => {
+      const reply = await transitions.scheduleClaim.run(redis, [keys.scheduleDue], args);
+      return asArray(reply).map((r) => asText(r) ?? "");
+    });
+    return { ids: each.flat(), full: each.some((ids) => ids.length === share) };
   }
 
-  /** The stored schedules among `ids` (missing ones are skipped). */
+  /** The stored schedules among `ids` (missing ones are skipped), partition by partition. */
   async getMany(ids: readonly string[]): Promise<StoredSchedule[]> {
     if (ids.length === 0) return [];
-    const replies = await this.pool.execMany(ids.map((id) => ["HMGET", K.schedule(id), ...FIELDS]));
-    return replies
+    const each = await this.parts.each(async (p) => {
+      const own = ids.filter((id) => this.of(id) === p);
+      if (own.length === 0) return [];
+      return p.redis.execMany(own.map((id) => ["HMGET", p.keys.schedule(id), ...FIELDS]));
+    });
+    return each
+      .flat()
       .map((r) => parse(asArray(checked(r, "schedules"))))
       .filter((s): s is StoredSchedule => s !== undefined);
   }
 
   /**
    * Final states (DELIVERED, FAILED, CANCELED) of finished messages among `ids`, from the newest
-   * `scan` log events only: a bounded read, so a message finished long ago is not found.
+   * `scan` log events of each partition only: a bounded read, so a message finished long ago is
+   * not found. Every partition's log is read (a fire's messages are placed by their queue,
+   * flow-control or dedup key, not by the schedule).
    */
   async finalStates(ids: ReadonlySet<string>, scan = 500): Promise<Map<string, string>> {
     const out = new Map<string, string>();
     if (ids.size === 0) return out;
-    const reply = await this.pool.exec(["XREVRANGE", K.log, "+", "-", "COUNT", String(scan)]);
-    for (const entry of asArray(checked(reply, "log"))) {
+    const logs = await this.parts.each(async ({ redis, keys }) => {
+      const reply = await redis.exec(["XREVRANGE", keys.log, "+", "-", "COUNT", String(scan)]);
+      return asArray(checked(reply, "log"));
+    });
+    for (const entry of logs.flat()) {
       const flat = asArray(asArray(entry)[1] ?? { kind: "nil", array: true });
       const id = asText(flat[1]) ?? "";
       const state = asText(flat[3]) ?? "";
@@ -163,10 +211,14 @@ export class ScheduleStore {
 
   /** The earliest next tick after `after` (exclusive) of any unpaused schedule. */
   async earliest(after: number): Promise<number | undefined> {
-    const cmd = ["ZRANGE", K.scheduleDue, `(${after}`, "+inf", "BYSCORE", "LIMIT", "0", "1"];
-    const reply = await this.pool.exec([...cmd, "WITHSCORES"]);
-    const score = asArray(checked(reply, "scheduleDue"))[1];
-    return score === undefined ? undefined : Number(asText(score));
+    const cmd = ["ZRANGE", "", `(${after}`, "+inf", "BYSCORE", "LIMIT", "0", "1", "WITHSCORES"];
+    const each = await this.parts.each(async ({ redis, keys }) => {
+      const reply = await redis.exec(cmd.map((a, i) => (i === 1 ? keys.scheduleDue : a)));
+      const score = asArray(checked(reply, "scheduleDue"))[1];
+      return score === undefined ? Infinity : Number(asText(score));
+    });
+    const min = Math.min(...each);
+    return min === Infinity ? undefined : min;
   }
 }
 

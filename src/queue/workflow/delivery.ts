@@ -15,7 +15,6 @@ import {
 import { isRunEntry } from "./dlq.js";
 import { endUnfinishedFailure, failureText } from "./repair.js";
 import { stepEntry, type FailureOutcome, type RunRecord } from "./run.js";
-import { recordStepError } from "./step-records.js";
 
 /**
  * How the dispatcher delivers workflow messages (docs/workflow.md §5-§7): the step array as the
@@ -77,14 +76,7 @@ export class WorkflowDelivery implements DeliveryHooks {
       // Every failed attempt shows in the logs, before a final one ends the run (§12).
       if (outcome !== "DELIVERED") {
         const text = failureText(r);
-        await recordStepError(
-          this.ctx.workflows.pool,
-          tag.runId,
-          c.meta.messageId,
-          r,
-          text,
-          Date.now(),
-        );
+        await this.ctx.workflows.recordError(tag.runId, c.meta.messageId, r, text, Date.now());
       }
       if (tag.callType === "toCallback") await this.callDone(c, dlq, children);
       else if (tag.callType === "failureCall") await this.failureCallDone(c, outcome, r);

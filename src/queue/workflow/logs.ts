@@ -1,18 +1,15 @@
-import type { Reply } from "../../shared/redis/resp.js";
 import type { Headers } from "../domain/message.js";
 import { bodyFields, redactHeaders } from "../domain/render.js";
 import type { Handler, QueueContext } from "../routes/context.js";
 import { countParam, reply } from "../routes/util.js";
 import type { StoredMessage } from "../store/message-store.js";
-import { queueKeys as Q } from "../store/keys.js";
 import type { RunRecord, StepEntry } from "./run.js";
 import { matchesRun, runFilterFromQuery, scanRuns } from "./scan.js";
-import { asArray, asText, checked } from "../store/replies.js";
-import { stepRecords, type StepError, type StepInfo } from "./step-records.js";
+import type { StepError, StepInfo, StepRecords } from "./step-records.js";
 
 type Json = Record<string, unknown>;
 type Group = { type: "sequential" | "parallel" | "next"; steps: Json[] };
-type Records = Awaited<ReturnType<typeof stepRecords>>;
+type Records = StepRecords;
 
 /**
  * GET /v2/workflows/events?groupBy=workflowRunId (docs/workflow.md §12): runs newest first with
@@ -33,7 +30,7 @@ export const listRunLogs: Handler = async (ctx, r) => {
 
 async function runLog(ctx: QueueContext, run: RunRecord): Promise<Json> {
   const entries = (await ctx.workflows.entries(run.runId)).map((e) => JSON.parse(e) as StepEntry);
-  const records = await stepRecords(ctx.workflows.pool, run.runId);
+  const records = await ctx.workflows.records(run.runId);
   const groups = stepGroups(run, entries, records);
   const next = await nextGroup(ctx, run, records);
   if (next.steps.length > 0) groups.push(next);
@@ -188,9 +185,7 @@ async function nextGroup(ctx: QueueContext, run: RunRecord, records: Records): P
     return { type: "next", steps };
   }
   if (run.state !== "RUN_STARTED") return { type: "next", steps: [] };
-  const reply = await ctx.workflows.pool.exec(["SMEMBERS", Q.workflowMessages(run.runId)]);
-  const ids = asArray(checked(reply, "run messages")).map((x: Reply) => asText(x) ?? "");
-  const live = await ctx.messages.getMany(ids);
+  const live = await ctx.messages.getMany(await ctx.workflows.messageIds(run.runId));
   return { type: "next", steps: live.map((m) => pendingStep(m, records)) };
 }
 

@@ -127,8 +127,10 @@ function limitsAre412<T>(later: boolean, fn: () => T): T {
 }
 
 /**
- * Starts run R with its trigger message. `restTrigger` (POST /v2/trigger) tags the trigger
- * message so that its delivery checks the endpoint's SDK version (docs/workflow.md §14).
+ * Starts run R with its trigger message, in the partition the run is placed in (its
+ * flow-control key's, else its id's; the message gets an id there). `restTrigger`
+ * (POST /v2/trigger) tags the trigger message so that its delivery checks the endpoint's SDK
+ * version (docs/workflow.md §14).
  */
 async function startRun(
   ctx: QueueContext,
@@ -143,7 +145,9 @@ async function startRun(
     callType: "step",
     ...(restTrigger && { restTrigger }),
   };
-  const meta: MessageMeta = { ...p.meta, workflow: tag };
+  const part = ctx.workflows.placeRun(p.runId, p.meta.flowControl?.key);
+  const messageId = ctx.workflows.messageId(part, undefined);
+  const meta: MessageMeta = { ...p.meta, messageId, workflow: tag };
   const url = p.cfg.get(IN.url) ?? p.sub.destination;
   const fields: Record<string, string | Buffer> = {
     url,
@@ -156,7 +160,7 @@ async function startRun(
   const entry = stepEntry(meta.messageId, payload, "step");
   const items = [{ id: meta.messageId, entry, message }];
   const started = await ctx.dispatcher.offer([message], now, async (lease) => {
-    const reply = await ctx.workflows.start(now, p.runId, fields, items, lease);
+    const reply = await ctx.workflows.start(now, part, p.runId, fields, items, lease);
     return { stored: reply.created, reply };
   });
   if (!started.reply.created) {
@@ -165,6 +169,7 @@ async function startRun(
   return { messageId: meta.messageId, url: meta.url };
 }
 
+/** A later message of an active run, with an id in the run's partition. */
 async function laterMessage(
   ctx: QueueContext,
   p: Parsed,
@@ -174,10 +179,12 @@ async function laterMessage(
   const callType = (p.cfg.get(IN.callType) ?? "step") as CallType;
   const tag: WorkflowTag = { runId: p.runId, callType };
   const given = (name: string) => p.cfg.has(name);
-  const meta =
+  const configured =
     callType === "toCallback"
       ? withRunCallbackConfig(p.meta, run.config, given, tag)
       : withRunConfig(p.meta, run.config, given, tag);
+  const messageId = ctx.workflows.messageId(run.part, configured.flowControl?.key);
+  const meta = { ...configured, messageId };
   const message: NewMessage = { meta, body: p.sub.body, dueAt: p.opts.dueAt };
   const entry = stepEntry(meta.messageId, p.sub.body, callType);
   return { append: { id: meta.messageId, entry, message }, dueAt: p.opts.dueAt };

@@ -2,7 +2,6 @@ import { AppError } from "../../shared/errors.js";
 import { failureCallbackMessage } from "../delivery/callbacks.js";
 import { baseMeta } from "../domain/build.js";
 import { parseFlowControl } from "../domain/flow-control-config.js";
-import { newMessageId } from "../domain/ids.js";
 import type { MessageMeta } from "../domain/message.js";
 import type { Handler, QueueContext, QueueRequest } from "../routes/context.js";
 import { configValues } from "../routes/publish.js";
@@ -37,7 +36,8 @@ function overridden(r: QueueRequest, config: RunConfig): RunConfig {
 /**
  * Starts failed run R again under the same id (docs/workflow.md §12): restart from its trigger,
  * or resume with the steps done before the failed message and that message delivered again.
- * The DLQ entry goes away. Returns the new run's id and creation time.
+ * The DLQ entry goes away. The run is placed anew (docs/workflow.md §3, Partitions). Returns
+ * the new run's id and creation time.
  */
 async function recover(ctx: QueueContext, r: QueueRequest, x: RunEntry, mode: Mode) {
   const { entry, run } = x;
@@ -48,9 +48,11 @@ async function recover(ctx: QueueContext, r: QueueRequest, x: RunEntry, mode: Mo
   const failedAt = entries.findIndex((e) => e.startsWith(`{"messageId":"${entry.meta.messageId}"`));
   const kept = mode === "resume" && failedAt > 0 ? entries.slice(0, failedAt) : [];
   const body = kept.length > 0 ? entry.body : run.body;
+  // Placed as a new run: the flow-control key may have been overridden.
+  const part = ctx.workflows.placeRun(run.runId, config.flowControl?.key);
   const meta: MessageMeta = {
     ...baseMeta(entry.meta),
-    messageId: newMessageId(),
+    messageId: ctx.workflows.messageId(part, undefined),
     url: run.url,
     createdAt: now,
     notBefore: now,
@@ -73,7 +75,7 @@ async function recover(ctx: QueueContext, r: QueueRequest, x: RunEntry, mode: Mo
     ...(run.callerIp ? { callerIp: run.callerIp } : {}),
     ...(run.invoker ? { invoker: JSON.stringify(run.invoker) } : {}),
   };
-  const started = await ctx.workflows.start(now, run.runId, fields, items);
+  const started = await ctx.workflows.start(now, part, run.runId, fields, items);
   if (!started.created) throw new AppError("conflict", `workflow run ${run.runId} is active`);
   await ctx.dlq.delete([entry.meta.dlqId]);
   ctx.dispatcher.wake(now);
@@ -134,6 +136,9 @@ export const retryFailureCallback: Handler = async (ctx, r) => {
     m.dlqId,
   );
   if (!callback) throw new AppError("precondition_failed", "the run has no failure callback");
+  // Like every message of the run, the callback lives in the run's partition.
+  const part = await ctx.workflows.partitionOf(m.workflow?.runId ?? "");
+  if (part) callback.meta.messageId = ctx.workflows.messageId(part, undefined);
   await ctx.messages.enqueue(now, [callback]);
   const failure = { state: "CALLBACK_INPROGRESS", messageId: callback.meta.messageId };
   await ctx.workflows.setFields(m.workflow?.runId ?? "", { failure: JSON.stringify(failure) });

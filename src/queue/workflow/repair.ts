@@ -57,7 +57,8 @@ export async function endUnfinishedFailure(
  * Finishes what a crash between a workflow message's final failure (the finish transition that
  * moved it to the DLQ) and the bookkeeping after it left undone (docs/workflow.md §7): runs still
  * active whose message is in the DLQ end as failed, and DLQ entries of context.call requests
- * (which never stay there) are removed. One pass over the DLQ, run when the queue starts.
+ * (which never stay there) are removed. One pass over the DLQ (of every queue partition: the DLQ
+ * listing merges them; each run is then found wherever it lives), run when the queue starts.
  */
 export async function repairAfterCrash(ctx: QueueContext): Promise<void> {
   let cursor: string | undefined;

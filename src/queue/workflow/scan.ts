@@ -133,7 +133,9 @@ function parseCursor(raw: string | null): [number, string] | undefined {
 
 /**
  * Up to `count` runs matching `keep`, newest first, after the `cursor`; the next cursor when
- * more may follow. Index entries of expired runs are dropped on the way.
+ * more may follow. Index entries of expired runs are dropped on the way. The pages come merged
+ * over every queue partition in one total order (WorkflowStore.runPage), so a cursor is a
+ * position in all of them: each run is listed once, as with one partition.
  */
 export async function scanRuns(
   ctx: QueueContext,

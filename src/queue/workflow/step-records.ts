@@ -1,7 +1,6 @@
-import type { QueueRedis } from "../store/redis.js";
 import type { Reply } from "../../shared/redis/resp.js";
 import type { AttemptResult, Headers } from "../domain/message.js";
-import { queueKeys as Q } from "../store/keys.js";
+import type { Partition } from "../store/partitions.js";
 import { asArray, asText, checked } from "../store/replies.js";
 import type { Append } from "./store.js";
 
@@ -27,12 +26,19 @@ export interface StepError {
   time: number;
 }
 
+/** What the logs read of a run's messages (see `stepRecords`). */
+export interface StepRecords {
+  info: Map<string, StepInfo>;
+  errors: Map<string, StepError[]>;
+}
+
 /**
- * Records what the logs need of the messages that just joined run `runId`. Written after the
- * transition that stored them (not inside it): a crash in between only loses these log fields.
+ * Records what the logs need of the messages that just joined run `runId` (in partition `p`,
+ * as every function here). Written after the transition that stored them (not inside it): a
+ * crash in between only loses these log fields.
  */
 export async function recordStepInfo(
-  pool: QueueRedis,
+  { redis, keys: Q }: Partition,
   runId: string,
   appends: readonly Append[],
 ): Promise<void> {
@@ -48,12 +54,12 @@ export async function recordStepInfo(
     return [meta.messageId, JSON.stringify(info)];
   });
   if (pairs.length > 0)
-    checked(await pool.exec(["HSET", Q.workflowStepInfo(runId), ...pairs]), "step info");
+    checked(await redis.exec(["HSET", Q.workflowStepInfo(runId), ...pairs]), "step info");
 }
 
 /** Appends a failed attempt of message `messageId` to its run's error list. */
 export async function recordStepError(
-  pool: QueueRedis,
+  { redis, keys: Q }: Partition,
   runId: string,
   messageId: string,
   r: AttemptResult,
@@ -68,17 +74,17 @@ export async function recordStepError(
     body: r.body.toString("utf8"),
     time,
   };
-  checked(await pool.exec(["RPUSH", Q.workflowErrors(runId), JSON.stringify(e)]), "step error");
+  checked(await redis.exec(["RPUSH", Q.workflowErrors(runId), JSON.stringify(e)]), "step error");
 }
 
 /** The recorded info by message id and the failed attempts by message id, oldest first. */
 export async function stepRecords(
-  pool: QueueRedis,
+  { redis, keys: Q }: Partition,
   runId: string,
-): Promise<{ info: Map<string, StepInfo>; errors: Map<string, StepError[]> }> {
+): Promise<StepRecords> {
   const [infoReply, errorReply] = await Promise.all([
-    pool.exec(["HGETALL", Q.workflowStepInfo(runId)]),
-    pool.exec(["LRANGE", Q.workflowErrors(runId), "0", "-1"]),
+    redis.exec(["HGETALL", Q.workflowStepInfo(runId)]),
+    redis.exec(["LRANGE", Q.workflowErrors(runId), "0", "-1"]),
   ]);
   const flat = asArray(checked(infoReply, "step info")).map((r: Reply) => asText(r) ?? "");
   const info = new Map<string, StepInfo>();
