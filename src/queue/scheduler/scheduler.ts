@@ -99,8 +99,11 @@ export class Scheduler {
       }
       // A claimed tick whose fire failed is due again after its lease; anything at or before
       // `start` still in the set must not set the sleep (the loop would spin on it).
-      const earliest = await this.deps.schedules.earliest(start);
-      if (earliest !== undefined) sleep = Math.min(sleep, Math.max(0, earliest - this.now()));
+      const lead = this.deps.cfg.queueScheduleLeadMs;
+      const earliest = await this.deps.schedules.earliest(start + lead);
+      if (earliest !== undefined) {
+        sleep = Math.min(sleep, Math.max(0, earliest - lead - this.now()));
+      }
     } catch (err) {
       this.deps.log.warn("scheduler round failed", { err: messageOf(err) });
     }
@@ -108,20 +111,24 @@ export class Scheduler {
     this.timer = setTimeout(() => this.wake(), sleep);
   }
 
-  /** Claims a batch of due schedules and fires them concurrently; returns how many were due. */
+  /**
+   * Claims a batch of schedules whose tick is due within the lead (STASHD_QUEUE_SCHEDULE_LEAD_MS)
+   * and fires them concurrently; returns how many were claimed. A tick fired ahead stores its
+   * messages due at the tick, so building and storing them is done when the tick comes.
+   */
   private async fireDue(): Promise<number> {
     const { schedules, messages, queues, topics, dispatcher, cfg, log } = this.deps;
     const now = this.now();
-    const ids = await schedules.claim(now, BATCH, FIRE_LEASE_MS);
+    const ids = await schedules.claim(now + cfg.queueScheduleLeadMs, BATCH, FIRE_LEASE_MS);
     const fireDeps = { schedules, messages, queues, topics, dispatcher, config: cfg };
     const claimed = await schedules.getMany(ids);
     await Promise.all(
       claimed.map(async (s) => {
-        if (s.paused || s.next > now) return; // changed meanwhile
+        if (s.paused || s.next > now + cfg.queueScheduleLeadMs) return; // changed meanwhile
         try {
           // The dispatcher takes the messages (leased at once, or woken for their due time).
           await fireSchedule({ ...fireDeps, claimMs: CLAIM_MS }, s, now);
-          metrics.scheduleTick(now - s.next);
+          metrics.scheduleTick(Math.max(0, now - s.next));
         } catch (err) {
           this.failed = true;
           log.warn("schedule fire failed", { id: s.def.scheduleId, err: messageOf(err) });
