@@ -282,6 +282,12 @@ export const SETTINGS = {
     default: 1_000,
     doc: "Longest sleep of the cron scheduler (it also wakes at the earliest tick and on changes).",
   },
+  queueScheduleLeadMs: {
+    env: "STASHD_QUEUE_SCHEDULE_LEAD_MS",
+    kind: "int",
+    default: 500,
+    doc: "How long before a cron tick its messages are stored, due at the tick, so that only their delivery is left when it comes (0: stored at the tick).",
+  },
   queueReapMs: {
     env: "STASHD_QUEUE_REAP_MS",
     kind: "int",

@@ -118,6 +118,31 @@ describe("cron schedules", () => {
     await client.schedules.delete(scheduleId);
   });
 
+  it("stores a tick's messages ahead of it (the lead), delivered only once the tick comes", async () => {
+    const rx = await receiver();
+    const { scheduleId } = await client.schedules.create({
+      destination: `${rx.url}/lead`,
+      cron: "* * * * *",
+      body: "early",
+    });
+    const tick = nextMinute(-300); // 300 ms before the tick: within the 500 ms lead
+    const movedAt = Date.now();
+    // Fired (stored, the schedule advanced) before the tick...
+    const fired = await eventually(async () => {
+      const s = (await client.schedules.get(scheduleId)) as Schedule & {
+        lastScheduleStates: Record<string, string>;
+      };
+      expect(s).toMatchObject({ lastScheduleTime: tick, nextScheduleTime: tick + MIN });
+      return Object.keys(s.lastScheduleStates);
+    });
+    expect(fired).toHaveLength(1);
+    // ...but due at it: on the wall clock, 300 ms after the scheduler saw tick - 300 ms.
+    await eventually(() => expect(rx.requests).toHaveLength(1));
+    expect(Date.now() - movedAt).toBeGreaterThanOrEqual(300);
+    expect(rx.requests[0]?.headers["upstash-message-id"]).toBe(fired[0]);
+    await client.schedules.delete(scheduleId);
+  });
+
   it("stores the cron trimmed and evaluates CRON_TZ in that zone", async () => {
     const rx = await receiver();
     const { scheduleId } = await client.schedules.create({

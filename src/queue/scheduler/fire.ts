@@ -46,7 +46,7 @@ export async function fireSchedule(
   const { def } = s;
   const cron = cachedCron(def.cron);
   const tick = s.next;
-  const { fired, error, dueAt } = await produceTick(deps, s, tick);
+  const { fired, error, dueAt } = await produceTick(deps, s, tick, Math.max(0, tick - now));
   const states = Object.fromEntries(fired.map((id) => [id, "IN_PROGRESS"]));
   const advanced = await deps.schedules.advance(def.scheduleId, tick, {
     last: Math.max(tick, cron.latest(now) ?? tick),
@@ -68,13 +68,16 @@ async function produceTick(
   deps: FireDeps,
   s: StoredSchedule,
   tick: number,
+  ahead: number,
 ): Promise<{ fired: string[]; error?: string | undefined; dueAt?: number | undefined }> {
   const { def } = s;
   try {
     const result = await produce(deps, {
       to: def.group === undefined ? { url: def.destination } : { group: def.group },
       options: (created) => {
-        const dueAt = created + def.delayMs;
+        // A tick fired ahead (the scheduler's lead) is due at the tick, not before; `ahead` is
+        // measured on the scheduler's clock and applied to the wall clock (tests move the former).
+        const dueAt = created + ahead + def.delayMs;
         return { ...def.options, dueAt, notBefore: dueAt, contentBasedDedup: false };
       },
       body: s.body,

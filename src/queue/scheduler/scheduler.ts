@@ -99,8 +99,11 @@ export class Scheduler {
       }
       // A claimed tick whose fire failed is due again after its lease; anything at or before
       // `start` still in the set must not set the sleep (the loop would spin on it).
-      const earliest = await this.deps.schedules.earliest(start);
-      if (earliest !== undefined) sleep = Math.min(sleep, Math.max(0, earliest - this.now()));
+      const lead = this.deps.cfg.queueScheduleLeadMs;
+      const earliest = await this.deps.schedules.earliest(start + lead);
+      if (earliest !== undefined) {
+        sleep = Math.min(sleep, Math.max(0, earliest - lead - this.now()));
+      }
     } catch (err) {
       this.deps.log.warn("scheduler round failed", { err: messageOf(err) });
     }
@@ -109,22 +112,25 @@ export class Scheduler {
   }
 
   /**
-   * Claims a batch of due schedules (a share from every partition) and fires them concurrently;
-   * true when more may be due at once.
+   * Claims a batch of schedules whose tick is due within the lead (STASHD_QUEUE_SCHEDULE_LEAD_MS),
+   * a share from every partition, and fires them concurrently; true when more may be due at
+   * once. A tick fired ahead stores its messages due at the tick, so building and storing them
+   * is done when the tick comes.
    */
   private async fireDue(): Promise<boolean> {
     const { schedules, messages, queues, topics, dispatcher, cfg, log } = this.deps;
     const now = this.now();
-    const { ids, full } = await schedules.claim(now, BATCH, FIRE_LEASE_MS);
+    const lead = cfg.queueScheduleLeadMs;
+    const { ids, full } = await schedules.claim(now + lead, BATCH, FIRE_LEASE_MS);
     const fireDeps = { schedules, messages, queues, topics, dispatcher, config: cfg };
     const claimed = await schedules.getMany(ids);
     await Promise.all(
       claimed.map(async (s) => {
-        if (s.paused || s.next > now) return; // changed meanwhile
+        if (s.paused || s.next > now + lead) return; // changed meanwhile
         try {
           // The dispatcher takes the messages (leased at once, or woken for their due time).
           await fireSchedule({ ...fireDeps, claimMs: CLAIM_MS }, s, now);
-          metrics.scheduleTick(now - s.next);
+          metrics.scheduleTick(Math.max(0, now - s.next));
         } catch (err) {
           this.failed = true;
           log.warn("schedule fire failed", { id: s.def.scheduleId, err: messageOf(err) });
