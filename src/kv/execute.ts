@@ -235,11 +235,17 @@ async function runSlice(p: Principal, commands: Arg[][], s: PipelineSlices): Pro
   if (toSend.length > 0) {
     const sent = await s.budget.exchange(s.pool, toSend, watched ?? NONE_WATCHED);
     for (let j = 0; j < sent.length; j++) replies[sendIndex[j] as number] = sent[j];
-    // Per slice, so the next slices call scripts by SHA once Redis holds them.
-    await s.emulated.settle(replies as Reply[], commands, s.pool);
-    await retryReadOnlyFcalls(p, commands, replies);
+    // Per slice, so the next slices call scripts by SHA once Redis holds them. Both steps are
+    // awaited only when they have work: an await costs a single GET's latency a few microtasks.
+    if (s.emulated.pending) await s.emulated.settle(replies as Reply[], commands, s.pool);
+    if (anyError(replies)) await retryReadOnlyFcalls(p, commands, replies);
   }
   // Gateway-handled commands run after the slice they came in (documented in compatibility.md).
   for (const [i, handler] of special) replies[i] = await handler(p, commands[i] as Arg[]);
   return replies as Reply[];
+}
+
+function anyError(replies: readonly (Reply | undefined)[]): boolean {
+  for (const reply of replies) if (reply?.kind === "error") return true;
+  return false;
 }
