@@ -10,7 +10,8 @@
  * - webdis (a C server doing the same job), when installed: GET and SET;
  * - direct RESP: redis-benchmark against the same Redis (1 and 50 clients, and -P 100);
  * - JSON group (skipped by --smoke; --json-only runs just this): JSON.SET / JSON.GET of a 1 KB
- *   document (stashd's Lua scripts on a Redis without the JSON module) beside SET / GET.
+ *   document (stashd's Lua scripts on a Redis without the JSON module) beside SET / GET; --no-json
+ *   leaves it out (for short repeats of the goals' scenarios).
  * Then the goals of docs/benchmarks.md, each beside its anchor from the same run, and stashd's
  * resident memory (idle, peak under load, after). `--soak SECONDS` instead cycles through the
  * stashd scenarios at 50 connections for that long and prints the memory after each round.
@@ -53,6 +54,7 @@ function flag(name: string): string | undefined {
 
 const smoke = process.argv.includes("--smoke");
 const jsonOnly = process.argv.includes("--json-only");
+const noJson = process.argv.includes("--no-json");
 const seconds = Number(flag("--seconds")) || 5;
 const repeat = smoke ? 1 : Number(flag("--repeat")) || 3;
 const soakSeconds = Number(flag("--soak")) || 0;
@@ -445,7 +447,7 @@ async function main(): Promise<void> {
           },
           auth,
         );
-    if (!smoke) scenarios.push(...(await jsonScenarios(url, auth)));
+    if (!smoke && !noJson) scenarios.push(...(await jsonScenarios(url, auth)));
     if (soakSeconds > 0) {
       const samples = await soak(scenarios, dir, memory);
       report([], { idle, peak: NaN, after: memory.now, soak: samples }, load);

@@ -3,7 +3,8 @@ import type { Principal } from "./database.js";
 import { REPLY_TOO_LARGE, type Arg, type Reply } from "../shared/redis/resp.js";
 import type { RedisBackend } from "../shared/redis/backend.js";
 import { neverRefused, refusalOf, type CommandTable } from "./policy.js";
-import { rewriteCommand } from "./rewrite.js";
+import { NameCache } from "./name-cache.js";
+import { REWRITTEN_NAMES, rewriteCommand } from "./rewrite.js";
 import { gatewayCommand, type GatewayHandler } from "./gateway-commands.js";
 import { EmulationBatch } from "./emulate/batch.js";
 import { readOnlyFcallRefusal, retryReadOnlyFcalls } from "./emulate/fcall-ro.js";
@@ -16,7 +17,7 @@ import { readOnlyFcallRefusal, retryReadOnlyFcalls } from "./emulate/fcall-ro.js
  * pipelines turn refusals into error replies; a transaction with any refused command is refused
  * whole before anything runs.
  *
- * Most commands need only the emulation and rewrite steps: a `plain` command (see `isPlain`)
+ * Most commands need only the emulation and rewrite steps: a `plain` command (see `nameSteps`)
  * skips the policy and gateway steps, decided once per command name rather than per request.
  */
 
@@ -49,30 +50,30 @@ const ARGUMENT_STEPS = new Set([
   "fcall",
   "fcall_ro",
 ]);
-/** Per command table: command name as sent → plain or not. Cleared when full (odd casings). */
-const plainNames = new WeakMap<CommandTable, Map<string, boolean>>();
-const MAX_PLAIN_NAMES = 4096;
+/** What the guard chain needs to know of a command name, whatever the arguments. */
+interface NameSteps {
+  /** The policy and gateway steps can be skipped (see `nameSteps`). */
+  readonly plain: boolean;
+  /** `rewriteCommand` may change a command of this name (REWRITTEN_NAMES). */
+  readonly rewritten: boolean;
+}
 
 /**
- * Whether the policy and gateway steps can be skipped: the backend knows the command, the
- * policy never refuses it (whatever its arguments), and no gateway command or script watch
- * applies to it. Cached per name as sent (`GET` and `get` are two entries).
+ * `plain`: the backend knows the command, the policy never refuses it (whatever its arguments),
+ * and no gateway command or script watch applies to it.
  */
-function isPlain(argv: readonly Arg[], table: CommandTable): boolean {
+const nameSteps = new NameCache<NameSteps>((name, table, nonAscii) => ({
+  plain: !ARGUMENT_STEPS.has(name) && neverRefused(name, table),
+  // rewriteCommand decodes the name as UTF-8: a non-ASCII one may lower-case to a listed one.
+  rewritten: REWRITTEN_NAMES.has(name) || nonAscii,
+}));
+
+function stepsOf(argv: readonly Arg[], table: CommandTable): NameSteps {
   const first = argv[0];
-  if (first === undefined) return false;
-  const raw = typeof first === "string" ? first : first.toString("latin1");
-  let names = plainNames.get(table);
-  if (!names) plainNames.set(table, (names = new Map()));
-  let plain = names.get(raw);
-  if (plain === undefined) {
-    const name = raw.toLowerCase();
-    plain = !ARGUMENT_STEPS.has(name) && neverRefused(name, table);
-    if (names.size >= MAX_PLAIN_NAMES) names.clear();
-    names.set(raw, plain);
-  }
-  return plain;
+  return first === undefined ? NOT_PLAIN : nameSteps.get(first, table);
 }
+
+const NOT_PLAIN: NameSteps = { plain: false, rewritten: true };
 
 export function isScriptCall(argv: readonly Arg[]): boolean {
   const name = argv[0];
@@ -213,7 +214,8 @@ async function runSlice(p: Principal, commands: Arg[][], s: PipelineSlices): Pro
   let watched: Set<number> | undefined;
   for (let i = 0; i < commands.length; i++) {
     const argv = commands[i] as Arg[];
-    const plain = isPlain(argv, s.table);
+    const steps = stepsOf(argv, s.table);
+    const plain = steps.plain;
     const refusal = plain
       ? undefined
       : (refusalOf(argv, s.table, s.policy) ?? readOnlyFcallRefusal(p, argv));
@@ -223,7 +225,7 @@ async function runSlice(p: Principal, commands: Arg[][], s: PipelineSlices): Pro
     else if (handler) special.push([i, handler]);
     else if (script !== undefined && !Array.isArray(script)) replies[i] = script;
     else {
-      const out = script ?? rewriteCommand(argv, p.db.aliases);
+      const out = script ?? (steps.rewritten ? rewriteCommand(argv, p.db.aliases) : argv);
       // A plain command sent as it is is never a script call (ARGUMENT_STEPS).
       if ((!plain || out !== argv) && isScriptCall(out)) (watched ??= new Set()).add(toSend.length);
       toSend.push(out);
@@ -233,11 +235,17 @@ async function runSlice(p: Principal, commands: Arg[][], s: PipelineSlices): Pro
   if (toSend.length > 0) {
     const sent = await s.budget.exchange(s.pool, toSend, watched ?? NONE_WATCHED);
     for (let j = 0; j < sent.length; j++) replies[sendIndex[j] as number] = sent[j];
-    // Per slice, so the next slices call scripts by SHA once Redis holds them.
-    await s.emulated.settle(replies as Reply[], commands, s.pool);
-    await retryReadOnlyFcalls(p, commands, replies);
+    // Per slice, so the next slices call scripts by SHA once Redis holds them. Both steps are
+    // awaited only when they have work: an await costs a single GET's latency a few microtasks.
+    if (s.emulated.pending) await s.emulated.settle(replies as Reply[], commands, s.pool);
+    if (anyError(replies)) await retryReadOnlyFcalls(p, commands, replies);
   }
   // Gateway-handled commands run after the slice they came in (documented in compatibility.md).
   for (const [i, handler] of special) replies[i] = await handler(p, commands[i] as Arg[]);
   return replies as Reply[];
+}
+
+function anyError(replies: readonly (Reply | undefined)[]): boolean {
+  for (const reply of replies) if (reply?.kind === "error") return true;
+  return false;
 }

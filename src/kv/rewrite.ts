@@ -62,6 +62,16 @@ function scriptIndex(name: string, argv: readonly Arg[]): number | undefined {
   return undefined;
 }
 
+/** The (lower-case) names of the commands `rewriteCommand` may change; it returns others as is. */
+export const REWRITTEN_NAMES: ReadonlySet<string> = new Set([
+  "eval",
+  "eval_ro",
+  "script",
+  "evalsha",
+  "evalsha_ro",
+  "xtrim",
+]);
+
 /** Applies the rewrites above; returns argv unchanged (same array) when none applies. */
 export function rewriteCommand(argv: Arg[], aliases: ScriptAliases): Arg[] {
   const name = argv[0]?.toString().toLowerCase() ?? "";

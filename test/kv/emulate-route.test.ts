@@ -1,6 +1,9 @@
 import { describe, expect, it } from "vitest";
 import type { CommandInfo, CommandTable } from "../../src/kv/policy.js";
 import { findEmulation } from "../../src/kv/emulate/route.js";
+import { HASH_EMULATION } from "../../src/kv/emulate/hash-route.js";
+import { BITOP_EMULATION, STREAM_EMULATION } from "../../src/kv/emulate/streams-route.js";
+import { JSON_EMULATION } from "../../src/kv/json/route.js";
 
 const info = (arity: number): CommandInfo => ({ arity, flags: new Set(), categories: new Set() });
 const redis70: CommandTable = new Map([
@@ -50,5 +53,51 @@ describe("which commands stashd emulates", () => {
     ).toBeUndefined();
     expect(nameOf(["BITOP", "AND", "d", "a"])).toBeUndefined();
     expect(nameOf(["BITOP", "ONE", "d", "a"])).toBe("bitop");
+  });
+});
+
+describe("the per-name cache of which commands may be emulated", () => {
+  const emulations = [JSON_EMULATION, HASH_EMULATION, STREAM_EMULATION, BITOP_EMULATION];
+  const withHkeys: CommandTable = new Map([...redis70, ["hkeys", info(2)]]);
+  const argvs = [
+    ["JSON.SET", "k", "$", "{}"],
+    ["json.get", "k"],
+    ["HGET", "h", "f"],
+    ["HEXPIRE", "h", "1", "FIELDS", "1", "f"],
+    ["DEL", "a"],
+    ["COPY", "k", "k"],
+    ["XDELEX", "s", "IDS", "1", "1-1"],
+    ["XREADGROUP", "GROUP", "g", "c", "NOACK", "STREAMS", "s", ">"],
+    ["BITOP", "ONE", "d", "a"],
+    ["GET", "a"],
+  ];
+
+  it("says yes for every name an emulation claims", () => {
+    for (const table of [redis70, redis82])
+      for (const options of [on, { fieldTtl: false }])
+        for (const argv of argvs)
+          for (const e of emulations) {
+            const name = e.claims(argv, table, options);
+            if (name !== undefined) expect(e.mayClaim(name, table, options)).toBe(true);
+          }
+  });
+
+  it("answers per backend, option, casing and name form, however often asked", () => {
+    for (let round = 0; round < 2; round++) {
+      expect(nameOf(["HGET", "h", "f"])).toBe("hget");
+      expect(nameOf(["hGet", "h", "f"], redis82)).toBeUndefined();
+      expect(nameOf(["HGET", "h", "f"], redis70, { fieldTtl: false })).toBeUndefined();
+      expect(nameOf(["Json.Set", "k", "$", "{}"])).toBe("json.set");
+      const buffers = (argv: string[]) => argv.map((a) => Buffer.from(a));
+      expect(findEmulation(buffers(["JSON.GET", "k"]), redis70, on)?.[1]).toBe("json.get");
+      expect(findEmulation(buffers(["GET", "k"]), redis70, on)).toBeUndefined();
+    }
+  });
+
+  it("still asks the emulations about a non-ASCII name (it may lower-case to an ASCII one)", () => {
+    // "H\u212AEYS" (KELVIN SIGN) lower-cases to "hkeys", as the emulations decode the name.
+    const kelvin = [Buffer.from("H\u212AEYS"), Buffer.from("h")];
+    expect(findEmulation(kelvin, withHkeys, on)?.[1]).toBe("hkeys");
+    expect(findEmulation(["H\u212AEYS", "h"], withHkeys, on)?.[1]).toBe("hkeys");
   });
 });

@@ -27,6 +27,42 @@ describe("/pipeline", () => {
     ]);
   });
 
+  it("emulates and rewrites commands in any casing beside plain ones (per-name caches)", async () => {
+    const script = "#!lua flags=allow-key-locking\nreturn redis.call('INCR', KEYS[1])";
+    const run = async (): Promise<unknown> =>
+      bodyOf(
+        await stashd().kvFetch("/pipeline", {
+          body: JSON.stringify([
+            ["Json.Set", "pl:j", "$", '{"a":1}'],
+            ["json.get", "pl:j", "$.a"],
+            ["XADD", "pl:s", "1-1", "f", "v"],
+            ["xAdd", "pl:s", "2-1", "f", "v"],
+            ["xtrim", "pl:s", "MAXLEN", "~", "1"],
+            ["eVaL", script, "1", "pl:n"],
+            ["get", "pl:n"],
+          ]),
+        }),
+      );
+    expect(await run()).toEqual([
+      { result: "OK" },
+      { result: "[1]" },
+      { result: "1-1" },
+      { result: "2-1" },
+      { result: 1 },
+      { result: 1 },
+      { result: "1" },
+    ]);
+    await stashd().kvFetch("/pipeline", { body: JSON.stringify([["DEL", "pl:s"]]) });
+    // Asked again, now from the caches: the same replies (XADD's ids need the stream gone).
+    expect(((await run()) as unknown[]).slice(0, 5)).toEqual([
+      { result: "OK" },
+      { result: "[1]" },
+      { result: "1-1" },
+      { result: "2-1" },
+      { result: 1 },
+    ]);
+  });
+
   it("refuses an empty pipeline and a flat array", async () => {
     expect((await stashd().kvFetch("/pipeline", { body: "[]" })).status).toBe(400);
     const flat = await stashd().kvFetch("/pipeline", { body: '["GET","k"]' });

@@ -53,6 +53,11 @@ export class EmulationBatch {
     return route.argv;
   }
 
+  /** Whether commands were rewritten whose replies `settle` has not seen yet. */
+  get pending(): boolean {
+    return this.routes.size > 0;
+  }
+
   /**
    * Post-processes the replies of the commands rewritten since the last call (indexed like the
    * commands; a sliced pipeline calls it after each slice); retries NOSCRIPT items on `pool`.

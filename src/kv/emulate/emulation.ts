@@ -11,6 +11,11 @@ export interface Emulation {
   readonly scripts: { readonly write: LuaScript; readonly read?: LuaScript };
   /** The lower-case command name when this emulation runs argv on this backend. */
   claims(argv: readonly Arg[], table: CommandTable, options: EmulationOptions): string | undefined;
+  /**
+   * Whether `claims` may take some command of this lower-case name on this backend: false only
+   * when it takes none, whatever the arguments (route.ts caches it per name, to skip `claims`).
+   */
+  mayClaim(name: string, table: CommandTable, options: EmulationOptions): boolean;
   /** The script's KEYS and ARGV for the command, or an error reply for a malformed one. */
   call(name: string, argv: readonly Arg[]): ScriptCall | Reply;
 }

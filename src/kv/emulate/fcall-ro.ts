@@ -19,7 +19,8 @@ export async function retryReadOnlyFcalls(
   replies: (Reply | undefined)[],
 ): Promise<void> {
   if (p.role === "acl") return;
-  for (const [i, reply] of replies.entries()) {
+  for (let i = 0; i < replies.length; i++) {
+    const reply = replies[i];
     // Gateway-handled commands' replies are not there yet (undefined).
     if (reply?.kind !== "error" || reply.value !== WRITE_FLAG_REFUSAL) continue;
     const argv = commands[i] as Arg[];

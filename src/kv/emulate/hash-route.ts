@@ -63,6 +63,17 @@ export function emulatesFieldTtl(table: CommandTable): boolean {
   return !table.has("hexpire");
 }
 
+/** Commands Redis knows that the hash script runs while it provides field TTLs. */
+function isRouted(name: string): boolean {
+  return (
+    READS.has(name) ||
+    NATIVE_WRITES.has(name) ||
+    KEY_MOVES.has(name) ||
+    KEY_DELETES.has(name) ||
+    KEY_EXPIRIES.has(name)
+  );
+}
+
 function isCopyOntoItself(name: string, argv: readonly Arg[]): boolean {
   return name === "copy" && argv.length >= 3 && argv[1]?.toString() === argv[2]?.toString();
 }
@@ -76,19 +87,18 @@ export const HASH_EMULATION: Emulation = {
     if (isCopyOntoItself(name, argv)) return name;
     if (!fieldTtl || !emulatesFieldTtl(table)) return undefined;
     if (name in ADDED) return name;
-    const routed =
-      READS.has(name) ||
-      NATIVE_WRITES.has(name) ||
-      KEY_MOVES.has(name) ||
-      KEY_DELETES.has(name) ||
-      KEY_EXPIRIES.has(name);
-    if (!routed) return undefined;
+    if (!isRouted(name)) return undefined;
     // Lua's unpack() cannot pass this many arguments on: such a command runs natively, without
     // the field TTLs (docs/compatibility.md, limits). DEL and UNLINK are sliced in the script.
     if (argv.length > MAX_UNPACKED && !KEY_DELETES.has(name)) return undefined;
     // A malformed native command goes to Redis as is, which answers with its own error.
     const arity = table.get(name)?.arity;
     return arity !== undefined && arityOk(arity, argv.length) ? name : undefined;
+  },
+
+  mayClaim(name, table, { fieldTtl }) {
+    if (name === "copy") return true;
+    return fieldTtl && emulatesFieldTtl(table) && (name in ADDED || isRouted(name));
   },
 
   call(name, argv) {

@@ -4,6 +4,7 @@ import type { Emulation, EmulationOptions } from "./emulation.js";
 import { JSON_EMULATION } from "../json/route.js";
 import { HASH_EMULATION } from "./hash-route.js";
 import type { LuaScript } from "../../shared/lua/script.js";
+import { NameCache } from "../name-cache.js";
 import { BITOP_EMULATION, STREAM_EMULATION } from "./streams-route.js";
 
 /**
@@ -26,12 +27,30 @@ const EMULATIONS: readonly Emulation[] = [
   BITOP_EMULATION,
 ];
 
+/**
+ * Per field-TTL option (off, on): whether any emulation may claim a command of that name
+ * (`mayClaim`). Most commands are claimed by none, and asking the four emulations (each
+ * lower-casing the name) cost about 6% of a 100-command pipeline's CPU. A non-ASCII name may
+ * lower-case, as `claims` decodes it, to an ASCII one: it is always asked.
+ */
+const claimable = [false, true].map(
+  (fieldTtl) =>
+    new NameCache<boolean>(
+      (name, table, nonAscii) =>
+        nonAscii || EMULATIONS.some((e) => e.mayClaim(name, table, { fieldTtl })),
+    ),
+);
+
 /** The emulation that takes argv on this backend, with the command's name, or undefined. */
 export function findEmulation(
   argv: readonly Arg[],
   table: CommandTable,
   options: EmulationOptions,
 ): [Emulation, string] | undefined {
+  const first = argv[0];
+  if (first === undefined || !claimable[options.fieldTtl ? 1 : 0]?.get(first, table)) {
+    return undefined;
+  }
   for (const emulation of EMULATIONS) {
     const name = emulation.claims(argv, table, options);
     if (name !== undefined) return [emulation, name];

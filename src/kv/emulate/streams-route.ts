@@ -35,6 +35,10 @@ export const STREAM_EMULATION: Emulation = {
     return readGroupKeys(argv) ? name : undefined;
   },
 
+  mayClaim(name) {
+    return name in ADDED || name === "xreadgroup";
+  },
+
   call(name, argv) {
     const arity = ADDED[name];
     if (arity !== undefined && !arityOk(arity, argv.length)) return arityError(name);
@@ -52,6 +56,10 @@ export const BITOP_EMULATION: Emulation = {
   claims(argv, table) {
     if (lower(argv[0]) !== "bitop" || !NEW_OPS.has(lower(argv[1]))) return undefined;
     return table.has("xdelex") ? undefined : "bitop";
+  },
+
+  mayClaim(name, table) {
+    return name === "bitop" && !table.has("xdelex");
   },
 
   call(name, argv) {

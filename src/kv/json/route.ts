@@ -76,6 +76,10 @@ export const JSON_EMULATION: Emulation = {
     return emulatesJson(table) ? jsonCommandName(argv) : undefined;
   },
 
+  mayClaim(name, table) {
+    return emulatesJson(table) && (READS.has(name) || WRITES.has(name));
+  },
+
   call(name, argv) {
     const split = keysAndArgs(name, argv);
     if (!split) return arityError(name);
