@@ -33,6 +33,12 @@ describe("which commands stashd emulates", () => {
     expect(nameOf(["BITOP", "DIFF", "d", "a", "b"], redis82)).toBeUndefined();
   });
 
+  it("does not take names an object inherits (constructor, toString) as emulated commands", () => {
+    for (const name of ["CONSTRUCTOR", "toString", "__proto__", "hasOwnProperty"]) {
+      expect(nameOf([name, "x", "y", "z", "w", "v"])).toBeUndefined();
+    }
+  });
+
   it("sends malformed or oversized plain commands to Redis as they are", () => {
     expect(nameOf(["HGET", "h"])).toBeUndefined();
     const huge = ["HSET", "h", ...Array.from({ length: 7_000 }, (_, i) => `f${i}`)];

@@ -86,7 +86,7 @@ export const HASH_EMULATION: Emulation = {
     const name = argv[0]?.toString().toLowerCase() ?? "";
     if (isCopyOntoItself(name, argv)) return name;
     if (!fieldTtl || !emulatesFieldTtl(table)) return undefined;
-    if (name in ADDED) return name;
+    if (Object.hasOwn(ADDED, name)) return name;
     if (!isRouted(name)) return undefined;
     // Lua's unpack() cannot pass this many arguments on: such a command runs natively, without
     // the field TTLs (docs/compatibility.md, limits). DEL and UNLINK are sliced in the script.
@@ -98,7 +98,7 @@ export const HASH_EMULATION: Emulation = {
 
   mayClaim(name, table, { fieldTtl }) {
     if (name === "copy") return true;
-    return fieldTtl && emulatesFieldTtl(table) && (name in ADDED || isRouted(name));
+    return fieldTtl && emulatesFieldTtl(table) && (Object.hasOwn(ADDED, name) || isRouted(name));
   },
 
   call(name, argv) {
@@ -114,7 +114,7 @@ export const HASH_EMULATION: Emulation = {
       const dst = rest.shift() as Arg;
       keys.push(dst, companionKey(dst));
     }
-    const native = (READS.has(name) && !(name in ADDED)) || NATIVE_WRITES.has(name);
+    const native = (READS.has(name) && !(Object.hasOwn(ADDED, name))) || NATIVE_WRITES.has(name);
     const plain = native ? "+" : ""; // see lua/includes/hash.lua, ARGV[1]
     return { keys, args: [plain + name, ...rest], read: READS.has(name) };
   },

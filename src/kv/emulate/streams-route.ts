@@ -28,7 +28,7 @@ export const STREAM_EMULATION: Emulation = {
 
   claims(argv, table) {
     const name = lower(argv[0]);
-    if (name in ADDED) return table.has(name) ? undefined : name;
+    if (Object.hasOwn(ADDED, name)) return table.has(name) ? undefined : name;
     if (name !== "xreadgroup" || !argv.some((a, i) => i > 3 && lower(a) === "noack")) {
       return undefined;
     }
@@ -36,7 +36,7 @@ export const STREAM_EMULATION: Emulation = {
   },
 
   mayClaim(name) {
-    return name in ADDED || name === "xreadgroup";
+    return Object.hasOwn(ADDED, name) || name === "xreadgroup";
   },
 
   call(name, argv) {
