@@ -1,5 +1,6 @@
 /**
- * Cron lateness benchmark: `npx tsx bench/schedules.ts [--schedules N] [--ticks T] [--smoke]`.
+ * Cron lateness benchmark:
+ * `npx tsx bench/schedules.ts [--schedules N] [--ticks T] [--lead MS] [--smoke]`.
  *
  * Two queue services (two "processes", in one Node process) on one redis-server share N
  * schedules `* * * * *` (created half through each), delivering to a local receiver. For T real
@@ -7,6 +8,7 @@
  * that every schedule was delivered exactly once per tick. Runs about T + 1 minutes.
  * `--smoke` (CI runs it so the script keeps working; its figures mean nothing): 20 schedules, one
  * tick, on a scheduler clock moved forward so that the tick comes a second after the creates.
+ * `--lead MS` sets STASHD_QUEUE_SCHEDULE_LEAD_MS (default 500; 0 fires at the tick).
  */
 import http from "node:http";
 import type { AddressInfo } from "node:net";
@@ -25,6 +27,9 @@ const arg = (name: string, dflt: number): number => {
 const smoke = process.argv.includes("--smoke");
 const N = smoke ? 20 : arg("--schedules", 500);
 const TICKS = smoke ? 1 : arg("--ticks", 2);
+const LEAD = process.argv.includes("--lead")
+  ? Number(process.argv[process.argv.indexOf("--lead") + 1])
+  : 500;
 const TOKEN = "YmVuY2g=";
 const MIN = 60_000;
 /** The schedulers' clock: real time, moved forward by `offset` in smoke mode. */
@@ -54,6 +59,7 @@ async function service(): Promise<QueueService> {
       queueToken: TOKEN,
       queueCurrentSigningKey: "sig_bench_current",
       queueNextSigningKey: "sig_bench_next",
+      queueScheduleLeadMs: LEAD,
     },
     {},
   );
@@ -86,12 +92,14 @@ const ticked = counted();
 const lateness = ticked.map((a) => sinceTick(a.at)).sort((a, b) => a - b);
 const pct = (sorted: number[], p: number): number =>
   sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
-// Fire lateness: when each produced message was stored (its CREATED log event) after its tick.
+// Fire lateness: when each produced message was stored (its CREATED log event) after its tick;
+// negative when stored ahead of it (the lead), measured from the nearest tick.
+const nearTick = (t: number): number => t - Math.round(t / MIN) * MIN;
 const logs = await fetch(`${services[0]?.url}/v2/logs?state=CREATED&count=1000`, {
   headers: { authorization: `Bearer ${TOKEN}` },
 });
 const created = ((await logs.json()) as { logs: { time: number }[] }).logs;
-const fired = created.map((l) => sinceTick(l.time + clock.offset)).sort((a, b) => a - b);
+const fired = created.map((l) => nearTick(l.time + clock.offset)).sort((a, b) => a - b);
 const perTick = new Map<string, number>();
 for (const a of ticked) {
   const key = `${a.id}@${Math.floor(a.at / MIN)}`;
