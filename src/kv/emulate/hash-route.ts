@@ -114,7 +114,7 @@ export const HASH_EMULATION: Emulation = {
       const dst = rest.shift() as Arg;
       keys.push(dst, companionKey(dst));
     }
-    const native = (READS.has(name) && !(Object.hasOwn(ADDED, name))) || NATIVE_WRITES.has(name);
+    const native = (READS.has(name) && !Object.hasOwn(ADDED, name)) || NATIVE_WRITES.has(name);
     const plain = native ? "+" : ""; // see lua/includes/hash.lua, ARGV[1]
     return { keys, args: [plain + name, ...rest], read: READS.has(name) };
   },
