@@ -5,10 +5,14 @@
  * - durable publishes/s at 1 and 50 connections (autocannon against /v2/publish/<receiver>;
  *   stashd's managed queue Redis has `appendfsync always`, so a counted publish is on disk), next
  *   to `redis-benchmark` SET at 1 and 50 clients against an identically configured redis-server
- *   (lib/redis-anchor.ts), the most any durable write can do here;
+ *   (lib/redis-anchor.ts), the most any durable write can do here; at 50 connections twice: each
+ *   publish delivered at once (stashd stores and delivers on the same cores), and delivered a
+ *   day later (storing only), with stashd's and its Redis's CPU per publish;
  * - deliveries/s: a backlog released at once by a common Upstash-Not-Before, next to the bare
- *   ceiling, an undici POST loop at 50 connections straight to the same receiver; and again with
- *   a flow-control key whose limit never binds (the flow-control overhead);
+ *   ceiling, an undici POST loop at 50 connections straight to the same receiver, with the CPU
+ *   per delivery of stashd, its Redis and the receiver beside the bare loop's (on a 2-core
+ *   machine their sum bounds what any build can reach); and again with a flow-control key whose
+ *   limit never binds (the flow-control overhead);
  * - publish->delivery latency p50/p99 (no delay, one publish at a time), next to the bare POST's;
  * - CPU per message of stashd and of its Redis over the 50-connection publish phase (each
  *   publish is also delivered then), beside the receiver's CPU per request (what one bare
@@ -77,8 +81,31 @@ async function bareLoop(url: string, connections: number, secs: number): Promise
   return { rps: lat.length / secs, p50: pct(lat, 50), p99: pct(lat, 99) };
 }
 
-const publishLoad = (base: string, token: string, target: string, connections: number) =>
-  publishFor(base, token, target, connections, seconds);
+const publishLoad = (
+  base: string,
+  token: string,
+  target: string,
+  connections: number,
+  headers: Record<string, string> = {},
+) => publishFor(base, token, target, connections, seconds, headers);
+
+/** CPU time (ms so far) of each process of a run: stashd, its Redis, the receiver. */
+interface Pids {
+  stashd: number | undefined;
+  redis: number | undefined;
+  receiver: number | undefined;
+}
+const cpuOf = (pids: Pids) => ({
+  stashd: cpuMs(pids.stashd),
+  redis: cpuMs(pids.redis),
+  receiver: cpuMs(pids.receiver),
+});
+/** CPU per item (µs) of each process since `before`. */
+const cpuPer = (pids: Pids, before: ReturnType<typeof cpuOf>, items: number) => {
+  const now = cpuOf(pids);
+  const per = (k: keyof Pids) => ((now[k] - before[k]) * 1000) / items;
+  return { stashd: per("stashd"), redis: per("redis"), receiver: per("receiver") };
+};
 
 function startStashd(dataDir: string) {
   const profileDir = option("--profile");
@@ -97,9 +124,12 @@ function redisPid(dataDir: string): number | undefined {
   }
 }
 
-/** Deliveries/s of a backlog of `n`, and stashd's CPU per delivery (µs) while it drains. */
+/**
+ * Deliveries/s of a backlog of `n`, and the CPU per delivery (µs) of stashd, its Redis and the
+ * receiver while it drains.
+ */
 async function deliveries(
-  stashd: { url: string; token: string; pid: number | undefined },
+  stashd: { url: string; token: string; pids: Pids },
   rx: string,
   n: number,
   rate: number,
@@ -133,11 +163,11 @@ async function deliveries(
   await new Promise((r) => setTimeout(r, wait));
   await stats(rx);
   const t = Date.now();
-  const cpu0 = cpuMs(stashd.pid);
+  const cpu0 = cpuOf(stashd.pids);
   const got = await drain(rx, n, 60_000);
-  const cpuUs = ((cpuMs(stashd.pid) - cpu0) * 1000) / got;
+  const cpu = cpuPer(stashd.pids, cpu0, got);
   if (got < n) throw new Error(`only ${got} of ${n} backlog messages were delivered`);
-  return { rps: got / ((Date.now() - t) / 1000), cpuUs };
+  return { rps: got / ((Date.now() - t) / 1000), cpu };
 }
 
 async function latency(base: string, token: string, rx: string, samples: number) {
@@ -192,38 +222,38 @@ async function main(): Promise<void> {
   const { url: rx, child: receiver } = await startReceiverChild();
   const dataDir = mkdtempSync(path.join(os.tmpdir(), "stashd-bench-queue-"));
   const stashd = await startStashd(dataDir);
-  const pids = { stashd: stashd.child.pid, redis: redisPid(dataDir), receiver: receiver.pid };
+  const pids: Pids = {
+    stashd: stashd.child.pid,
+    redis: redisPid(dataDir),
+    receiver: receiver.pid,
+  };
   try {
     const bare1 = await bareLoop(rx, 1, seconds);
+    const rx0 = cpuMs(pids.receiver);
     const bare50 = await ownCpu(
       (r) => r.rps * seconds,
       () => bareLoop(rx, 50, seconds),
     );
+    const bareRxUs = ((cpuMs(pids.receiver) - rx0) * 1000) / (bare50.result.rps * seconds);
     await stats(rx);
     const pub1 = await publishLoad(stashd.url, stashd.token, rx, 1);
     await drain(rx, pub1.total, 10_000);
-    const cpu0 = {
-      stashd: cpuMs(pids.stashd),
-      redis: cpuMs(pids.redis),
-      receiver: cpuMs(pids.receiver),
-    };
+    const cpu0 = cpuOf(pids);
     const pub50 = await publishLoad(stashd.url, stashd.token, rx, 50);
     await drain(rx, pub50.total, 30_000);
-    const perMsg = (pid: number | undefined, before: number) =>
-      ((cpuMs(pid) - before) * 1000) / pub50.total;
-    const cpu = {
-      stashd: perMsg(pids.stashd, cpu0.stashd),
-      redis: perMsg(pids.redis, cpu0.redis),
-      receiver: perMsg(pids.receiver, cpu0.receiver),
-    };
+    const cpu = cpuPer(pids, cpu0, pub50.total);
     const n = smoke ? 100 : Math.min(20_000, Math.max(2000, Math.round(pub50.rps * 2)));
-    const target = { ...stashd, pid: pids.stashd };
+    const target = { ...stashd, pids };
     const dps = await deliveries(target, rx, n, pub50.rps);
     const dpsKey = await deliveries(target, rx, n, pub50.rps, {
       "upstash-flow-control-key": "bench",
       "upstash-flow-control-value": "parallelism=100000",
     });
     const lat = await latency(stashd.url, stashd.token, rx, smoke ? 20 : 500);
+    // Publishes alone: delivered a day later (never, in this run), so the phase measures storing.
+    const cpuLater0 = cpuOf(pids);
+    const later = await publishLoad(stashd.url, stashd.token, rx, 50, { "upstash-delay": "1d" });
+    const cpuLater = cpuPer(pids, cpuLater0, later.total);
     const rss = rssMb(pids.stashd);
     const anchorText = (c: number) => {
       const a = set(c);
@@ -239,10 +269,16 @@ async function main(): Promise<void> {
         ratio(pub1.rps, set(1)?.rps),
       ],
       [
-        "durable publishes, 50 connections",
+        "durable publishes, 50 connections (each also delivered meanwhile)",
         rate(pub50, "/s"),
         `redis-benchmark SET, appendfsync always, 50 clients: ${anchorText(50)}`,
         ratio(pub50.rps, set(50)?.rps),
+      ],
+      [
+        "durable publishes, 50 connections, delivered a day later (storing only)",
+        `${rate(later, "/s")}; CPU per publish: stashd ${f(cpuLater.stashd)} µs, its Redis ${f(cpuLater.redis)} µs`,
+        `redis-benchmark SET, appendfsync always, 50 clients: ${anchorText(50)}`,
+        ratio(later.rps, set(50)?.rps),
       ],
       [
         `deliveries (backlog of ${n})`,
@@ -252,9 +288,9 @@ async function main(): Promise<void> {
       ],
       [
         "CPU per delivery (backlog drain)",
-        `stashd ${f(dps.cpuUs)} µs`,
-        `bare undici POST, 50 connections: ${f(bare50.cpuUs)} µs per request (load generator)`,
-        ratio(dps.cpuUs, bare50.cpuUs),
+        `stashd ${f(dps.cpu.stashd)} µs, its Redis ${f(dps.cpu.redis)} µs, the receiver ${f(dps.cpu.receiver)} µs`,
+        `bare undici POST, 50 connections: ${f(bare50.cpuUs)} µs per request (load generator), the receiver ${f(bareRxUs)} µs`,
+        ratio(dps.cpu.stashd, bare50.cpuUs),
       ],
       [
         "deliveries with a flow-control key (limit never reached)",

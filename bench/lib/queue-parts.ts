@@ -92,13 +92,17 @@ export async function startQueueChild(
   throw new Error("stashd did not start");
 }
 
-/** Publishes to `target` at `connections` for `seconds`; every answer must be a 2xx. */
+/**
+ * Publishes to `target` at `connections` for `seconds`; every answer must be a 2xx. `headers`
+ * are added to every publish (e.g. an `Upstash-Delay`).
+ */
 export async function publishLoad(
   base: string,
   token: string,
   target: string,
   connections: number,
   seconds: number,
+  headers: Record<string, string> = {},
 ): Promise<Rate & { total: number }> {
   const r = await autocannon({
     url: `${base}/v2/publish/${target}/load`,
@@ -106,7 +110,7 @@ export async function publishLoad(
     duration: seconds,
     method: "POST",
     body: "hello",
-    headers: { authorization: `Bearer ${token}`, "content-type": "text/plain" },
+    headers: { authorization: `Bearer ${token}`, "content-type": "text/plain", ...headers },
   });
   if (r.non2xx > 0 || r.errors > 0)
     throw new Error(`publish: ${r.non2xx} non-2xx, ${r.errors} errors`);

@@ -21,7 +21,8 @@ describe("bench smoke runs", () => {
     const out = await run("bench/queue.ts");
     for (const row of [
       "| durable publishes, 1 connection |",
-      "| durable publishes, 50 connections |",
+      "| durable publishes, 50 connections (each also delivered meanwhile) |",
+      "| durable publishes, 50 connections, delivered a day later (storing only) |",
       "| deliveries (backlog of 100) |",
       "| deliveries with a flow-control key (limit never reached) |",
       "| publish -> delivery latency (20 samples) |",
