@@ -1,12 +1,9 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { originOf } from "../../src/queue/delivery/destination-share.js";
 import type { MessageMeta } from "../../src/queue/domain/message.js";
 import { queueKeys } from "../../src/queue/store/keys.js";
-import { MessageStore, type NewMessage } from "../../src/queue/store/message-store.js";
-import type { RedisPool } from "../../src/shared/redis/pool.js";
-import { startRedis, testPool, type TestRedis } from "../harness/redis.js";
-import { message } from "./lua-guard.js";
-import { singlePartition } from "../../src/queue/store/partitions.js";
+import type { NewMessage } from "../../src/queue/store/message-store.js";
+import { message, storeOnOwnRedis } from "./lua-guard.js";
 
 /**
  * The claim decides by a message's stored `origin` field (lua/includes/origin.lua), so skipping
@@ -14,35 +11,20 @@ import { singlePartition } from "../../src/queue/store/partitions.js";
  * without that field, is still claimed and counted by the URL in its meta.
  */
 const LEASE_MS = 60_000;
-let redis: TestRedis;
-let pool: RedisPool;
-let store: MessageStore;
-
-beforeAll(async () => {
-  redis = await startRedis();
-  pool = testPool(redis.url, 1);
-  store = new MessageStore(singlePartition(pool), 60_000);
-});
-afterAll(async () => {
-  await pool?.close();
-  await redis?.stop();
-});
-beforeEach(async () => {
-  await pool.exec(["FLUSHALL"]);
-});
+const ctx = storeOnOwnRedis();
 
 const msg = (id: string, url: string, now: number): NewMessage => message(id, now, { url });
 
 const field = async (id: string, name: string): Promise<string | undefined> => {
-  const reply = await pool.exec(["HGET", queueKeys.message(id), name]);
+  const reply = await ctx.pool.exec(["HGET", queueKeys.message(id), name]);
   return reply.kind === "bulk" ? reply.value.toString() : undefined;
 };
 
 /** Stores the messages as a version before the `origin` field did. */
 async function storeAsOlderVersion(now: number, messages: NewMessage[]): Promise<void> {
-  await store.enqueue(now, messages);
+  await ctx.store.enqueue(now, messages);
   for (const m of messages)
-    await pool.exec(["HDEL", queueKeys.message(m.meta.messageId), "origin"]);
+    await ctx.pool.exec(["HDEL", queueKeys.message(m.meta.messageId), "origin"]);
 }
 
 const ids = (claimed: { meta: MessageMeta }[]) => claimed.map((c) => c.meta.messageId);
@@ -51,7 +33,7 @@ describe("the origin a claim counts a message by", () => {
   it("is stored in the message hash as originOf computes it", async () => {
     const now = Date.now();
     const url = "HTTP://Example.COM:8080/Path?q=Upper#x";
-    await store.enqueue(now, [msg("m1", url, now)]);
+    await ctx.store.enqueue(now, [msg("m1", url, now)]);
     expect(await field("m1", "origin")).toBe(originOf(url));
     expect(originOf(url)).toBe("http://example.com:8080");
   });
@@ -59,17 +41,17 @@ describe("the origin a claim counts a message by", () => {
   it("skips messages of a destination at its share by that field and claims the others", async () => {
     const now = Date.now();
     const busy = "http://busy.example:1";
-    await store.enqueue(now, [
+    await ctx.store.enqueue(now, [
       msg("b1", `${busy}/1`, now),
       msg("o1", "http://other.example/1", now),
       msg("b2", `${busy}/2`, now),
     ]);
     const fair = { cap: 2, scan: 100, inflight: [[busy, 2]] as [string, number][] };
-    const first = await store.claim(now, 10, LEASE_MS, fair);
+    const first = await ctx.store.claim(now, 10, LEASE_MS, fair);
     expect(ids(first.claimed)).toEqual(["o1"]);
     expect(first.claimed[0]?.body.toString()).toBe("body of o1");
     expect(first.skipped).toBe(2);
-    const later = await store.claim(now, 10, LEASE_MS, { ...fair, inflight: [[busy, 0]] });
+    const later = await ctx.store.claim(now, 10, LEASE_MS, { ...fair, inflight: [[busy, 0]] });
     expect(ids(later.claimed)).toEqual(["b1", "b2"]);
   });
 
@@ -82,10 +64,10 @@ describe("the origin a claim counts a message by", () => {
     ]);
     expect(await field("old-b", "origin")).toBeUndefined();
     const fair = { cap: 1, scan: 100, inflight: [[originOf(busy), 1]] as [string, number][] };
-    const first = await store.claim(now, 10, LEASE_MS, fair);
+    const first = await ctx.store.claim(now, 10, LEASE_MS, fair);
     expect(ids(first.claimed)).toEqual(["old-o"]);
     expect(first.skipped).toBe(1);
-    const later = await store.claim(now, 10, LEASE_MS, { ...fair, inflight: [] });
+    const later = await ctx.store.claim(now, 10, LEASE_MS, { ...fair, inflight: [] });
     expect(ids(later.claimed)).toEqual(["old-b"]);
     expect(later.claimed[0]?.meta.url).toBe(`${busy}/x`);
     expect(later.claimed[0]?.body.toString()).toBe("body of old-b");
@@ -93,13 +75,13 @@ describe("the origin a claim counts a message by", () => {
 
   it("drops due entries whose message is gone, with or without the field", async () => {
     const now = Date.now();
-    await store.enqueue(now, [msg("gone", "http://a.example/", now)]);
+    await ctx.store.enqueue(now, [msg("gone", "http://a.example/", now)]);
     await storeAsOlderVersion(now, [msg("gone-old", "http://a.example/", now)]);
-    await store.enqueue(now, [msg("kept", "http://a.example/", now)]);
-    await pool.exec(["DEL", queueKeys.message("gone"), queueKeys.message("gone-old")]);
-    const { claimed, skipped } = await store.claim(now, 10, LEASE_MS);
+    await ctx.store.enqueue(now, [msg("kept", "http://a.example/", now)]);
+    await ctx.pool.exec(["DEL", queueKeys.message("gone"), queueKeys.message("gone-old")]);
+    const { claimed, skipped } = await ctx.store.claim(now, 10, LEASE_MS);
     expect(ids(claimed)).toEqual(["kept"]);
     expect(skipped).toBe(0);
-    expect(await pool.exec(["ZCARD", queueKeys.due])).toEqual({ kind: "int", value: "0" });
+    expect(await ctx.pool.exec(["ZCARD", queueKeys.due])).toEqual({ kind: "int", value: "0" });
   });
 });

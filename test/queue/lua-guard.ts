@@ -1,4 +1,4 @@
-import { expect } from "vitest";
+import { afterAll, beforeAll, beforeEach, expect } from "vitest";
 import type { MessageMeta } from "../../src/queue/domain/message.js";
 import { DlqStore } from "../../src/queue/store/dlq-store.js";
 import { FlowControlStore } from "../../src/queue/store/flow-control-store.js";
@@ -12,7 +12,7 @@ import { parseRedisUrl } from "../../src/shared/redis/connection.js";
 import type { RedisPool } from "../../src/shared/redis/pool.js";
 import type { Arg, Reply } from "../../src/shared/redis/resp.js";
 import { eventually } from "../harness/eventually.js";
-import { testPool } from "../harness/redis.js";
+import { startRedis, testPool, type TestRedis } from "../harness/redis.js";
 import { singlePartition } from "../../src/queue/store/partitions.js";
 
 const USER = "scripted";
@@ -289,4 +289,26 @@ async function workflowPaths(pool: RedisPool, now: number): Promise<void> {
   expect(await runs.release(now, "wfr_g", "e3", "t3", { id: "t3", entry: entry("t3") })).toBe(
     "ended",
   );
+}
+
+/**
+ * A MessageStore (one partition) on a Redis of its own for the calling `describe`: started before
+ * its tests, flushed before each, stopped after. Read `store`/`pool` inside the tests.
+ */
+export function storeOnOwnRedis(): { store: MessageStore; pool: RedisPool } {
+  const ctx = {} as { store: MessageStore; pool: RedisPool };
+  let redis: TestRedis | undefined;
+  beforeAll(async () => {
+    redis = await startRedis();
+    ctx.pool = testPool(redis.url, 1);
+    ctx.store = new MessageStore(singlePartition(ctx.pool), 60_000);
+  });
+  afterAll(async () => {
+    await ctx.pool?.close();
+    await redis?.stop();
+  });
+  beforeEach(async () => {
+    await ctx.pool.exec(["FLUSHALL"]);
+  });
+  return ctx;
 }

@@ -18,6 +18,7 @@ import type { SigningKeys } from "../store/signing-keys.js";
 import { callbackMessage, failureCallbackMessage } from "./callbacks.js";
 import { DestinationShare, originOf } from "./destination-share.js";
 import type { HttpClient } from "./http-client.js";
+import { ClaimDepth } from "./claim-depth.js";
 import { LeaseKeeper, LeaseLost } from "./leases.js";
 import { signDelivery } from "./signer.js";
 
@@ -25,8 +26,13 @@ const CLAIM_BATCH = 64;
 /**
  * Most due entries one claim looks at while skipping destinations at their share: a message
  * further behind than this waits for those destinations to free slots (docs/queue.md, Fairness).
+ * Claims look only CLAIM_SHORT_SCAN entries past their limit, except for one long scan at least
+ * every CLAIM_LONG_SCAN_EVERY_MS and every claim while long scans find messages deeper than
+ * that (claim-depth.ts).
  */
 const CLAIM_SCAN = 1024;
+const CLAIM_SHORT_SCAN = 64;
+const CLAIM_LONG_SCAN_EVERY_MS = 100;
 /** After the grace period: time for aborted attempts to unwind and arrived ones to be recorded. */
 const FINISH_AFTER_ABORT_MS = 2_000;
 
@@ -87,6 +93,7 @@ export class Dispatcher {
    * the due set's head (those messages) no longer sets the next wake-up.
    */
   private readonly share: DestinationShare;
+  private readonly depth = new ClaimDepth(CLAIM_SCAN, CLAIM_SHORT_SCAN, CLAIM_LONG_SCAN_EVERY_MS);
   private hooks: DeliveryHooks | undefined;
 
   constructor(
@@ -246,13 +253,16 @@ export class Dispatcher {
       this.saturated = free <= 0;
       if (this.saturated) return;
       const limit = Math.min(free, CLAIM_BATCH);
-      const fair = { cap: this.share.cap, scan: CLAIM_SCAN, inflight: this.share.counts() };
-      const { claimed, atShare } = await this.store.claim(
-        Date.now(),
+      const now = Date.now();
+      const scan = this.depth.scan(limit, now);
+      const fair = { cap: this.share.cap, scan, inflight: this.share.counts() };
+      const { claimed, atShare, deepest } = await this.store.claim(
+        now,
         limit,
         this.cfg.queueLeaseMs,
         fair,
       );
+      this.depth.saw(limit, deepest, now);
       this.share.leftWaiting(atShare);
       for (const c of claimed) this.run(c, false);
       if (claimed.length < limit && !this.share.refillDue()) return;
@@ -339,7 +349,7 @@ export class Dispatcher {
       answered();
       this.leases.settle(meta.messageId, c.token);
       const reviewed = this.hooks ? this.hooks.review(c, result) : result;
-      if (!(abort.signal.reason instanceof LeaseLost)) await this.record(c, reviewed);
+      if (!(abort.reason instanceof LeaseLost)) await this.record(c, reviewed);
     } finally {
       this.leases.release(meta.messageId, c.token);
     }

@@ -1,8 +1,8 @@
-import type { Readable } from "node:stream";
-import { Agent, request } from "undici";
+import { Agent, type Dispatcher } from "undici";
 import { messageOf } from "../../shared/errors.js";
 import { canonicalHeader } from "../domain/headers.js";
 import type { AttemptResult, Headers } from "../domain/message.js";
+import { AttemptAbort } from "./attempt-abort.js";
 import type { DestinationPolicy } from "./destination-policy.js";
 import { guardedLookup } from "./guarded-lookup.js";
 
@@ -13,10 +13,10 @@ export interface OutboundRequest {
   body: Buffer;
   timeoutMs: number;
   /**
-   * The attempt's controller, when the caller may abort it too (a lost lease); the client arms
-   * the timeout on it. The abort reason becomes the attempt's error.
+   * The attempt's abort, when the caller may abort it too (a lost lease); the client arms the
+   * timeout on it. The abort reason becomes the attempt's error.
    */
-  abort?: AbortController;
+  abort?: AttemptAbort;
 }
 
 /**
@@ -26,9 +26,15 @@ export interface OutboundRequest {
  * Redirects are not followed (a 3xx is a failed attempt, like any non-2xx).
  * With an active destination policy, a refused URL or resolved address fails the attempt (status
  * 0) without sending anything.
+ *
+ * Requests go through the Agent's `dispatch` with a handler of our own (Exchange) rather than
+ * undici's `request`: the attempt needs the status, the headers and a bounded body, not a
+ * readable stream, an abort signal listener and undici's own timers per request; see
+ * docs/decisions.md ("Delivery HTTP").
  */
 export class HttpClient {
   private readonly agent: Agent;
+  private readonly targets = new TargetCache();
 
   constructor(
     private readonly maxBodyBytes: number,
@@ -44,27 +50,33 @@ export class HttpClient {
 
   async send(req: OutboundRequest): Promise<AttemptResult> {
     const refused = this.refused(req.url);
-    if (refused) return { status: 0, header: {}, body: Buffer.alloc(0), error: refused };
-    const abort = req.abort ?? new AbortController();
+    if (refused) return failed(refused);
+    const abort = req.abort ?? new AttemptAbort();
     const timer = setTimeout(
       () => abort.abort(new Error(`request timed out after ${req.timeoutMs} ms`)),
       req.timeoutMs,
     );
     try {
-      const res = await request(req.url, {
-        dispatcher: this.agent,
-        method: req.method as "POST",
-        headers: req.headers,
-        body: req.method === "GET" || req.method === "HEAD" ? null : req.body,
-        signal: abort.signal,
-        headersTimeout: req.timeoutMs,
-        bodyTimeout: req.timeoutMs,
+      const target = this.targets.of(req.url);
+      return await new Promise<AttemptResult>((resolve) => {
+        const exchange = new Exchange(this.maxBodyBytes, abort, resolve);
+        const sent = this.agent.dispatch(
+          {
+            origin: target.origin,
+            path: target.path,
+            method: req.method as Dispatcher.HttpMethod,
+            headers: req.headers,
+            body: req.method === "GET" || req.method === "HEAD" ? null : req.body,
+            // The attempt's own timer (above) covers headers and body together.
+            headersTimeout: 0,
+            bodyTimeout: 0,
+          },
+          exchange,
+        );
+        if (!sent) exchange.fail(new Error("delivery client is closed"));
       });
-      const body = await this.readLimited(res.body);
-      return { status: res.statusCode, header: toHeaders(res.headers), body };
     } catch (err) {
-      const error = abort.signal.aborted ? messageOf(abort.signal.reason) : messageOf(err);
-      return { status: 0, header: {}, body: Buffer.alloc(0), error };
+      return failed(abort.aborted ? messageOf(abort.reason) : messageOf(err));
     } finally {
       clearTimeout(timer);
     }
@@ -83,32 +95,106 @@ export class HttpClient {
       return messageOf(err);
     }
   }
+}
 
-  /** The body's first `maxBodyBytes` (the rest is read and dropped, so the connection is reused). */
-  private readLimited(stream: Readable): Promise<Buffer> {
-    const max = this.maxBodyBytes;
-    return new Promise((resolve, reject) => {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      stream.on("data", (chunk: Buffer) => {
-        if (size >= max) return;
-        chunks.push(chunk);
-        size += chunk.length;
-      });
-      stream.once("error", reject);
-      stream.once("end", () => {
-        const all = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
-        resolve(all.length > max ? all.subarray(0, max) : all);
-      });
+const failed = (error: string): AttemptResult => ({
+  status: 0,
+  header: {},
+  body: Buffer.alloc(0),
+  error,
+});
+
+/**
+ * One request's response, gathered from undici's handler callbacks: the status, the headers and
+ * the body's first `max` bytes (later chunks are dropped, still read so the connection is
+ * reused). Settles once: with the response at its end, or with status 0 and the error (the
+ * abort's reason when the attempt was aborted: timeout, lost lease, cancel).
+ */
+class Exchange implements Dispatcher.DispatchHandler {
+  private status = 0;
+  private header: Headers = {};
+  private readonly chunks: Buffer[] = [];
+  private size = 0;
+  private settled = false;
+  private controller: Dispatcher.DispatchController | undefined;
+
+  constructor(
+    private readonly max: number,
+    private readonly abort: AttemptAbort,
+    private readonly resolve: (r: AttemptResult) => void,
+  ) {
+    abort.onAbort((reason) => {
+      if (!this.settled) this.controller?.abort(reason);
     });
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller;
+    if (this.abort.reason) controller.abort(this.abort.reason);
+  }
+
+  onResponseStart(
+    _c: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: Record<string, string | string[] | undefined>,
+  ): void {
+    this.status = statusCode;
+    this.header = toHeaders(headers);
+  }
+
+  onResponseData(_c: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.size >= this.max) return;
+    this.chunks.push(chunk);
+    this.size += chunk.length;
+  }
+
+  onResponseEnd(): void {
+    if (this.settled) return;
+    this.settled = true;
+    const all = this.chunks.length === 1 ? (this.chunks[0] as Buffer) : Buffer.concat(this.chunks);
+    const body = all.length > this.max ? all.subarray(0, this.max) : all;
+    this.resolve({ status: this.status, header: this.header, body });
+  }
+
+  onResponseError(_c: Dispatcher.DispatchController, err: Error): void {
+    this.fail(err);
+  }
+
+  fail(err: unknown): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.resolve(failed(this.abort.aborted ? messageOf(this.abort.reason) : messageOf(err)));
   }
 }
 
 function toHeaders(raw: Record<string, string | string[] | undefined>): Headers {
   const out: Headers = {};
-  for (const [name, value] of Object.entries(raw)) {
+  for (const name in raw) {
+    const value = raw[name];
     if (value === undefined) continue;
     out[canonicalHeader(name)] = Array.isArray(value) ? value : [value];
   }
   return out;
+}
+
+/** Most URLs whose origin and path are kept (a process delivers to a few, repeatedly). */
+const TARGETS_KEPT = 1024;
+
+/**
+ * A delivery URL split as undici's `request(url)` splits it (WHATWG parsing: origin, then path
+ * and query, the fragment dropped), cached per URL string: parsing is a cost per attempt.
+ */
+class TargetCache {
+  private readonly known = new Map<string, { origin: string; path: string }>();
+
+  of(url: string): { origin: string; path: string } {
+    let t = this.known.get(url);
+    if (!t) {
+      const u = new URL(url);
+      t = { origin: u.origin, path: `${u.pathname}${u.search}` };
+      if (this.known.size >= TARGETS_KEPT) this.known.clear();
+      this.known.set(url, t);
+    }
+    return t;
+  }
 }

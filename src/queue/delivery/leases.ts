@@ -1,6 +1,7 @@
 import { messageOf } from "../../shared/errors.js";
 import type { Logger } from "../../shared/log.js";
 import type { MessageStore } from "../store/message-store.js";
+import { AttemptAbort } from "./attempt-abort.js";
 
 /** The abort reason of an attempt abandoned because its lease was lost or ran out. */
 export class LeaseLost extends Error {}
@@ -22,7 +23,7 @@ interface Lease {
   token: string;
   /** When the lease ends in Redis unless renewed (ms). */
   until: number;
-  abort: AbortController;
+  abort: AttemptAbort;
   /** The request is over: a lost lease no longer aborts anything (the finish script sees it). */
   settled: boolean;
 }
@@ -31,7 +32,7 @@ interface Lease {
  * The delivery leases of one process. A lease is what keeps two processes from delivering the
  * same message at once (a FIFO queue's or a flow-control key's parallelism depends on it), so an
  * attempt must never outlive its lease. The keeper renews the leases every `leaseMs / 3` and
- * aborts (through the controller `hold` returns, with a `LeaseLost` reason) every attempt whose
+ * aborts (through the AttemptAbort `hold` returns, with a `LeaseLost` reason) every attempt whose
  * lease
  * - is reported lost by a renewal (it was reaped, perhaps claimed by another process), or
  * - comes within `leaseMs / 5` of its end without a renewal (Redis unreachable, renewals late
@@ -76,9 +77,9 @@ export class LeaseKeeper {
     }
   }
 
-  /** Starts keeping a lease; its controller aborts the attempt when it must be abandoned. */
-  hold(id: string, token: string, until: number): AbortController {
-    const lease: Lease = { id, token, until, abort: new AbortController(), settled: false };
+  /** Starts keeping a lease; its abort is fired when the attempt must be abandoned. */
+  hold(id: string, token: string, until: number): AttemptAbort {
+    const lease: Lease = { id, token, until, abort: new AttemptAbort(), settled: false };
     this.held.set(id, lease);
     if (this.nearEnd(lease, Date.now())) this.abandon(lease, "delivery lease expired");
     return lease.abort;

@@ -110,6 +110,12 @@ export interface ClaimResult {
   skipped: number;
   /** Origins whose messages were left because they hold their share. */
   atShare: string[];
+  /**
+   * How many due entries a script had looked at when it leased its last message (the most over
+   * the partitions; 0 when nothing was leased): a claim whose last lease lay beyond a short scan
+   * needed the long one (delivery/claim-depth.ts).
+   */
+  deepest: number;
 }
 
 /** A claim's state across its rounds (see MessageStore.claim). */
@@ -125,6 +131,8 @@ interface ClaimRun {
   skipped: Map<Partition, number>;
   /** Origins some script skipped at its part of their share. */
   reported: Set<string>;
+  /** The deepest last lease of the claim's scripts (ClaimResult.deepest). */
+  deepest: number;
 }
 
 /** One partition's group-committed calls (turn-batch.ts): publishes and attempt outcomes. */
@@ -265,6 +273,7 @@ export class MessageStore {
       claimed: [],
       skipped: new Map(),
       reported: new Set(),
+      deepest: 0,
     };
     let candidates = rotate(this.parts.all, this.claimStart++);
     while (run.claimed.length < limit && candidates.length > 0) {
@@ -272,7 +281,7 @@ export class MessageStore {
     }
     const atShare = [...run.reported].filter((o) => (run.counts.get(o) ?? 0) >= fair.cap);
     const skipped = [...run.skipped.values()].reduce((a, b) => a + b, 0);
-    return { claimed: run.claimed, skipped, atShare };
+    return { claimed: run.claimed, skipped, atShare, deepest: run.deepest };
   }
 
   /**
@@ -300,6 +309,7 @@ export class MessageStore {
       run.claimed.push(...r.claimed);
       for (const c of r.claimed) bump(run.counts, originOf(c.meta.url));
       run.skipped.set(taking[i]?.p as Partition, r.skipped);
+      run.deepest = Math.max(run.deepest, r.deepest);
       for (const o of r.atShare) run.reported.add(o);
     }
     if (results.every((r) => r.claimed.length === 0)) return [];
@@ -335,7 +345,7 @@ export class MessageStore {
         ...fair.inflight.flatMap(([origin, n]) => [origin, String(n)]),
       ],
     );
-    const [skipped, origins, ...flat] = asArray(reply);
+    const [skipped, origins, deepest, ...flat] = asArray(reply);
     const claimed: Claimed[] = [];
     for (let i = 0; i + 3 < flat.length; i += 4) {
       claimed.push({
@@ -347,7 +357,8 @@ export class MessageStore {
       });
     }
     const atShare = origins ? asArray(origins).map((o) => asText(o) ?? "") : [];
-    return { claimed, skipped: skipped ? asInt(skipped) : 0, atShare };
+    const at = (r: Reply | undefined) => (r ? asInt(r) : 0);
+    return { claimed, skipped: at(skipped), atShare, deepest: at(deepest) };
   }
 
   /**

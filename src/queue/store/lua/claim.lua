@@ -8,8 +8,10 @@
 -- Redis's TIME; renewed by the holder while the attempt runs, see renew)  ARGV[6] lease token
 -- ARGV[7] most attempts per destination origin (0 = no limit)  ARGV[8] most due entries looked at
 -- ARGV[9..] pairs of origin, attempts the caller has in flight to it
--- Returns {skipped count, {origins skipped because they held their share}, then (id, meta, body,
--- retried) per claimed message}.
+-- Returns {skipped count, {origins skipped because they held their share}, deepest (how many due
+-- entries the claim had looked at when it leased its last message, 0 when it leased none), then
+-- (id, meta, body, retried) per claimed message}. The caller uses `deepest` to see whether a
+-- shorter scan would have done (delivery/claim-depth.ts).
 -- Events: ACTIVE. Ids whose hash is gone (cancelled meanwhile) are dropped.
 --
 -- A message's origin is its hash's `origin` field (insertMessage writes it); a message stored
@@ -36,7 +38,7 @@ end
 
 local blockedQueues = {}
 local atShare, atShareList = {}, {}
-local out = {0, atShareList}
+local out = {0, atShareList, 0}
 local claimed, skipped, scanned = 0, 0, 0
 
 -- Leases one message: out of due, into active under the caller's token.
@@ -70,6 +72,7 @@ local function visit(id)
     used[origin] = n + 1
     lease(id, h)
     claimed = claimed + 1
+    out[3] = scanned
   end
 end
 
