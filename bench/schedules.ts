@@ -3,22 +3,45 @@
  * `npx tsx bench/schedules.ts [--schedules N] [--ticks T] [--lead MS] [--smoke]`.
  *
  * Two queue services (two "processes", in one Node process) on one redis-server share N
- * schedules `* * * * *` (created half through each), delivering to a local receiver. For T real
+ * schedules `* * * * *` (created half through each), delivering to a local receiver (a bare
+ * node:http server in a child process of its own). For T real
  * minute ticks it records, per delivery, lateness = arrival time - the minute tick, and checks
  * that every schedule was delivered exactly once per tick. Runs about T + 1 minutes.
  * `--smoke` (CI runs it so the script keeps working; its figures mean nothing): 20 schedules, one
  * tick, on a scheduler clock moved forward so that the tick comes a second after the creates.
  * `--lead MS` sets STASHD_QUEUE_SCHEDULE_LEAD_MS (default 500; 0 fires at the tick).
+ * Anchor, same run: N bare undici POSTs to the same receiver started at once over 100 connections
+ * (a destination's share of stashd's slots), when they finished: the floor of "tick -> delivered"
+ * for N messages to one destination on this machine.
  */
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { Pool } from "undici";
 import { loadConfig } from "../src/config/load.js";
 import { startQueueService, type QueueService } from "../src/queue/service.js";
 import { createLogger } from "../src/shared/log.js";
 import { startRedis } from "../test/harness/redis.js";
+import { startReceiverChild, stats } from "./lib/queue-parts.js";
+
+/**
+ * The anchor: `n` POSTs to the receiver started at once through one undici Pool of `connections`;
+ * when each finished, ms after the start, sorted. The least "tick -> delivered" can be when a tick
+ * hands the same receiver `n` messages at once.
+ */
+async function bareBurst(url: string, n: number, connections: number): Promise<number[]> {
+  const pool = new Pool(url, { connections });
+  const start = Date.now();
+  const done = await Promise.all(
+    Array.from({ length: n }, async () => {
+      const res = await pool.request({ path: "/bare", method: "POST", body: "x" });
+      await res.body.dump();
+      return Date.now() - start;
+    }),
+  );
+  await pool.close();
+  return done.sort((a, b) => a - b);
+}
 
 const arg = (name: string, dflt: number): number => {
   const i = process.argv.indexOf(name);
@@ -35,16 +58,16 @@ const MIN = 60_000;
 /** The schedulers' clock: real time, moved forward by `offset` in smoke mode. */
 const clock = { offset: 0, now: () => Date.now() + clock.offset };
 
+// The receiver runs in a child process of its own (as a real destination would), so its work does
+// not compete with the queue services' event loop; arrivals are fetched from it.
+const { url: rxBase, child: receiver } = await startReceiverChild();
+const rxUrl = `${rxBase}/tick`;
 const arrivals: { id: string; at: number }[] = [];
-const receiver = http.createServer((req, res) => {
-  req.resume();
-  req.on("end", () => {
-    arrivals.push({ id: String(req.headers["upstash-schedule-id"]), at: clock.now() });
-    res.end("ok");
-  });
-});
-await new Promise<void>((r) => receiver.listen(0, "127.0.0.1", r));
-const rxUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/tick`;
+/** Fetches the receiver's new schedule arrivals, on the schedulers' clock. */
+async function collect(): Promise<void> {
+  for (const t of (await stats(rxBase)).ticks)
+    arrivals.push({ id: t.id, at: Math.round(t.at) + clock.offset });
+}
 
 const redis = await startRedis();
 const dirs: string[] = [];
@@ -83,9 +106,12 @@ console.log(`${N} schedules on 2 services; waiting for ${TICKS} tick(s) from ${n
 const end = first + (TICKS - 1) * MIN + 15_000;
 // Ticks before `first` (creating N schedules may span a minute) are not counted.
 const counted = () => arrivals.filter((a) => a.at >= first);
-while (counted().length < N * TICKS && clock.now() < end)
+while (counted().length < N * TICKS && clock.now() < end) {
   await new Promise((r) => setTimeout(r, 50));
+  await collect();
+}
 await new Promise((r) => setTimeout(r, Math.min(1000, Math.max(0, end - clock.now()))));
+await collect();
 
 const sinceTick = (t: number): number => t - Math.floor(t / MIN) * MIN;
 const ticked = counted();
@@ -106,15 +132,19 @@ for (const a of ticked) {
   perTick.set(key, (perTick.get(key) ?? 0) + 1);
 }
 const duplicates = [...perTick.values()].filter((n) => n > 1).length;
+for (const s of services) await s.close();
+const bare = await bareBurst(rxBase, N, 100);
 console.log(
   `deliveries ${ticked.length} (expected ${N * TICKS}), duplicates ${duplicates}\n` +
     `tick -> message stored (newest ${fired.length}): p50 ${pct(fired, 50)} ms, ` +
     `p99 ${pct(fired, 99)} ms\n` +
     `tick -> delivered: p50 ${pct(lateness, 50)} ms, p99 ${pct(lateness, 99)} ms, ` +
-    `max ${lateness.at(-1)} ms`,
+    `max ${lateness.at(-1)} ms\n` +
+    `anchor, ${N} bare undici POSTs to the same receiver started at once over 100 connections ` +
+    `(a destination's share of stashd's slots): done after p50 ${pct(bare, 50)} ms, ` +
+    `p99 ${pct(bare, 99)} ms`,
 );
 
-for (const s of services) await s.close();
-receiver.close();
+receiver.kill();
 await redis.stop();
 for (const d of dirs) rmSync(d, { recursive: true, force: true });

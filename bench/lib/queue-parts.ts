@@ -5,18 +5,25 @@
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import autocannon from "autocannon";
 
-/** Receiver: 200 to everything; records publish->arrival latency from `X-Bench-T`. */
+/**
+ * Receiver: 200 to everything; records publish->arrival latency from `X-Bench-T`, and the arrival
+ * time (wall clock, ms) of every request carrying `Upstash-Schedule-Id` with that id.
+ */
 const RECEIVER = `
 const http = require("node:http");
-let count = 0; let lat = [];
+let count = 0; let lat = []; let ticks = [];
 const now = () => performance.timeOrigin + performance.now();
 http.createServer((req, res) => {
-  if (req.url === "/stats") { res.end(JSON.stringify({ count, lat })); count = 0; lat = []; return; }
+  if (req.url === "/stats") {
+    res.end(JSON.stringify({ count, lat, ticks })); count = 0; lat = []; ticks = []; return;
+  }
   req.resume();
   req.on("end", () => {
     count++;
     const t = req.headers["x-bench-t"];
     if (t) lat.push(now() - Number(t));
+    const s = req.headers["upstash-schedule-id"];
+    if (s) ticks.push({ id: s, at: now() });
     res.end("ok");
   });
 }).listen(0, "127.0.0.1", function () { process.stdout.write(String(this.address().port) + "\\n"); });
@@ -40,9 +47,18 @@ export async function startReceiverChild(): Promise<{ url: string; child: ChildP
   return { url: `http://127.0.0.1:${await firstLine(child)}`, child };
 }
 
-/** Arrivals since the last call, with their publish->arrival latencies (ms). */
-export async function stats(url: string): Promise<{ count: number; lat: number[] }> {
-  return (await (await fetch(`${url}/stats`)).json()) as { count: number; lat: number[] };
+/** What the receiver saw since the last call (see RECEIVER). */
+export interface ReceiverStats {
+  count: number;
+  /** Publish->arrival latencies (ms) of requests with `X-Bench-T`. */
+  lat: number[];
+  /** Arrivals of schedule deliveries: the schedule id, and when (wall clock, ms). */
+  ticks: { id: string; at: number }[];
+}
+
+/** Arrivals since the last call (and forgets them). */
+export async function stats(url: string): Promise<ReceiverStats> {
+  return (await (await fetch(`${url}/stats`)).json()) as ReceiverStats;
 }
 
 /** Counts arrivals until `expected` arrived or `timeoutMs` passed. */
