@@ -138,7 +138,7 @@ console.log(
   `deliveries ${ticked.length} (expected ${N * TICKS}), duplicates ${duplicates}\n` +
     `tick -> message stored (newest ${fired.length}): p50 ${pct(fired, 50)} ms, ` +
     `p99 ${pct(fired, 99)} ms\n` +
-    `tick -> delivered: p50 ${pct(lateness, 50)} ms, p99 ${pct(lateness, 99)} ms, ` +
+    `tick -> delivered: first ${lateness[0]} ms, p50 ${pct(lateness, 50)} ms, p99 ${pct(lateness, 99)} ms, ` +
     `max ${lateness.at(-1)} ms\n` +
     `anchor, ${N} bare undici POSTs to the same receiver started at once over 100 connections ` +
     `(a destination's share of stashd's slots): done after p50 ${pct(bare, 50)} ms, ` +

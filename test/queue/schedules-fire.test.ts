@@ -18,6 +18,8 @@ import { singlePartition } from "../../src/queue/store/partitions.js";
  */
 const MIN = 60_000;
 const TICK = Date.UTC(2026, 0, 1, 0, 1);
+/** The wall clock minus a scheduler clock reading `now` (the scheduler's clock is moved here). */
+const offsetAt = (now: number): number => Date.now() - now;
 
 let redis: TestRedis;
 let pool: RedisPool;
@@ -66,7 +68,7 @@ describe("schedule fire", () => {
     const s = await deps.schedules.get("race");
     if (!s) throw new Error("not saved");
     const results = await Promise.all(
-      Array.from({ length: 20 }, () => fireSchedule(deps, s, TICK + 5)),
+      Array.from({ length: 20 }, () => fireSchedule(deps, s, TICK + 5, offsetAt(TICK + 5))),
     );
     expect(results.filter((r) => r.advanced)).toHaveLength(1);
     expect(results.filter((r) => r.dueAt !== undefined)).toHaveLength(1);
@@ -92,10 +94,11 @@ describe("schedule fire", () => {
       },
       s,
       TICK + 5,
+      offsetAt(TICK + 5),
     );
     expect(first).toMatchObject({ advanced: false });
     expect(await deps.schedules.earliest(TICK - 1)).toBe(TICK); // still due
-    const again = await fireSchedule(deps, s, TICK + 9);
+    const again = await fireSchedule(deps, s, TICK + 9, offsetAt(TICK + 9));
     expect(again).toEqual({ advanced: true, dueAt: undefined });
     expect(await pendingOf("crash")).toHaveLength(1);
   });
@@ -105,7 +108,7 @@ describe("schedule fire", () => {
     const s = await deps.schedules.get("late");
     if (!s) throw new Error("not saved");
     const now = TICK + 42 * MIN + 1234;
-    await fireSchedule(deps, s, now);
+    await fireSchedule(deps, s, now, offsetAt(now));
     expect(await deps.schedules.get("late")).toMatchObject({
       last: TICK + 42 * MIN,
       next: TICK + 43 * MIN,
@@ -119,10 +122,27 @@ describe("schedule fire", () => {
     const s = await deps.schedules.get("gone");
     if (!s) throw new Error("not saved");
     await deps.schedules.save(def("gone"), Buffer.alloc(0), TICK + 2 * MIN); // replaced
-    expect((await fireSchedule(deps, s, TICK + 5)).advanced).toBe(false);
+    expect((await fireSchedule(deps, s, TICK + 5, offsetAt(TICK + 5))).advanced).toBe(false);
     expect((await deps.schedules.get("gone"))?.next).toBe(TICK + 2 * MIN);
     await deps.schedules.delete("gone");
-    expect((await fireSchedule(deps, s, TICK + 5)).advanced).toBe(false);
+    expect((await fireSchedule(deps, s, TICK + 5, offsetAt(TICK + 5))).advanced).toBe(false);
     expect(await deps.schedules.get("gone")).toBeUndefined();
+  });
+
+  it("stores a tick fired ahead due at the tick itself, however late the fire ran", async () => {
+    // The scheduler reads its clock (the wall clock, as outside tests) a second before a tick.
+    const readAt = Date.now();
+    const tick = readAt + 1000;
+    await deps.schedules.save({ ...def("ahead"), delayMs: 0 }, Buffer.alloc(0), tick);
+    const s = await deps.schedules.get("ahead");
+    if (!s) throw new Error("not saved");
+    // Claims and reads take their time before the fire stores the messages: they are due at the
+    // tick, not a second after whenever they happened to be stored. (Nothing here delivers them.)
+    await new Promise((r) => setTimeout(r, 50));
+    const result = await fireSchedule(deps, s, readAt, 0);
+    expect(result.dueAt).toBe(tick);
+    const [id] = await pendingOf("ahead");
+    const [stored] = await deps.messages.getMany([id ?? ""]);
+    expect(stored?.meta.notBefore).toBe(tick);
   });
 });

@@ -36,17 +36,20 @@ export interface FireResult {
  * with the configuration it had when the tick came due (the advance then fails harmlessly).
  *
  * `now` is the scheduler's clock (ticks); messages are stamped with wall-clock time, which is the
- * same outside tests.
+ * same outside tests: `wallOffsetMs` is the wall clock minus the scheduler's clock, read at the
+ * same instant as `now` (about 0 outside tests). A tick fired ahead (the scheduler's lead) is due
+ * at the tick itself on the wall clock, however long claiming and storing took.
  */
 export async function fireSchedule(
   deps: FireDeps,
   s: StoredSchedule,
   now: number,
+  wallOffsetMs: number,
 ): Promise<FireResult> {
   const { def } = s;
   const cron = cachedCron(def.cron);
   const tick = s.next;
-  const { fired, error, dueAt } = await produceTick(deps, s, tick, Math.max(0, tick - now));
+  const { fired, error, dueAt } = await produceTick(deps, s, tick, tick + wallOffsetMs);
   const states = Object.fromEntries(fired.map((id) => [id, "IN_PROGRESS"]));
   const advanced = await deps.schedules.advance(def.scheduleId, tick, {
     last: Math.max(tick, cron.latest(now) ?? tick),
@@ -68,16 +71,16 @@ async function produceTick(
   deps: FireDeps,
   s: StoredSchedule,
   tick: number,
-  ahead: number,
+  wallTick: number,
 ): Promise<{ fired: string[]; error?: string | undefined; dueAt?: number | undefined }> {
   const { def } = s;
   try {
     const result = await produce(deps, {
       to: def.group === undefined ? { url: def.destination } : { group: def.group },
       options: (created) => {
-        // A tick fired ahead (the scheduler's lead) is due at the tick, not before; `ahead` is
-        // measured on the scheduler's clock and applied to the wall clock (tests move the former).
-        const dueAt = created + ahead + def.delayMs;
+        // A tick fired ahead (the scheduler's lead) is due at the tick (on the wall clock), not
+        // before; one fired late is due now.
+        const dueAt = Math.max(created, wallTick) + def.delayMs;
         return { ...def.options, dueAt, notBefore: dueAt, contentBasedDedup: false };
       },
       body: s.body,

@@ -120,6 +120,7 @@ export class Scheduler {
   private async fireDue(): Promise<boolean> {
     const { schedules, messages, queues, topics, dispatcher, cfg, log } = this.deps;
     const now = this.now();
+    const wallOffset = Date.now() - now;
     const lead = cfg.queueScheduleLeadMs;
     const { ids, full } = await schedules.claim(now + lead, BATCH, FIRE_LEASE_MS);
     const fireDeps = { schedules, messages, queues, topics, dispatcher, config: cfg };
@@ -129,7 +130,7 @@ export class Scheduler {
         if (s.paused || s.next > now + lead) return; // changed meanwhile
         try {
           // The dispatcher takes the messages (leased at once, or woken for their due time).
-          await fireSchedule({ ...fireDeps, claimMs: CLAIM_MS }, s, now);
+          await fireSchedule({ ...fireDeps, claimMs: CLAIM_MS }, s, now, wallOffset);
           metrics.scheduleTick(Math.max(0, now - s.next));
         } catch (err) {
           this.failed = true;
