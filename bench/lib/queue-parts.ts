@@ -7,7 +7,8 @@ import autocannon from "autocannon";
 
 /**
  * Receiver: 200 to everything; records publish->arrival latency from `X-Bench-T`, and the arrival
- * time (wall clock, ms) of every request carrying `Upstash-Schedule-Id` with that id.
+ * time (Date.now(): the wall clock all processes share) of every request carrying
+ * `Upstash-Schedule-Id` with that id.
  */
 const RECEIVER = `
 const http = require("node:http");
@@ -23,7 +24,7 @@ http.createServer((req, res) => {
     const t = req.headers["x-bench-t"];
     if (t) lat.push(now() - Number(t));
     const s = req.headers["upstash-schedule-id"];
-    if (s) ticks.push({ id: s, at: now() });
+    if (s) ticks.push({ id: s, at: Date.now() });
     res.end("ok");
   });
 }).listen(0, "127.0.0.1", function () { process.stdout.write(String(this.address().port) + "\\n"); });

@@ -117,7 +117,11 @@ export class Dispatcher {
     this.wake();
   }
 
-  /** Asks for a pump at `at` (ms; default now). Earlier requests win. */
+  /**
+   * Asks for a pump at `at` (ms; default now). Earlier requests win. A timer may fire a
+   * millisecond before `Date.now()` reaches its target (timers run on another clock); the pump
+   * then waits out the rest, since a claim made before the due time finds nothing due.
+   */
   wake(at = 0): void {
     if (this.stopped) return;
     const delay = Math.max(0, at - Date.now());
@@ -125,11 +129,18 @@ export class Dispatcher {
     if (this.timer && this.timerAt <= target) return;
     clearTimeout(this.timer);
     this.timerAt = target;
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      this.timerAt = Number.POSITIVE_INFINITY;
-      void this.pump();
-    }, delay);
+    this.timer = setTimeout(() => this.timerFired(target), delay);
+  }
+
+  private timerFired(target: number): void {
+    const early = target - Date.now();
+    if (early > 0) {
+      this.timer = setTimeout(() => this.timerFired(target), early);
+      return;
+    }
+    this.timer = undefined;
+    this.timerAt = Number.POSITIVE_INFINITY;
+    void this.pump();
   }
 
   /**
