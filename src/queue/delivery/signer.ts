@@ -33,7 +33,8 @@ function hmacKey(key: string): KeyObject {
  */
 export function signDelivery(key: string, url: string, body: Buffer, nowMs: number): string {
   const iat = Math.floor(nowMs / 1000);
-  const bodyHash = createHash("sha256").update(body).digest("base64").replace(/\+/g, "-");
+  // base64url of the 32-byte digest plus the one `=` of padding that base64 would have.
+  const bodyHash = `${createHash("sha256").update(body).digest("base64url")}=`;
   const claims = {
     iss: "Upstash",
     sub: url,
@@ -41,7 +42,7 @@ export function signDelivery(key: string, url: string, body: Buffer, nowMs: numb
     nbf: 0,
     iat,
     jti: newJwtId(),
-    body: bodyHash.replace(/\//g, "_"),
+    body: bodyHash,
   };
   const unsigned = `${HEADER}.${b64url(JSON.stringify(claims))}`;
   const sig = createHmac("sha256", hmacKey(key)).update(unsigned).digest("base64url");

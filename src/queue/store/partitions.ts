@@ -90,6 +90,7 @@ export class Partitions {
 
   /** The partition of a name (queue, flow-control key, schedule id, run id, dedup key). */
   ofName(name: string): Partition {
+    if (this.count === 1) return this.main;
     return this.all[hashSlot(name) % this.count] as Partition;
   }
 
