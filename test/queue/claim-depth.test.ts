@@ -32,6 +32,14 @@ describe("claim depth policy", () => {
     expect(depth.scan(20, 1111)).toBe(84);
   });
 
+  it("tells when the next long scan is due, for a wake after a short scan left messages", () => {
+    const depth = new ClaimDepth(1024, 64, 100);
+    expect(depth.scan(20, 1000)).toBe(1024);
+    expect(depth.scan(20, 1030)).toBe(84);
+    expect(depth.nextLongAt()).toBe(1100);
+    expect(depth.scan(20, depth.nextLongAt())).toBe(1024);
+  });
+
   it("never scans further than the long scan", () => {
     const depth = new ClaimDepth(100, 64, 100);
     depth.scan(64, 0);

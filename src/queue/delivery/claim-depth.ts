@@ -38,4 +38,13 @@ export class ClaimDepth {
   saw(limit: number, deepest: number, now: number): void {
     if (deepest > limit + this.short) this.longUntil = now + this.everyMs;
   }
+
+  /**
+   * When a long scan is next due, after a short one left messages of destinations at their share
+   * unclaimed: the caller wakes then, so messages behind them are found within `everyMs` even
+   * when no other claim comes (a slow destination, no new publishes).
+   */
+  nextLongAt(): number {
+    return this.lastLong + this.everyMs;
+  }
 }

@@ -267,13 +267,16 @@ export class Dispatcher {
       const now = Date.now();
       const scan = this.depth.scan(limit, now);
       const fair = { cap: this.share.cap, scan, inflight: this.share.counts() };
-      const { claimed, atShare, deepest } = await this.store.claim(
+      const { claimed, atShare, deepest, skipped } = await this.store.claim(
         now,
         limit,
         this.cfg.queueLeaseMs,
         fair,
       );
       this.depth.saw(limit, deepest, now);
+      // A short scan may have stopped before messages of other destinations: look long soon.
+      if (scan < CLAIM_SCAN && skipped > 0 && claimed.length < limit)
+        this.wake(this.depth.nextLongAt());
       this.share.leftWaiting(atShare);
       for (const c of claimed) this.run(c, false);
       if (claimed.length < limit && !this.share.refillDue()) return;
