@@ -13,6 +13,7 @@ import { runPipeline, runPipelineSlices, runSingle, SLICE } from "./execute.js";
 import { runTransaction } from "./transaction.js";
 import { parseCommand, readCommandList, type CommandList } from "./body-args.js";
 import { itemPieces, renderableAtOnce, renderItem } from "./reply.js";
+import { renderList } from "./reply-bytes.js";
 import { heldBytes, ReplyBuffers, StreamBacklog } from "./reply-buffers.js";
 import { openStream, type StreamKind } from "./sse.js";
 import { parseUrl, type UrlParts } from "./url-args.js";
@@ -295,7 +296,7 @@ async function sendList(
   if (method !== "HEAD" && renderableAtOnce({ kind: "array", value: replies })) {
     const body = format.resp2
       ? Buffer.concat(replies.map(serializeReply))
-      : `[${replies.map((r) => renderItem(r, format.base64)).join(",")}]`;
+      : renderList(replies, format.base64);
     return sendWhole(out.res, 200, headers, format, body);
   }
   const pieces = format.resp2 ? listBytes(replies) : listJson(replies, format.base64);
