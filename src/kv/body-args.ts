@@ -296,10 +296,16 @@ function plainCommands(body: Buffer, maxCommands: number): string[][] | undefine
   return top as string[][];
 }
 
+/** `["CMD", arg, …]` → argv when parsePlain can read it (see there), else undefined. */
+export function parsePlainCommand(body: Buffer): string[] | undefined {
+  const plain = parsePlain(body);
+  return plain !== undefined && plainArguments(plain) ? plain : undefined;
+}
+
 /** `["CMD", arg, …]` → argv. */
 export async function parseCommand(body: Buffer): Promise<(Buffer | string)[]> {
-  const plain = parsePlain(body);
-  if (plain !== undefined && plainArguments(plain)) return plain;
+  const plain = parsePlainCommand(body);
+  if (plain !== undefined) return plain;
   const top = await parseTop(body);
   if (top.length === 0) throw new AppError("bad_request", "ERR empty command");
   return top.map((v) => {

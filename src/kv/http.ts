@@ -11,7 +11,7 @@ import type { Principal } from "./database.js";
 import type { DatabaseManager } from "./database-manager.js";
 import { runPipeline, runPipelineSlices, runSingle, SLICE } from "./execute.js";
 import { runTransaction } from "./transaction.js";
-import { parseCommand, readCommandList, type CommandList } from "./body-args.js";
+import { parseCommand, parsePlainCommand, readCommandList, type CommandList } from "./body-args.js";
 import { itemPieces, renderableAtOnce, renderItem } from "./reply.js";
 import { renderList } from "./reply-bytes.js";
 import { heldBytes, ReplyBuffers, StreamBacklog } from "./reply-buffers.js";
@@ -158,7 +158,7 @@ export class KvHttpHandler {
       }
       return;
     }
-    const argv = await commandOf(url, body);
+    const argv = commandOf(url, body) ?? (await parseCommand(body ?? Buffer.alloc(0)));
     labelRequest(req, argv[0]?.toString().toUpperCase() ?? "", true);
     await sendSingle(this.out(res), await runSingle(principal, argv), format, headers, method);
   }
@@ -249,8 +249,12 @@ function readLimitedBody(req: IncomingMessage, p: Principal): Promise<Buffer> {
   );
 }
 
-/** `/CMD/a/b?x=y` with an optional body: path segments, then the body, then query fields. */
-async function commandOf(url: UrlParts, body: Buffer | undefined): Promise<Arg[]> {
+/**
+ * `/CMD/a/b?x=y` with an optional body: path segments, then the body, then query fields. A JSON
+ * command in the body is read here when parsePlainCommand can (nearly always); undefined leaves it
+ * to the full reader (`parseCommand`, async), so the usual request takes no promise for it.
+ */
+function commandOf(url: UrlParts, body: Buffer | undefined): Arg[] | undefined {
   if (url.segments.length === 0) {
     if (body === undefined || body.length === 0) {
       throw new AppError(
@@ -258,7 +262,7 @@ async function commandOf(url: UrlParts, body: Buffer | undefined): Promise<Arg[]
         "ERR no command: POST a JSON array to / or use /<command>/<arg>/…",
       );
     }
-    return parseCommand(body);
+    return parsePlainCommand(body);
   }
   const argv: Arg[] = [...url.segments];
   if (body !== undefined && body.length > 0) argv.push(body);
