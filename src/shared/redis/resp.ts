@@ -36,20 +36,26 @@ export function encodeCommand(args: readonly Arg[]): Buffer {
  */
 export function encodeCommands(commands: readonly (readonly Arg[])[]): Buffer {
   let size = 0;
+  let count = 0;
+  for (const args of commands) count += args.length;
+  const lengths = argumentLengths(count);
+  let k = 0;
   for (const args of commands) {
     size += 3 + digitCount(args.length);
     for (const arg of args) {
       const n = typeof arg === "string" ? utf8Length(arg) : arg.length;
+      lengths[k++] = n;
       size += 5 + digitCount(n) + n;
     }
   }
   const out = Buffer.allocUnsafe(size);
   let at = 0;
+  k = 0;
   for (const args of commands) {
     out[at++] = 0x2a; // *
     at = writeDigits(out, at, args.length);
     for (const arg of args) {
-      const n = typeof arg === "string" ? utf8Length(arg) : arg.length;
+      const n = lengths[k++] as number;
       out[at++] = 0x24; // $
       at = writeDigits(out, at, n);
       if (typeof arg !== "string") at += arg.copy(out, at);
@@ -60,6 +66,20 @@ export function encodeCommands(commands: readonly (readonly Arg[])[]): Buffer {
     }
   }
   return out;
+}
+
+/**
+ * Scratch space for encodeCommands' first pass (each argument's byte length), kept between calls
+ * up to SCRATCH_MAX entries; a larger flush gets its own, dropped after it.
+ */
+let lengthsScratch = new Float64Array(1024);
+const SCRATCH_MAX = 65536;
+
+function argumentLengths(count: number): Float64Array {
+  if (count <= lengthsScratch.length) return lengthsScratch;
+  if (count > SCRATCH_MAX) return new Float64Array(count);
+  lengthsScratch = new Float64Array(SCRATCH_MAX);
+  return lengthsScratch;
 }
 
 /** Strings up to this length are measured and copied in JS (see encodeCommands). */
