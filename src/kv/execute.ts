@@ -106,6 +106,8 @@ export class RequestReplies {
       watched,
     });
     this.left -= sent.bytes;
+    // explain changes only errors, at the top or in an array: the usual slice has none.
+    if (!sent.replies.some((r) => r.kind === "error" || r.kind === "array")) return sent.replies;
     return sent.replies.map((r) => this.explain(r, true));
   }
 
@@ -212,9 +214,16 @@ async function runSlice(p: Principal, commands: Arg[][], s: PipelineSlices): Pro
   const toSend: Arg[][] = [];
   const sendIndex: number[] = [];
   let watched: Set<number> | undefined;
+  // Pipelines repeat names (100 GETs): the previous command's steps serve an equal name.
+  let lastName: Arg | undefined;
+  let lastSteps = NOT_PLAIN;
   for (let i = 0; i < commands.length; i++) {
     const argv = commands[i] as Arg[];
-    const steps = stepsOf(argv, s.table);
+    if (argv[0] === undefined || argv[0] !== lastName) {
+      lastName = argv[0];
+      lastSteps = stepsOf(argv, s.table);
+    }
+    const steps = lastSteps;
     const plain = steps.plain;
     const refusal = plain
       ? undefined
