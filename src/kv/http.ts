@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { AppError } from "../shared/errors.js";
-import { readBody } from "../shared/http/body.js";
+import { bodyDone, readBody } from "../shared/http/body.js";
 import { sendError, streamBody } from "../shared/http/respond.js";
 import { labelRequest } from "../shared/instrument.js";
 import type { Logger } from "../shared/log.js";
@@ -200,7 +200,7 @@ function closingIfUnread(
   req: IncomingMessage,
   headers: Record<string, string>,
 ): Record<string, string> {
-  return req.complete ? headers : { ...headers, connection: "close" };
+  return bodyDone(req) ? headers : { ...headers, connection: "close" };
 }
 
 function tokenOf(req: IncomingMessage, url: UrlParts): string | undefined {

@@ -110,6 +110,26 @@ describe("readBody", () => {
     );
   });
 
+  it("keeps the connection for the next requests, each answered as soon as its body is read", async () => {
+    const socket = net.connect(port, "127.0.0.1");
+    let received = "";
+    socket.on("data", (d: Buffer) => (received += d.toString("latin1")));
+    await new Promise((resolve) => socket.once("connect", resolve));
+    const one = (body: string): string => `${head(`content-length: ${body.length}\r\n`)}${body}`;
+    socket.write(one('["GET","a"]'));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    socket.write(one('["GET","b"]') + one('["GET","c"]'));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    socket.destroy();
+    const bodies = received.split("HTTP/1.1 ").slice(1);
+    expect(bodies.map((r) => r.slice(r.indexOf("\r\n\r\n") + 4))).toEqual([
+      'body 11 ["GET","a"]',
+      'body 11 ["GET","b"]',
+      'body 11 ["GET","c"]',
+    ]);
+    expect(received).not.toMatch(/connection: close/i);
+  });
+
   it("gives up on a client that closes mid-body", async () => {
     outcomes = [];
     await exchange([`${head("content-length: 20\r\n")}["GET"`]);
