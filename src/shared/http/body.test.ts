@@ -72,6 +72,9 @@ describe("readBody", () => {
     expect(await exchange([head("content-length: 11\r\n"), '["GET"', ',"k"]'])).toBe(
       'body 11 ["GET","k"]',
     );
+    expect(await exchange([`${head("content-length: 11\r\n")}["GET"`, ',"k"]'])).toBe(
+      'body 11 ["GET","k"]',
+    );
   });
 
   it("reads an empty body, declared or not", async () => {
