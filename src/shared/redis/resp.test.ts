@@ -98,6 +98,10 @@ describe("RespParser", () => {
     const commands = [strings, ["SET", Buffer.from([0xff, 0]), ...strings], Array(12).fill("a")];
     for (const command of commands) expect(encodeCommand(command)).toEqual(reference(command));
     expect(encodeCommands(commands)).toEqual(Buffer.concat(commands.map(reference)));
+    // More arguments than the kept scratch space holds, then a small call again.
+    const many = Array.from({ length: 70_000 }, (_, i) => (i % 7 === 0 ? "é" : String(i)));
+    expect(encodeCommand(many)).toEqual(reference(many));
+    expect(encodeCommand(strings)).toEqual(reference(strings));
   });
 
   it("encodes several commands into one buffer, byte for byte as one at a time", () => {
