@@ -9,13 +9,20 @@ const TICKS_PER_S = Number(spawnSync("getconf", ["CLK_TCK"], { encoding: "utf8" 
 
 /** User + system CPU time of `pid` so far, in ms. */
 export function cpuMs(pid: number | undefined): number {
+  const { user, system } = cpuSplitMs(pid);
+  return user + system;
+}
+
+/** User and system CPU time of `pid` so far, in ms (NaN where /proc is not readable). */
+export function cpuSplitMs(pid: number | undefined): { user: number; system: number } {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
     // Fields after the command name (which may hold spaces) start at field 3; utime is 14.
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_S;
+    const ms = (ticks: string | undefined): number => (Number(ticks) * 1000) / TICKS_PER_S;
+    return { user: ms(fields[11]), system: ms(fields[12]) };
   } catch {
-    return NaN;
+    return { user: NaN, system: NaN };
   }
 }
 

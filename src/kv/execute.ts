@@ -106,6 +106,8 @@ export class RequestReplies {
       watched,
     });
     this.left -= sent.bytes;
+    // explain changes only errors, at the top or in an array: the usual slice has none.
+    if (!sent.replies.some((r) => r.kind === "error" || r.kind === "array")) return sent.replies;
     return sent.replies.map((r) => this.explain(r, true));
   }
 
@@ -212,15 +214,26 @@ async function runSlice(p: Principal, commands: Arg[][], s: PipelineSlices): Pro
   const toSend: Arg[][] = [];
   const sendIndex: number[] = [];
   let watched: Set<number> | undefined;
+  // Pipelines repeat names (100 GETs): the previous command's answers serve an equal name.
+  let lastName: Arg | undefined;
+  let lastSteps = NOT_PLAIN;
+  let lastEmulated = true;
   for (let i = 0; i < commands.length; i++) {
     const argv = commands[i] as Arg[];
-    const steps = stepsOf(argv, s.table);
+    const first = argv[0];
+    if (first === undefined || first !== lastName) {
+      lastName = first;
+      lastSteps = stepsOf(argv, s.table);
+      lastEmulated = first === undefined || s.emulated.mayRewrite(first);
+    }
+    const steps = lastSteps;
     const plain = steps.plain;
     const refusal = plain
       ? undefined
       : (refusalOf(argv, s.table, s.policy) ?? readOnlyFcallRefusal(p, argv));
     const handler = refusal === undefined && !plain ? gatewayCommand(argv) : undefined;
-    const script = refusal === undefined && !handler ? s.emulated.rewrite(argv, i) : undefined;
+    const script =
+      refusal === undefined && !handler && lastEmulated ? s.emulated.rewrite(argv, i) : undefined;
     if (refusal !== undefined) replies[i] = errorReply(refusal);
     else if (handler) special.push([i, handler]);
     else if (script !== undefined && !Array.isArray(script)) replies[i] = script;

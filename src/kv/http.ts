@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { AppError } from "../shared/errors.js";
-import { readBody } from "../shared/http/body.js";
+import { bodyDone, readBody } from "../shared/http/body.js";
 import { sendError, streamBody } from "../shared/http/respond.js";
 import { labelRequest } from "../shared/instrument.js";
 import type { Logger } from "../shared/log.js";
@@ -11,8 +11,9 @@ import type { Principal } from "./database.js";
 import type { DatabaseManager } from "./database-manager.js";
 import { runPipeline, runPipelineSlices, runSingle, SLICE } from "./execute.js";
 import { runTransaction } from "./transaction.js";
-import { parseCommand, readCommandList, type CommandList } from "./body-args.js";
+import { parseCommand, parsePlainCommand, readCommandList, type CommandList } from "./body-args.js";
 import { itemPieces, renderableAtOnce, renderItem } from "./reply.js";
+import { renderList } from "./reply-bytes.js";
 import { heldBytes, ReplyBuffers, StreamBacklog } from "./reply-buffers.js";
 import { openStream, type StreamKind } from "./sse.js";
 import { parseUrl, type UrlParts } from "./url-args.js";
@@ -157,7 +158,7 @@ export class KvHttpHandler {
       }
       return;
     }
-    const argv = await commandOf(url, body);
+    const argv = commandOf(url, body) ?? (await parseCommand(body ?? Buffer.alloc(0)));
     labelRequest(req, argv[0]?.toString().toUpperCase() ?? "", true);
     await sendSingle(this.out(res), await runSingle(principal, argv), format, headers, method);
   }
@@ -199,7 +200,7 @@ function closingIfUnread(
   req: IncomingMessage,
   headers: Record<string, string>,
 ): Record<string, string> {
-  return req.complete ? headers : { ...headers, connection: "close" };
+  return bodyDone(req) ? headers : { ...headers, connection: "close" };
 }
 
 function tokenOf(req: IncomingMessage, url: UrlParts): string | undefined {
@@ -248,8 +249,12 @@ function readLimitedBody(req: IncomingMessage, p: Principal): Promise<Buffer> {
   );
 }
 
-/** `/CMD/a/b?x=y` with an optional body: path segments, then the body, then query fields. */
-async function commandOf(url: UrlParts, body: Buffer | undefined): Promise<Arg[]> {
+/**
+ * `/CMD/a/b?x=y` with an optional body: path segments, then the body, then query fields. A JSON
+ * command in the body is read here when parsePlainCommand can (nearly always); undefined leaves it
+ * to the full reader (`parseCommand`, async), so the usual request takes no promise for it.
+ */
+function commandOf(url: UrlParts, body: Buffer | undefined): Arg[] | undefined {
   if (url.segments.length === 0) {
     if (body === undefined || body.length === 0) {
       throw new AppError(
@@ -257,7 +262,7 @@ async function commandOf(url: UrlParts, body: Buffer | undefined): Promise<Arg[]
         "ERR no command: POST a JSON array to / or use /<command>/<arg>/…",
       );
     }
-    return parseCommand(body);
+    return parsePlainCommand(body);
   }
   const argv: Arg[] = [...url.segments];
   if (body !== undefined && body.length > 0) argv.push(body);
@@ -295,7 +300,7 @@ async function sendList(
   if (method !== "HEAD" && renderableAtOnce({ kind: "array", value: replies })) {
     const body = format.resp2
       ? Buffer.concat(replies.map(serializeReply))
-      : `[${replies.map((r) => renderItem(r, format.base64)).join(",")}]`;
+      : renderList(replies, format.base64);
     return sendWhole(out.res, 200, headers, format, body);
   }
   const pieces = format.resp2 ? listBytes(replies) : listJson(replies, format.base64);

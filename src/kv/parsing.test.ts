@@ -68,6 +68,29 @@ describe("JSON command bodies", () => {
     expect(await refusal(padded(rest, pad), 3)).toBe(shifted(await refusal(padded(rest, 10), 3)));
   });
 
+  it("reads the same commands from a small body (JSON.parse) as from a large one (Reader)", async () => {
+    const rest = [
+      '["GET","a\\u00fc\\n"]',
+      '[ "SET" , "k" , true , false ]',
+      '["ECHO","\\"\\\\\\/\\b\\f\\n\\r\\t"]',
+      '["ECHO","\\ud800x","\\ud83d\\ude00"]',
+      '["ECHO","\x7f"]',
+      '["ECHO",""]',
+    ].join(",");
+    const bytes = (commands: (Buffer | string)[][]): string[][] =>
+      commands.map((c) => c.map((a) => Buffer.from(a).toString("hex")));
+    const small = await parseCommandList(padded(`${rest}]`, 10));
+    const large = await parseCommandList(padded(`${rest}]`, 70_000));
+    expect(bytes(small.slice(1))).toEqual(bytes(large.slice(1)));
+    expect(small.slice(1).map(text)[1]).toEqual(["SET", "k", "true", "false"]);
+    expect(text(await parseCommand(Buffer.from('["SET","k",true,"\\u00e9"]')))).toEqual([
+      "SET",
+      "k",
+      "true",
+      "é",
+    ]);
+  });
+
   it("hands out a large body's commands a slice at a time, as read in one go", async () => {
     const body = padded('["GET","a\\u00fc",1.50,true],["ECHO","é"]]', 70_000);
     const list = await readCommandList(body);

@@ -106,6 +106,8 @@ describe("JSON body", () => {
   ])("refuses %s with 400 and a JSON error", async (_what, body) => {
     const res = await stashd().kvFetch("/", { body });
     expect(res.status).toBe(400);
+    // The body was read whole (even if node:http had not seen its end yet): the connection stays.
+    expect(res.headers.get("connection")).not.toBe("close");
     expect(await bodyOf(res)).toEqual({ error: expect.stringMatching(/^ERR /) });
   });
 

@@ -2,7 +2,7 @@ import type { RedisBackend } from "../../shared/redis/backend.js";
 import { isNoScript } from "../../shared/lua/script.js";
 import type { Arg, Reply } from "../../shared/redis/resp.js";
 import type { CommandTable } from "../policy.js";
-import { findEmulation, routeEmulated, type EmulatedRoute } from "./route.js";
+import { findEmulation, mayEmulate, routeEmulated, type EmulatedRoute } from "./route.js";
 
 /**
  * Emulated commands (route.ts: the JSON group, hash-field expiration, newer stream and BITOP
@@ -34,6 +34,11 @@ export class EmulationBatch {
     let known = cached.get(owner);
     if (!known) cached.set(owner, (known = new Set()));
     this.known = known;
+  }
+
+  /** Whether `rewrite` may map a command of this name (false: it returns undefined for it). */
+  mayRewrite(name: Arg): boolean {
+    return mayEmulate(name, this.table, { fieldTtl: this.fieldTtl });
   }
 
   /** The script call for command i, an error reply, or undefined when argv runs natively. */

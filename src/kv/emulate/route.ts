@@ -41,6 +41,11 @@ const claimable = [false, true].map(
     ),
 );
 
+/** Whether any emulation may take a command of this name (false: findEmulation finds none). */
+export function mayEmulate(name: Arg, table: CommandTable, options: EmulationOptions): boolean {
+  return claimable[options.fieldTtl ? 1 : 0]?.get(name, table) ?? true;
+}
+
 /** The emulation that takes argv on this backend, with the command's name, or undefined. */
 export function findEmulation(
   argv: readonly Arg[],
@@ -48,9 +53,7 @@ export function findEmulation(
   options: EmulationOptions,
 ): [Emulation, string] | undefined {
   const first = argv[0];
-  if (first === undefined || !claimable[options.fieldTtl ? 1 : 0]?.get(first, table)) {
-    return undefined;
-  }
+  if (first === undefined || !mayEmulate(first, table, options)) return undefined;
   for (const emulation of EMULATIONS) {
     const name = emulation.claims(argv, table, options);
     if (name !== undefined) return [emulation, name];

@@ -68,6 +68,42 @@ describe("RespParser", () => {
     );
   });
 
+  it("encodes every kind of string as its UTF-8 bytes, at every length", () => {
+    const reference = (args: (string | Buffer)[]): Buffer =>
+      Buffer.concat([
+        Buffer.from(`*${args.length}\r\n`),
+        ...args.flatMap((a) => {
+          const bytes = typeof a === "string" ? Buffer.from(a) : a;
+          return [Buffer.from(`$${bytes.length}\r\n`), bytes, Buffer.from("\r\n")];
+        }),
+      ]);
+    const strings = [
+      "",
+      "k",
+      "x".repeat(9),
+      "x".repeat(10),
+      "x".repeat(64),
+      "x".repeat(65),
+      "x".repeat(100),
+      "x".repeat(1000),
+      "\x7f\x00\r\n",
+      "ü",
+      "€".repeat(30),
+      "a".repeat(63) + "é",
+      "😀",
+      "\ud800",
+      "x\udc00y",
+      "é".repeat(200),
+    ];
+    const commands = [strings, ["SET", Buffer.from([0xff, 0]), ...strings], Array(12).fill("a")];
+    for (const command of commands) expect(encodeCommand(command)).toEqual(reference(command));
+    expect(encodeCommands(commands)).toEqual(Buffer.concat(commands.map(reference)));
+    // More arguments than the kept scratch space holds, then a small call again.
+    const many = Array.from({ length: 70_000 }, (_, i) => (i % 7 === 0 ? "é" : String(i)));
+    expect(encodeCommand(many)).toEqual(reference(many));
+    expect(encodeCommand(strings)).toEqual(reference(strings));
+  });
+
   it("encodes several commands into one buffer, byte for byte as one at a time", () => {
     const commands = [["GET", "a"], ["SET", Buffer.from([255]), "ü"], [], ["PING"]];
     const oneByOne = Buffer.concat(commands.map((c) => encodeCommand(c)));
