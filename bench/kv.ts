@@ -15,6 +15,8 @@
  * Then the goals of docs/benchmarks.md, each beside its anchor from the same run, and stashd's
  * resident memory (idle, peak under load, after). `--soak SECONDS` instead cycles through the
  * stashd scenarios at 50 connections for that long and prints the memory after each round.
+ * Every scenario first runs unrecorded for `--warm SECONDS` (default 1), so stashd's JIT has
+ * compiled its hot paths before anything is measured.
  * `--smoke` runs every scenario briefly once (no speed is asserted: it keeps the script working).
  * `--stashd PATH` measures another build's launcher (bin/stashd of a copy made before a change).
  * `--cpu-prof DIR` makes the stashd child write a V8 CPU profile there when it stops.
@@ -57,6 +59,8 @@ const jsonOnly = process.argv.includes("--json-only");
 const noJson = process.argv.includes("--no-json");
 const seconds = Number(flag("--seconds")) || 5;
 const repeat = smoke ? 1 : Number(flag("--repeat")) || 3;
+/** `--warm SECONDS` (default 1; 0 for none): each scenario's unrecorded warm-up run. */
+const warmSeconds = flag("--warm") === undefined ? 1 : Number(flag("--warm"));
 const soakSeconds = Number(flag("--soak")) || 0;
 const cpuProfDir = flag("--cpu-prof");
 const CONNECTIONS = smoke ? [1, 4] : [1, 50];
@@ -128,8 +132,21 @@ const median = (xs: number[]): number => {
   return s.length % 2 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
 };
 
+/**
+ * Runs every scenario once for `warmSeconds`, unrecorded: stashd's JIT compiles its hot paths
+ * during the first seconds of load, which made the first measured scenarios of a run come out
+ * low against the C servers beside them (all servers get the same warm-up).
+ */
+async function warmUp(scenarios: Scenario[], dir: string): Promise<void> {
+  if (smoke || warmSeconds <= 0) return;
+  for (const s of scenarios) {
+    await runLoad({ ...s.spec, connections: s.connections, seconds: warmSeconds }, dir);
+  }
+}
+
 async function measure(scenarios: Scenario[], dir: string, memory: MemoryWatch): Promise<Row[]> {
   const runs = new Map<Scenario, { rps: number; p50: number; p99: number }[]>();
+  await warmUp(scenarios, dir);
   for (let round = 0; round < repeat; round++) {
     for (const s of scenarios) {
       if (s.stashd) memory.start();
