@@ -70,9 +70,16 @@ interface CreatedEvent {
 }
 
 /**
+ * How far ahead of its minute a tick may be created: the scheduler fires ticks ahead by its lead
+ * (STASHD_QUEUE_SCHEDULE_LEAD_MS, 500 ms by default), storing messages due at the tick.
+ */
+const FIRED_AHEAD_MS = 1_000;
+
+/**
  * Counts the ticks of `ids` from the CREATED events in the logs. `boundaries` are the minutes
- * every schedule had to fire in; a tick belongs to the minute it was created in (a tick fired
- * late by a killed process's fire lease, 30 s, is still within its minute).
+ * every schedule had to fire in; a tick belongs to the minute it was created in, or to the next
+ * one when created within FIRED_AHEAD_MS before it (a tick fired late by a killed process's fire
+ * lease, 30 s, is still within its minute).
  */
 export async function countTicks(
   api: Api,
@@ -91,7 +98,7 @@ export async function countTicks(
     const { logs } = (await res.json()) as { logs: CreatedEvent[] };
     const perMinute = new Map<number, number>();
     for (const e of logs) {
-      const minute = Math.floor(e.time / MINUTE) * MINUTE;
+      const minute = Math.floor((e.time + FIRED_AHEAD_MS) / MINUTE) * MINUTE;
       perMinute.set(minute, (perMinute.get(minute) ?? 0) + 1);
       report.messageIds.push(e.messageId);
     }

@@ -1,4 +1,5 @@
-import { spawnSync } from "node:child_process";
+import { execFile, spawnSync } from "node:child_process";
+import { promisify } from "node:util";
 import { expect } from "vitest";
 
 /**
@@ -13,4 +14,24 @@ export function runBenchSmoke(script: string, rows: string[]): string {
   expect(run.status, run.stderr).toBe(0);
   for (const row of rows) expect(run.stdout).toContain(row);
   return run.stdout;
+}
+
+/**
+ * Runs `bench/<script>` with `args` that make it short (for a script without `--smoke`), without
+ * blocking this worker's event loop (a long synchronous child would starve vitest's own RPC);
+ * asserts it exited 0 and printed every given row; resolves with its stdout.
+ */
+export async function runBenchShort(
+  script: string,
+  args: string[],
+  rows: string[],
+  timeoutMs = 100_000,
+): Promise<string> {
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    ["--import", "tsx", `bench/${script}`, ...args],
+    { encoding: "utf8", timeout: timeoutMs, maxBuffer: 16 << 20 },
+  );
+  for (const row of rows) expect(stdout).toContain(row);
+  return stdout;
 }
