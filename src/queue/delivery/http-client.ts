@@ -59,8 +59,9 @@ export class HttpClient {
     try {
       const target = this.targets.of(req.url);
       return await new Promise<AttemptResult>((resolve) => {
-        const exchange = new Exchange(this.maxBodyBytes, abort, resolve);
-        const sent = this.agent.dispatch(
+        // dispatch's boolean only says whether more may be queued now; a queued request still
+        // runs, and every failure (a closed client too) reaches the handler's onResponseError.
+        this.agent.dispatch(
           {
             origin: target.origin,
             path: target.path,
@@ -71,9 +72,8 @@ export class HttpClient {
             headersTimeout: 0,
             bodyTimeout: 0,
           },
-          exchange,
+          new Exchange(this.maxBodyBytes, abort, resolve),
         );
-        if (!sent) exchange.fail(new Error("delivery client is closed"));
       });
     } catch (err) {
       return failed(abort.aborted ? messageOf(abort.reason) : messageOf(err));
@@ -160,7 +160,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     this.fail(err);
   }
 
-  fail(err: unknown): void {
+  private fail(err: unknown): void {
     if (this.settled) return;
     this.settled = true;
     this.resolve(failed(this.abort.aborted ? messageOf(this.abort.reason) : messageOf(err)));
