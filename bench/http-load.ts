@@ -25,6 +25,8 @@ export interface LoadSpec {
 
 export interface LoadResult {
   rps: number;
+  /** Requests answered in the run (those still in flight when it ended are not counted). */
+  requests: number;
   /** Latency percentiles in milliseconds. */
   p50: number;
   p99: number;
@@ -62,6 +64,7 @@ async function runFetches(spec: LoadSpec, count: number): Promise<LoadResult> {
     times[Math.min(times.length - 1, Math.floor(q * times.length))] ?? NaN;
   return {
     rps: (times.length * 1000) / (performance.now() - started),
+    requests: times.length,
     p50: at(0.5),
     p99: at(0.99),
   };
@@ -79,7 +82,8 @@ async function runAutocannon(spec: LoadSpec): Promise<LoadResult> {
   });
   if (result.non2xx > 0 || result.errors > 0)
     throw new Error(`${spec.url}: ${result.non2xx} non-2xx, ${result.errors} errors`);
-  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99 };
+  const { requests, latency } = result;
+  return { rps: requests.average, requests: requests.total, p50: latency.p50, p99: latency.p99 };
 }
 
 let scripts = 0;
@@ -136,5 +140,7 @@ export function parseWrk(out: string, what: string): LoadResult {
     const m = new RegExp(`^\\s*${p}%\\s+([\\d.]+)(us|ms|s|m)\\s*$`, "m").exec(out);
     return m ? Number(m[1]) * (UNIT_MS[m[2] ?? "ms"] ?? 1) : NaN;
   };
-  return { rps: Number(rps[1]), p50: percentile(50), p99: percentile(99) };
+  const answered = /(\d+) requests in /.exec(out);
+  const requests = Number(answered?.[1] ?? NaN);
+  return { rps: Number(rps[1]), requests, p50: percentile(50), p99: percentile(99) };
 }

@@ -1,13 +1,15 @@
 /**
- * Queue benchmark: `npm run bench:queue [-- --seconds N] [--soak S] [--smoke] [--profile DIR]`.
+ * Queue benchmark: `npm run bench:queue [-- --seconds N] [--soak S [--heap-snapshots DIR]]
+ * [--smoke] [--profile DIR]`.
  *
  * Every stashd row is printed next to its anchor, measured in the same run on the same machine:
- * - durable publishes/s at 1 and 50 connections (autocannon against /v2/publish/<receiver>;
- *   stashd's managed queue Redis has `appendfsync always`, so a counted publish is on disk), next
- *   to `redis-benchmark` SET at 1 and 50 clients against an identically configured redis-server
- *   (lib/redis-anchor.ts), the most any durable write can do here; at 50 connections twice: each
- *   publish delivered at once (stashd stores and delivers on the same cores), and delivered a
- *   day later (storing only), with stashd's and its Redis's CPU per publish;
+ * - durable publishes/s at 1 and 50 connections (wrk when installed, else autocannon, against
+ *   /v2/publish/<receiver>; stashd's managed queue Redis has `appendfsync always`, so a counted
+ *   publish is on disk), next to `redis-benchmark` SET at 1 and 50 clients against an identically
+ *   configured redis-server (lib/redis-anchor.ts), the most any durable write can do here; at 50
+ *   connections twice: each publish delivered at once (stashd stores and delivers on the same
+ *   cores), and delivered a day later (storing only), with stashd's and its Redis's CPU per
+ *   publish;
  * - deliveries/s: a backlog released at once by a common Upstash-Not-Before, next to the bare
  *   ceiling, an undici POST loop at 50 connections straight to the same receiver, with the CPU
  *   per delivery of stashd, its Redis and the receiver beside the bare loop's (on a 2-core
@@ -18,7 +20,9 @@
  *   publish is also delivered then), beside the receiver's CPU per request (what one bare
  *   node:http exchange costs on this machine now);
  * - stashd's resident memory after the run and at its peak; with `--soak S`, also after each
- *   `--seconds` round of 50-connection publishing during S seconds (growth would show there).
+ *   `--seconds` round of 50-connection publishing during S seconds (growth would show there);
+ *   with `--heap-snapshots DIR` also the live heap after the first and the last round, and the
+ *   kinds of objects that grew most between them (a leak would show there).
  * `--smoke` runs every phase for a moment (CI runs it so the script keeps working; its figures
  * mean nothing). `--profile DIR` runs stashd with `--cpu-prof` and leaves the profile in DIR.
  * `--stashd PATH` runs another build's launcher (bin/stashd of a copy of `bin/` and `dist/` made
@@ -39,6 +43,7 @@ import {
   type Rate,
 } from "./lib/queue-parts.js";
 import { fsyncAlwaysSet, type AnchorRow } from "./lib/redis-anchor.js";
+import { describeGrowth, growthBetween, snapshotFlags, takeSnapshot } from "./lib/heap.js";
 
 const smoke = process.argv.includes("--smoke");
 const option = (name: string): string | undefined => {
@@ -47,6 +52,8 @@ const option = (name: string): string | undefined => {
 };
 const seconds = smoke ? 1 : Number(option("--seconds")) || 4;
 const BIN = path.resolve(option("--stashd") ?? "bin/stashd");
+/** `--heap-snapshots DIR`: the soak's heap snapshots are written there (bench/lib/heap.ts). */
+const heapDir = option("--heap-snapshots");
 const now = (): number => performance.timeOrigin + performance.now();
 
 /** CPU per request of this (the load generator's) process while `work` runs, µs. */
@@ -110,6 +117,7 @@ const cpuPer = (pids: Pids, before: ReturnType<typeof cpuOf>, items: number) => 
 function startStashd(dataDir: string) {
   const profileDir = option("--profile");
   const nodeArgs = profileDir ? ["--cpu-prof", "--cpu-prof-dir", profileDir] : [];
+  if (heapDir) nodeArgs.push(...snapshotFlags(heapDir));
   return startQueueChild(BIN, dataDir, {}, nodeArgs);
 }
 
@@ -194,17 +202,24 @@ async function latency(base: string, token: string, rx: string, samples: number)
 
 /**
  * `--soak S`: publishes at 50 connections (each delivered) in rounds of `seconds` for S seconds;
- * stashd's resident memory after each round, in MB.
+ * stashd's resident memory after each round, in MB. With `--heap-snapshots DIR`, a heap snapshot
+ * after the first round and another after the last, and what grew between them.
  */
 async function soak(base: string, token: string, rx: string, pid: number | undefined) {
   const total = Number(option("--soak")) || 0;
   const rss: number[] = [];
-  for (const end = Date.now() + total * 1000; Date.now() < end;) {
+  const snapshots: string[] = [];
+  // At least two rounds: growth needs a before and an after.
+  for (const end = Date.now() + total * 1000; total > 0 && (Date.now() < end || rss.length < 2);) {
     const round = await publishLoad(base, token, rx, 50);
     await drain(rx, round.total, 30_000);
     rss.push(rssMb(pid).now);
+    if (heapDir && pid && rss.length === 1) snapshots.push(await takeSnapshot(pid, heapDir));
   }
-  return { total, rss };
+  if (heapDir && pid && rss.length > 1) snapshots.push(await takeSnapshot(pid, heapDir));
+  const [first, last] = snapshots;
+  const heap = first && last ? describeGrowth(growthBetween(first, last)) : undefined;
+  return { total, rss, heap };
 }
 
 const f = (x: number): string => (Number.isFinite(x) ? x.toFixed(x < 10 ? 2 : 0) : "n/a");
@@ -323,6 +338,7 @@ async function main(): Promise<void> {
       ]);
     }
     for (const r of rows) console.log(`| ${r.join(" | ")} |`);
+    if (soaked.heap) console.log(`\nstashd heap, first soak round -> last:\n${soaked.heap}`);
   } finally {
     await stopChild(stashd.child);
     receiver.kill();

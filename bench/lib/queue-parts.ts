@@ -1,9 +1,12 @@
 /**
  * Parts the queue benches share: the receiver child, starting a stashd child and reading its
- * queue credentials, and an autocannon publish load.
+ * queue credentials, and a publish load.
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import autocannon from "autocannon";
+import { mkdtempSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { runLoad } from "../http-load.js";
 
 /**
  * Receiver: 200 to everything; records publish->arrival latency from `X-Bench-T`, and the arrival
@@ -109,9 +112,13 @@ export async function startQueueChild(
   throw new Error("stashd did not start");
 }
 
+let scratch: string | undefined;
+
 /**
  * Publishes to `target` at `connections` for `seconds`; every answer must be a 2xx. `headers`
- * are added to every publish (e.g. an `Upstash-Delay`).
+ * are added to every publish (e.g. an `Upstash-Delay`). The load comes from wrk when it is
+ * installed (bench/http-load.ts): it shares the two cores with stashd, its Redis and the
+ * receiver, and costs them a fraction of what a Node load generator does.
  */
 export async function publishLoad(
   base: string,
@@ -121,16 +128,17 @@ export async function publishLoad(
   seconds: number,
   headers: Record<string, string> = {},
 ): Promise<Rate & { total: number }> {
-  const r = await autocannon({
-    url: `${base}/v2/publish/${target}/load`,
-    connections,
-    duration: seconds,
-    method: "POST",
-    body: "hello",
-    headers: { authorization: `Bearer ${token}`, "content-type": "text/plain", ...headers },
-  });
-  if (r.non2xx > 0 || r.errors > 0)
-    throw new Error(`publish: ${r.non2xx} non-2xx, ${r.errors} errors`);
-  const rate: Rate = { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99 };
-  return { ...rate, total: r.requests.total };
+  scratch ??= mkdtempSync(path.join(os.tmpdir(), "stashd-bench-load-"));
+  const r = await runLoad(
+    {
+      url: `${base}/v2/publish/${target}/load`,
+      connections,
+      seconds,
+      method: "POST",
+      body: "hello",
+      headers: { authorization: `Bearer ${token}`, "content-type": "text/plain", ...headers },
+    },
+    scratch,
+  );
+  return { rps: r.rps, p50: r.p50, p99: r.p99, total: r.requests };
 }

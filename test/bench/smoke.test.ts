@@ -1,4 +1,7 @@
 import { execFile } from "node:child_process";
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 
@@ -7,9 +10,9 @@ import { describe, expect, it } from "vitest";
  * every phase). Their figures are not asserted (speed is measured by the scripts, never by
  * tests); what is checked is that they run to the end and print every row.
  */
-const run = async (script: string): Promise<string> => {
+const run = async (script: string, args: string[] = []): Promise<string> => {
   const tsx = "node_modules/.bin/tsx";
-  const { stdout } = await promisify(execFile)(tsx, [script, "--smoke"], {
+  const { stdout } = await promisify(execFile)(tsx, [script, "--smoke", ...args], {
     encoding: "utf8",
     timeout: 150_000,
   });
@@ -18,7 +21,16 @@ const run = async (script: string): Promise<string> => {
 
 describe("bench smoke runs", () => {
   it("runs the queue bench, each row beside its anchor", { timeout: 180_000 }, async () => {
-    const out = await run("bench/queue.ts");
+    const heapDir = mkdtempSync(path.join(os.tmpdir(), "stashd-smoke-heap-"));
+    let out: string;
+    try {
+      out = await run("bench/queue.ts", ["--soak", "2", "--heap-snapshots", heapDir]);
+      expect(readdirSync(heapDir).filter((f) => f.endsWith(".heapsnapshot"))).toHaveLength(2);
+    } finally {
+      rmSync(heapDir, { recursive: true, force: true });
+    }
+    expect(out).toMatch(/\| stashd resident memory over a 2 s publish soak \| [\d.]+, [\d.]+/);
+    expect(out).toMatch(/stashd heap, first soak round -> last:\nlive heap [\d.]+ MB -> [\d.]+ MB/);
     for (const row of [
       "| durable publishes, 1 connection |",
       "| durable publishes, 50 connections (each also delivered meanwhile) |",
