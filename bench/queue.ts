@@ -38,6 +38,7 @@ import {
   drain,
   publishLoad as publishFor,
   startQueueChild,
+  nodeMemoryMb,
   startReceiverChild,
   stats,
   type Rate,
@@ -202,24 +203,35 @@ async function latency(base: string, token: string, rx: string, samples: number)
 
 /**
  * `--soak S`: publishes at 50 connections (each delivered) in rounds of `seconds` for S seconds;
- * stashd's resident memory after each round, in MB. With `--heap-snapshots DIR`, a heap snapshot
- * after the first round and another after the last, and what grew between them.
+ * stashd's resident memory, and its V8 heap in use and external memory (its admin `/metrics`),
+ * after each round, in MB. With `--heap-snapshots DIR`, a heap snapshot after the first round and
+ * another after the last, and what grew between them.
  */
-async function soak(base: string, token: string, rx: string, pid: number | undefined) {
+async function soak(
+  stashd: { url: string; token: string; admin?: string },
+  rx: string,
+  pid?: number,
+) {
+  const { url: base, token, admin } = stashd;
   const total = Number(option("--soak")) || 0;
   const rss: number[] = [];
+  const heap: string[] = [];
   const snapshots: string[] = [];
   // At least two rounds: growth needs a before and an after.
   for (const end = Date.now() + total * 1000; total > 0 && (Date.now() < end || rss.length < 2);) {
     const round = await publishLoad(base, token, rx, 50);
     await drain(rx, round.total, 30_000);
     rss.push(rssMb(pid).now);
+    if (admin) {
+      const m = await nodeMemoryMb(admin);
+      heap.push(`${f(m.heapUsed)}/${f(m.external)}`);
+    }
     if (heapDir && pid && rss.length === 1) snapshots.push(await takeSnapshot(pid, heapDir));
   }
   if (heapDir && pid && rss.length > 1) snapshots.push(await takeSnapshot(pid, heapDir));
   const [first, last] = snapshots;
-  const heap = first && last ? describeGrowth(growthBetween(first, last)) : undefined;
-  return { total, rss, heap };
+  const growth = first && last ? describeGrowth(growthBetween(first, last)) : undefined;
+  return { total, rss, heap, growth };
 }
 
 const f = (x: number): string => (Number.isFinite(x) ? x.toFixed(x < 10 ? 2 : 0) : "n/a");
@@ -327,7 +339,7 @@ async function main(): Promise<void> {
       ],
       ["stashd resident memory", `${f(rss.now)} MB after the run, peak ${f(rss.peak)} MB`, "", ""],
     ];
-    const soaked = await soak(stashd.url, stashd.token, rx, pids.stashd);
+    const soaked = await soak(stashd, rx, pids.stashd);
     if (soaked.rss.length > 0) {
       const mb = soaked.rss.map(f).join(", ");
       rows.push([
@@ -336,9 +348,13 @@ async function main(): Promise<void> {
         "",
         "",
       ]);
+      if (soaked.heap.length > 0) {
+        const what = `stashd V8 heap used / external memory over the soak`;
+        rows.push([what, `${soaked.heap.join(", ")} MB`, "", ""]);
+      }
     }
     for (const r of rows) console.log(`| ${r.join(" | ")} |`);
-    if (soaked.heap) console.log(`\nstashd heap, first soak round -> last:\n${soaked.heap}`);
+    if (soaked.growth) console.log(`\nstashd heap, first soak round -> last:\n${soaked.growth}`);
   } finally {
     await stopChild(stashd.child);
     receiver.kill();

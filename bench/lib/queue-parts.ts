@@ -78,14 +78,14 @@ export async function drain(rx: string, expected: number, timeoutMs: number): Pr
 
 /**
  * Starts `bin start` on `dataDir` (ports chosen by the OS, `env` added) and waits until its
- * credentials say it runs; the queue's URL and token.
+ * credentials say it runs; the queue's URL and token, and the admin URL (metrics).
  */
 export async function startQueueChild(
   bin: string,
   dataDir: string,
   env: Record<string, string> = {},
   nodeArgs: string[] = [],
-): Promise<{ child: ChildProcess; url: string; token: string }> {
+): Promise<{ child: ChildProcess; url: string; token: string; admin?: string }> {
   const child = spawn(process.execPath, [...nodeArgs, bin, "start", "--data-dir", dataDir], {
     env: {
       ...process.env,
@@ -104,8 +104,11 @@ export async function startQueueChild(
     const creds = JSON.parse(out || "{}") as {
       running?: boolean;
       queue?: { url: string; token: string };
+      admin?: { url: string };
     };
-    if (creds.running && creds.queue) return { child, ...creds.queue };
+    if (creds.running && creds.queue) {
+      return { child, ...creds.queue, ...(creds.admin ? { admin: creds.admin.url } : {}) };
+    }
     if (child.exitCode !== null) break;
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -141,4 +144,15 @@ export async function publishLoad(
     scratch,
   );
   return { rps: r.rps, p50: r.p50, p99: r.p99, total: r.requests };
+}
+
+/** The Node.js memory gauges of a stashd's admin `/metrics` (prom-client's defaults), in MB. */
+export async function nodeMemoryMb(admin: string): Promise<{ heapUsed: number; external: number }> {
+  const text = await (await fetch(`${admin}/metrics`)).text();
+  const gauge = (name: string): number =>
+    Number(new RegExp(`^${name}(?:\\{[^}]*\\})? ([\\d.e+]+)$`, "m").exec(text)?.[1]) / 2 ** 20;
+  return {
+    heapUsed: gauge("nodejs_heap_size_used_bytes"),
+    external: gauge("nodejs_external_memory_bytes"),
+  };
 }

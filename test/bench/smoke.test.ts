@@ -30,6 +30,9 @@ describe("bench smoke runs", () => {
       rmSync(heapDir, { recursive: true, force: true });
     }
     expect(out).toMatch(/\| stashd resident memory over a 2 s publish soak \| [\d.]+, [\d.]+/);
+    expect(out).toMatch(
+      /\| stashd V8 heap used \/ external memory over the soak \| [\d.]+\/[\d.]+, /,
+    );
     expect(out).toMatch(/stashd heap, first soak round -> last:\nlive heap [\d.]+ MB -> [\d.]+ MB/);
     for (const row of [
       "| durable publishes, 1 connection |",
