@@ -9,9 +9,19 @@ export interface Target {
   endpointName?: string | undefined;
 }
 
+/** What produced a message besides its publish: a schedule's fire, a FIFO queue's enqueue. */
+export interface MetaSource {
+  scheduleId?: string | undefined;
+  queueName?: string | undefined;
+}
+
 /**
  * The stored meta of a new message from its parsed publish options; `messageId` is the id placed
  * in the message's queue partition (store/partitions.ts), a random one by default.
+ *
+ * One object literal with every field, on purpose: a meta copied by spread (`{...meta, x}`) took
+ * V8's slow path (about 5 µs per publish to build and to serialize, against 1 µs; measured
+ * 2026-11-27, docs/benchmarks.md).
  */
 export function buildMeta(
   opts: PublishOptions,
@@ -19,6 +29,7 @@ export function buildMeta(
   now: number,
   callerIP: string | undefined,
   messageId = newMessageId(),
+  source: MetaSource = {},
 ): MessageMeta {
   return {
     messageId,
@@ -43,6 +54,8 @@ export function buildMeta(
     redact: opts.redact,
     flowControl: opts.flowControl,
     depth: 0,
+    scheduleId: source.scheduleId,
+    queueName: source.queueName,
   };
 }
 

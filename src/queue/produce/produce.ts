@@ -104,12 +104,9 @@ export async function produce(deps: ProduceDeps, req: ProduceRequest): Promise<P
   }
   const key = dedupKeyOf(req, opts);
   const place = placeOf(deps.messages.parts, req, opts, key);
+  const source = { scheduleId: req.scheduleId, queueName: req.queue };
   const messages: NewMessage[] = targets.map((t) => ({
-    meta: {
-      ...buildMeta(opts, t, now, req.callerIP, deps.messages.parts.newMessageId(place)),
-      scheduleId: req.scheduleId,
-      queueName: req.queue,
-    },
+    meta: buildMeta(opts, t, now, req.callerIP, deps.messages.parts.newMessageId(place), source),
     body: req.body,
     dueAt: opts.dueAt,
   }));
