@@ -98,6 +98,24 @@ describe("publish and delivery", () => {
     expect(got.headers["authorization"]).toBeUndefined();
   });
 
+  it("sends QStash's own headers in place of forwarded ones of the same name", async () => {
+    const rx = await env.receiver();
+    const headers = new Headers({
+      "Upstash-Forward-User-Agent": "mine",
+      "Upstash-Forward-Upstash-Retried": "7",
+    });
+    headers.append("Upstash-Forward-X-Multi", "a");
+    headers.append("Upstash-Forward-X-Multi", "b");
+    const res = await env.api(`/v2/publish/${rx.url}/u`, { method: "POST", body: "u", headers });
+    expect(res.status).toBe(201);
+    const got = await received(rx, 0);
+    // Node keeps the first of repeated User-Agent lines and joins other repeats with ", ".
+    expect(got.headers["user-agent"]).toBe("Upstash-QStash");
+    expect(got.headers["upstash-retried"]).toBe("0");
+    expect(got.headers["x-multi"]).toBe("a, b");
+    expect(got.signatureError).toBeUndefined();
+  });
+
   it("accepts configuration as query parameters (webhook intake)", async () => {
     const rx = await env.receiver();
     const query = `keep=1&qstash_token=${encodeURIComponent(env.stashd.queue.token)}&upstash-method=PATCH&upstash-forward-x-hook=yes`;

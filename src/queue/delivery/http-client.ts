@@ -9,7 +9,8 @@ import { guardedLookup } from "./guarded-lookup.js";
 export interface OutboundRequest {
   url: string;
   method: string;
-  headers: Record<string, string | string[]>;
+  /** An object, or a flat `[name, value, name, value, ...]` list (what undici takes fastest). */
+  headers: Record<string, string | string[]> | string[];
   body: Buffer;
   timeoutMs: number;
   /**
