@@ -12,7 +12,8 @@
  * `--lead MS` sets STASHD_QUEUE_SCHEDULE_LEAD_MS (default 500; 0 fires at the tick).
  * Anchor, same run: N bare undici POSTs to the same receiver started at once over 100 connections
  * (a destination's share of stashd's slots), when they finished: the floor of "tick -> delivered"
- * for N messages to one destination on this machine.
+ * for N messages to one destination on this machine. Also this process's resident memory (it
+ * holds both queue services) after the ticks and at its peak.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
@@ -132,6 +133,9 @@ for (const a of ticked) {
   perTick.set(key, (perTick.get(key) ?? 0) + 1);
 }
 const duplicates = [...perTick.values()].filter((n) => n > 1).length;
+const rss = process.memoryUsage();
+const peakRss = process.resourceUsage().maxRSS; // KB
+const mb = (bytes: number): string => (bytes / 2 ** 20).toFixed(0);
 for (const s of services) await s.close();
 const bare = await bareBurst(rxBase, N, 100);
 console.log(
@@ -142,7 +146,9 @@ console.log(
     `max ${lateness.at(-1)} ms\n` +
     `anchor, ${N} bare undici POSTs to the same receiver started at once over 100 connections ` +
     `(a destination's share of stashd's slots): done after p50 ${pct(bare, 50)} ms, ` +
-    `p99 ${pct(bare, 99)} ms`,
+    `p99 ${pct(bare, 99)} ms\n` +
+    `resident memory of this process (both queue services): ${mb(rss.rss)} MB after the ticks, ` +
+    `peak ${mb(peakRss * 1024)} MB`,
 );
 
 receiver.kill();

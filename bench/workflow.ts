@@ -7,7 +7,8 @@
  * - a plain receiver that, on delivery k of a chain, publishes delivery k+1 with
  *   `@upstash/qstash` (the same ten hops done as plain publishes).
  * Reported: steps/s with N runs at once (and hops/s of N plain chains at once), and the latency
- * of one run alone (trigger to the last step) against the same ten hops as plain publishes.
+ * of one run alone (trigger to the last step) against the same ten hops as plain publishes, and
+ * stashd's resident memory after the runs and at its peak.
  * `--stashd PATH` runs another build's launcher (bin/stashd of a copy made before a change).
  */
 import { spawn, spawnSync } from "node:child_process";
@@ -17,6 +18,7 @@ import path from "node:path";
 import { Client as QStash } from "@upstash/qstash";
 import { Client, serve } from "@upstash/workflow";
 import { stopChild } from "../test/harness/redis.js";
+import { rssMb } from "./lib/proc.js";
 import { startApp } from "../test/workflow/harness.js";
 
 const option = (name: string): string | undefined => {
@@ -120,6 +122,10 @@ try {
   }
   console.log(`one 10-step run alone: median ${median(alone).toFixed(0)} ms`);
   console.log(`the same 10 hops as plain publishes: median ${median(plain).toFixed(0)} ms`);
+  const rss = rssMb(server.pid);
+  console.log(
+    `stashd resident memory: ${rss.now.toFixed(0)} MB after the runs, peak ${rss.peak.toFixed(0)} MB`,
+  );
 } finally {
   await app.close();
   await stopChild(server);

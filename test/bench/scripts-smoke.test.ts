@@ -23,6 +23,7 @@ describe("bench scripts, short runs", () => {
       ["one 10-step run alone: median"],
     );
     expect(out).toMatch(/the same 10 hops as plain publishes: median \d+ ms/);
+    expect(out).toMatch(/stashd resident memory: \d+ MB after the runs, peak \d+ MB/);
   }, 120_000);
 
   it("bench/kv-pipeline-stall.ts measures requests during one big pipeline", async () => {

@@ -55,5 +55,6 @@ describe("bench smoke runs", () => {
     expect(out).toContain("deliveries 20 (expected 20), duplicates 0");
     expect(out).toMatch(/tick -> delivered: first \d+ ms, p50 \d+ ms, p99 \d+ ms/);
     expect(out).toMatch(/anchor, 20 bare undici POSTs .* done after p50 \d+ ms, p99 \d+ ms/);
+    expect(out).toMatch(/resident memory of this process .*: \d+ MB after the ticks, peak \d+ MB/);
   });
 });
