@@ -3,7 +3,7 @@ import { messageOf } from "../../shared/errors.js";
 import type { Logger } from "../../shared/log.js";
 import { metrics } from "../../shared/metrics.js";
 import { newDlqId } from "../domain/ids.js";
-import type { AttemptResult, DlqMeta, MessageMeta } from "../domain/message.js";
+import type { AttemptResult, DlqMeta, Headers, MessageMeta } from "../domain/message.js";
 import { isNonRetryable, isSuccess, retryDelayMs } from "../domain/retry-policy.js";
 import { ScriptCode } from "../store/codes.js";
 import {
@@ -15,7 +15,7 @@ import {
   type Outcome,
 } from "../store/message-store.js";
 import type { SigningKeys } from "../store/signing-keys.js";
-import { callbackMessage, failureCallbackMessage } from "./callbacks.js";
+import { callbackMessage, failureCallbackMessage, type CallbackContext } from "./callbacks.js";
 import { DestinationShare, originOf } from "./destination-share.js";
 import type { HttpClient } from "./http-client.js";
 import { ClaimDepth } from "./claim-depth.js";
@@ -172,7 +172,10 @@ export class Dispatcher {
       if (!result.stored) return result;
       if (lease) {
         const leaseUntil = now + lease.leaseMs;
-        for (const m of due) this.run({ ...m, retried: 0, token: lease.token, leaseUntil }, true);
+        for (const m of due) {
+          const { meta, body } = m;
+          this.run({ meta, body, retried: 0, token: lease.token, leaseUntil }, true);
+        }
       }
       const handled = new Set(lease || queued ? due : []);
       const waiting = messages.filter((m) => !handled.has(m));
@@ -350,12 +353,13 @@ export class Dispatcher {
       const prepared = await this.hooks?.prepare(c);
       if (prepared === "dropped") return;
       const body = prepared?.body ?? c.body;
-      const sent = prepared ? { ...meta, header: prepared.header } : meta;
+      const header = prepared?.header ?? meta.header;
       const key = (await this.keys.get()).current;
+      const signature = signDelivery(key, meta.url, body, Date.now());
       const result = await this.client.send({
         url: meta.url,
         method: meta.method,
-        headers: deliveryHeaders(sent, c.retried, signDelivery(key, meta.url, body, Date.now())),
+        headers: deliveryHeaders(meta, header, c.retried, signature),
         body,
         timeoutMs: meta.timeoutMs,
         abort,
@@ -381,8 +385,12 @@ export class Dispatcher {
         ? now + retryDelayMs(result, c.retried, meta.retryDelayExpression, scale, now)
         : undefined;
     const dlq = outcome === "FAILED" ? dlqMeta(meta, result, now) : undefined;
-    const ctx = {
-      ...c,
+    // Fields named one by one: a spread copy (`{...c, result}`) takes V8's slow path
+    // (docs/decisions.md, Hot-path objects).
+    const ctx: CallbackContext = {
+      meta,
+      body: c.body,
+      retried: c.retried,
       result,
       now,
       maxDepth: this.cfg.queueMaxCallbackDepth,
@@ -391,10 +399,9 @@ export class Dispatcher {
     const children = [callbackMessage(ctx), dlq && failureCallbackMessage(ctx, dlq.dlqId)].filter(
       (m): m is NewMessage => m !== undefined,
     );
-    const attempt = JSON.stringify({
-      ...attemptLog(result),
-      ...(nextDue ? { nextDeliveryTime: nextDue } : {}),
-    });
+    const logged = attemptLog(result);
+    if (nextDue) logged.nextDeliveryTime = nextDue;
+    const attempt = JSON.stringify(logged);
     const done = await this.store.finish(now, {
       id: meta.messageId,
       token: c.token,
@@ -440,17 +447,18 @@ export function takesHandOff(m: NewMessage, now: number): boolean {
 
 /** Outgoing headers of docs/qstash-protocol.md §4.1. */
 /**
- * A delivery's request headers as a flat `[name, value, ...]` list: the message's own, then
- * QStash's, which replace a forwarded header of the same name. A list rather than a copy of
+ * A delivery's request headers as a flat `[name, value, ...]` list: the message's own (`own`:
+ * its meta's, or those a workflow hook prepared), then QStash's, which replace a forwarded header
+ * of the same name. A list rather than a copy of
  * `meta.header` with names added: that copy took V8's slow path, about 5 µs per delivery
  * (measured 2026-11-27, docs/benchmarks.md).
  */
-function deliveryHeaders(meta: MessageMeta, retried: number, signature: string) {
+function deliveryHeaders(meta: MessageMeta, own: Headers, retried: number, signature: string) {
   const headers: string[] = [];
-  for (const name in meta.header) {
+  for (const name in own) {
     if (setByQStash(name, meta)) continue;
     // One line per value, as undici sends a header given several values.
-    for (const value of meta.header[name] as string[]) headers.push(name, value);
+    for (const value of own[name] as string[]) headers.push(name, value);
   }
   headers.push("User-Agent", "Upstash-QStash", "Upstash-Message-Id", meta.messageId);
   headers.push("Upstash-Retried", String(retried), "Upstash-Signature", signature);

@@ -19,9 +19,9 @@ export interface MetaSource {
  * The stored meta of a new message from its parsed publish options; `messageId` is the id placed
  * in the message's queue partition (store/partitions.ts), a random one by default.
  *
- * One object literal with every field, on purpose: a meta copied by spread (`{...meta, x}`) took
- * V8's slow path (about 5 µs per publish to build and to serialize, against 1 µs; measured
- * 2026-11-27, docs/benchmarks.md).
+ * One object literal with every field, on purpose: a copy by spread that adds fields
+ * (`{...meta, x}` with `x` new) takes V8's slow path, about 5 µs per publish to build and to
+ * serialize against 1 µs (measured 2026-11-27, docs/decisions.md, Hot-path objects).
  */
 export function buildMeta(
   opts: PublishOptions,
@@ -56,6 +56,9 @@ export function buildMeta(
     depth: 0,
     scheduleId: source.scheduleId,
     queueName: source.queueName,
+    // Set by workflow runs on a copy (`{...meta, workflow}`): a copy that only replaces fields
+    // stays fast, one that adds a field does not.
+    workflow: undefined,
   };
 }
 
