@@ -1,6 +1,7 @@
 /**
  * stashd's CPU time per KV request, before and after a change:
- * `npx tsx bench/kv-cpu.ts [--stashd OLD/bin/stashd] [--rounds N] [--seconds N] [--connections N]`.
+ * `npx tsx bench/kv-cpu.ts [--stashd OLD/bin/stashd] [--rounds N] [--seconds N] [--connections N]
+ * [--only TEXT]` (`--only`: just the scenarios whose name contains TEXT, e.g. `pipeline`).
  *
  * Throughput on a shared 2-core machine moves with whatever else runs there; the CPU a request
  * costs stashd moves much less. So this starts one redis-server and one stashd child per build
@@ -32,12 +33,13 @@ const connections = Number(flag("--connections")) || 50;
 
 const gets = (n: number): string =>
   JSON.stringify(Array.from({ length: n }, () => ["GET", "bench:k"]));
+const only = flag("--only");
 const SCENARIOS: { name: string; path: string; body?: string }[] = [
   { name: "GET (JSON body)", path: "/", body: '["GET","bench:k"]' },
   { name: "GET (path)", path: "/get/bench:k" },
   { name: "SET (JSON body)", path: "/", body: '["SET","bench:k","v"]' },
   { name: "/pipeline 100 GET", path: "/pipeline", body: gets(100) },
-];
+].filter((s) => only === undefined || s.name.includes(only));
 
 interface Sample {
   user: number;
@@ -68,6 +70,15 @@ async function main(): Promise<void> {
         token: child.token,
         pid: child.child.pid,
         stop: () => stopChild(child.child),
+      });
+    }
+    // The GETs read a value whatever scenarios run (both children share the one Redis).
+    const first = children[0];
+    if (first) {
+      await fetch(`${first.url}/`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${first.token}` },
+        body: '["SET","bench:k","v"]',
       });
     }
     const samples = new Map<string, Sample[][]>();

@@ -1,7 +1,9 @@
 import { AppError } from "../shared/errors.js";
 import type { Principal } from "./database.js";
 import { REPLY_TOO_LARGE, type Arg, type Reply } from "../shared/redis/resp.js";
+import type { RawReplies } from "../shared/redis/raw-replies.js";
 import type { RedisBackend } from "../shared/redis/backend.js";
+import type { Exchange } from "../shared/redis/connection.js";
 import { neverRefused, refusalOf, type CommandTable } from "./policy.js";
 import { NameCache } from "./name-cache.js";
 import { REWRITTEN_NAMES, rewriteCommand } from "./rewrite.js";
@@ -101,14 +103,42 @@ export class RequestReplies {
     commands: Arg[][],
     watched: ReadonlySet<number>,
   ): Promise<Reply[]> {
+    return this.explained((await this.send(target, commands, watched, false)).replies);
+  }
+
+  /**
+   * `exchange`, the replies as RawReplies when the backend keeps them so (ExchangeOptions.raw)
+   * and none is an error or an array holding one (the only replies `explain` changes).
+   */
+  async exchangeRaw(
+    target: Pick<RedisBackend, "exchange">,
+    commands: Arg[][],
+    watched: ReadonlySet<number>,
+  ): Promise<SliceReplies> {
+    const sent = await this.send(target, commands, watched, true);
+    if (sent.raw !== undefined && !sent.raw.hasErrors) return sent.raw;
+    return this.explained(sent.replies);
+  }
+
+  private async send(
+    target: Pick<RedisBackend, "exchange">,
+    commands: Arg[][],
+    watched: ReadonlySet<number>,
+    raw: boolean,
+  ): Promise<Exchange> {
     const sent = await target.exchange(commands, {
       maxReplyBytes: Math.max(0, this.left),
       watched,
+      raw,
     });
     this.left -= sent.bytes;
+    return sent;
+  }
+
+  private explained(replies: Reply[]): Reply[] {
     // explain changes only errors, at the top or in an array: the usual slice has none.
-    if (!sent.replies.some((r) => r.kind === "error" || r.kind === "array")) return sent.replies;
-    return sent.replies.map((r) => this.explain(r, true));
+    if (!replies.some((r) => r.kind === "error" || r.kind === "array")) return replies;
+    return replies.map((r) => this.explain(r, true));
   }
 
   /** Replaces the backend's wording for the limits the gateway enforces (EXEC's items too). */
@@ -145,6 +175,25 @@ export function countCommands(p: Principal, n: number): void {
     );
   }
   p.db.countCommands(n);
+}
+
+/** Reply objects, or RawReplies of a slice sent whole as it came (see `runSlice`). */
+export type SliceReplies = Reply[] | RawReplies;
+
+/** The Reply objects of a slice's replies. */
+export function replyList(replies: SliceReplies): Reply[] {
+  return Array.isArray(replies) ? replies : replies.toReplies();
+}
+
+/**
+ * A pipeline of at most SLICE commands, its replies as RawReplies when every command was sent to
+ * the backend as it came (no refusal, gateway command or emulation) and none is an error: the
+ * usual pipeline, whose replies are then rendered without a Reply object each (http.ts).
+ */
+export async function runShortPipeline(p: Principal, commands: Arg[][]): Promise<SliceReplies> {
+  if (commands.length > SLICE) throw new Error(`runShortPipeline: over ${SLICE} commands`);
+  countCommands(p, commands.length);
+  return runSlice(p, commands, await startSlices(p, true));
 }
 
 export async function runPipeline(p: Principal, commands: Arg[][]): Promise<Reply[]> {
@@ -186,17 +235,22 @@ export async function runPipelineSlices(
   done: (replies: Reply[]) => void,
 ): Promise<void> {
   countCommands(p, commands.length);
+  const slices = await startSlices(p, false);
+  for (let from = 0; from < commands.length; from += SLICE) {
+    done(replyList(await runSlice(p, commands.take(SLICE), slices)));
+  }
+}
+
+async function startSlices(p: Principal, raw: boolean): Promise<PipelineSlices> {
   const table = p.db.loadedTable ?? (await p.db.commandTable());
-  const slices: PipelineSlices = {
+  return {
     table,
     emulated: new EmulationBatch(p.db, table, p.db.emulatesFieldTtl),
     budget: new RequestReplies(p),
     pool: p.db.poolFor(p),
     policy: { allowMigrate: p.db.allowMigrate },
+    raw,
   };
-  for (let from = 0; from < commands.length; from += SLICE) {
-    done(await runSlice(p, commands.take(SLICE), slices));
-  }
 }
 
 /** What the slices of one pipeline share. */
@@ -206,9 +260,11 @@ interface PipelineSlices {
   budget: RequestReplies;
   pool: RedisBackend;
   policy: { allowMigrate: boolean };
+  /** The caller takes RawReplies (see runShortPipeline). */
+  raw: boolean;
 }
 
-async function runSlice(p: Principal, commands: Arg[][], s: PipelineSlices): Promise<Reply[]> {
+async function runSlice(p: Principal, commands: Arg[][], s: PipelineSlices): Promise<SliceReplies> {
   const replies: (Reply | undefined)[] = new Array<Reply | undefined>(commands.length);
   const special: [number, GatewayHandler][] = [];
   const toSend: Arg[][] = [];
@@ -245,8 +301,14 @@ async function runSlice(p: Principal, commands: Arg[][], s: PipelineSlices): Pro
       sendIndex.push(i);
     }
   }
+  // Every command sent as it came, nothing to settle: the replies need no step after the
+  // exchange (an error reply, for the FCALL retry, makes exchange give Reply objects).
+  const whole = s.raw && toSend.length === commands.length && !s.emulated.pending;
   if (toSend.length > 0) {
-    const sent = await s.budget.exchange(s.pool, toSend, watched ?? NONE_WATCHED);
+    const sent = whole
+      ? await s.budget.exchangeRaw(s.pool, toSend, watched ?? NONE_WATCHED)
+      : await s.budget.exchange(s.pool, toSend, watched ?? NONE_WATCHED);
+    if (!Array.isArray(sent)) return sent;
     for (let j = 0; j < sent.length; j++) replies[sendIndex[j] as number] = sent[j];
     // Per slice, so the next slices call scripts by SHA once Redis holds them. Both steps are
     // awaited only when they have work: an await costs a single GET's latency a few microtasks.

@@ -9,11 +9,19 @@ import { metrics } from "../shared/metrics.js";
 import { replyPieces, serializeReply, type Arg, type Reply } from "../shared/redis/resp.js";
 import type { Principal } from "./database.js";
 import type { DatabaseManager } from "./database-manager.js";
-import { runPipeline, runPipelineSlices, runSingle, SLICE } from "./execute.js";
+import { rawResp2 } from "../shared/redis/raw-replies.js";
+import {
+  replyList,
+  runPipelineSlices,
+  runShortPipeline,
+  runSingle,
+  SLICE,
+  type SliceReplies,
+} from "./execute.js";
 import { runTransaction } from "./transaction.js";
 import { parseCommand, parsePlainCommand, readCommandList, type CommandList } from "./body-args.js";
-import { itemPieces, renderableAtOnce, renderItem } from "./reply.js";
-import { renderList } from "./reply-bytes.js";
+import { itemPieces, rawRenderableAtOnce, renderableAtOnce, renderItem } from "./reply.js";
+import { renderList, renderRaw } from "./reply-bytes.js";
 import { heldBytes, ReplyBuffers, StreamBacklog } from "./reply-buffers.js";
 import { openStream, type StreamKind } from "./sse.js";
 import { parseUrl, type UrlParts } from "./url-args.js";
@@ -151,7 +159,7 @@ export class KvHttpHandler {
           method,
         );
       } else if (commands.length <= SLICE) {
-        const replies = await runPipeline(principal, commands.rest());
+        const replies = await runShortPipeline(principal, commands.rest());
         await sendList(this.out(res), replies, format, headers, method);
       } else {
         await sendSlicedPipeline(this.out(res), principal, commands, format, headers, method);
@@ -290,13 +298,23 @@ async function sendSingle(
   return streamHeld(out, status, withType(headers, format), pieces, method, heldBytes(reply));
 }
 
+/**
+ * A pipeline's or transaction's replies. RawReplies that render in one piece are written from
+ * where they are (renderRaw, rawResp2: the same bytes as from their Reply objects); anything else
+ * goes the general way.
+ */
 async function sendList(
   out: ReplyOut,
-  replies: Reply[],
+  list: SliceReplies,
   format: Format,
   headers: Record<string, string>,
   method: string,
 ): Promise<void> {
+  if (!Array.isArray(list) && method !== "HEAD" && rawRenderableAtOnce(list)) {
+    const body = format.resp2 ? rawResp2(list) : renderRaw(list, format.base64);
+    return sendWhole(out.res, 200, headers, format, body);
+  }
+  const replies = replyList(list);
   if (method !== "HEAD" && renderableAtOnce({ kind: "array", value: replies })) {
     const body = format.resp2
       ? Buffer.concat(replies.map(serializeReply))

@@ -91,6 +91,34 @@ describe("JSON command bodies", () => {
     ]);
   });
 
+  it.each([
+    '[ "GET" , "a" ] , [ "SET","k","v" ] ]',
+    '\t["GET",""],\r\n["ECHO","[],\x7f"]\n] \n',
+    '["GET","a"],["ECHO","\\"]]',
+    '["GET","a"],["SET","k",true]]',
+    '["GET","a"],[]]',
+    '["GET","a"],"GET"]',
+    '["GET","a"],["GET",["a"]]]',
+    '["GET","a"],["GET","a"]',
+    '["GET","a"]],',
+  ])("reads %j in a small body (scanned) as in a large one (Reader)", async (rest) => {
+    const answer = async (body: Buffer): Promise<unknown> =>
+      parseCommandList(body).then(
+        (commands) => commands.slice(1).map((c) => c.map((a) => Buffer.from(a).toString("hex"))),
+        (err: Error) => err.message.replace(/at byte \d+/, "at byte N"),
+      );
+    expect(await answer(padded(rest, 10))).toEqual(await answer(padded(rest, 70_000)));
+  });
+
+  it("reads a single command's strings as JSON.parse does", async () => {
+    expect(text(await parseCommand(Buffer.from(' [ "SET" ,"k" , "" ]\n')))).toEqual([
+      "SET",
+      "k",
+      "",
+    ]);
+    await expect(parseCommand(Buffer.from('["SET","k"'))).rejects.toThrow(/^ERR invalid JSON/);
+  });
+
   it("hands out a large body's commands a slice at a time, as read in one go", async () => {
     const body = padded('["GET","a\\u00fc",1.50,true],["ECHO","é"]]', 70_000);
     const list = await readCommandList(body);

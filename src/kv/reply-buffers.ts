@@ -1,5 +1,5 @@
 import { AppError } from "../shared/errors.js";
-import type { Reply } from "../shared/redis/resp.js";
+import { elementBytes, type Reply } from "../shared/redis/resp.js";
 
 /**
  * The process-wide budget of bytes of large replies held for clients still reading them
@@ -73,18 +73,4 @@ export class StreamBacklog {
 }
 
 /** Bytes a reply holds: its strings' bytes and one per element. */
-export function heldBytes(reply: Reply): number {
-  switch (reply.kind) {
-    case "simple":
-    case "bulk":
-    case "error":
-      return 1 + reply.value.length;
-    case "array": {
-      let bytes = 1;
-      for (const item of reply.value) bytes += heldBytes(item);
-      return bytes;
-    }
-    default:
-      return 1;
-  }
-}
+export const heldBytes: (reply: Reply) => number = elementBytes;

@@ -1,5 +1,6 @@
 import { StringDecoder } from "node:string_decoder";
 import type { Reply } from "../shared/redis/resp.js";
+import type { RawReplies } from "../shared/redis/raw-replies.js";
 
 /**
  * RESP2 reply → the JSON the SDKs expect: integers as numbers (exact digits, never through a JS
@@ -55,6 +56,11 @@ const PIECE = 48 * 1024;
  */
 export function renderableAtOnce(reply: Reply): boolean {
   return bytesLeft(reply, PIECE) >= 0;
+}
+
+/** `renderableAtOnce` of the array of a pipeline's RawReplies (their elementBytes count alike). */
+export function rawRenderableAtOnce(raw: RawReplies): boolean {
+  return 1 + raw.elementBytes <= PIECE;
 }
 
 function bytesLeft(reply: Reply, left: number): number {

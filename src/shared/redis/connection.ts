@@ -1,7 +1,15 @@
 import net from "node:net";
 import tls from "node:tls";
 import { AppError, messageOf } from "../errors.js";
-import { encodeCommands, RespParser, type Arg, type Reply } from "./resp.js";
+import { RawReplies, valueReply } from "./raw-replies.js";
+import {
+  encodeCommands,
+  RAW_NIL,
+  RespParser,
+  type Arg,
+  type Reply,
+  type ValueKind,
+} from "./resp.js";
 
 /**
  * Where a Redis server is and how to log in. Built from a URL by `parseRedisUrl`:
@@ -76,17 +84,27 @@ export interface ExchangeOptions {
    * reply on a connection while a script sent on it runs.
    */
   watched?: ReadonlySet<number>;
+  /**
+   * The caller can take the replies as RawReplies (`Exchange.raw`): a connection then keeps them
+   * there rather than as Reply objects. A backend that does not (a cluster) ignores it.
+   */
+  raw?: boolean;
 }
 
 export interface Exchange {
-  replies: Reply[];
+  /** With `raw`, built from it on first use (RawReplies.toReplies). */
+  readonly replies: Reply[];
   /** What the replies cost against the budget. */
   bytes: number;
+  /** The replies, when `ExchangeOptions.raw` asked for them so and the backend keeps them so. */
+  raw?: RawReplies;
 }
 
 /** One call's replies still being collected, in order. */
 interface Batch {
-  readonly replies: Reply[];
+  /** Where the replies go: RawReplies when the call asked for them (`ExchangeOptions.raw`). */
+  readonly replies: Reply[] | RawReplies;
+  received: number;
   readonly expected: number;
   bytes: number;
   readonly budget: number;
@@ -129,6 +147,7 @@ export class RedisConnection {
     const parser = new RespParser(
       (reply, cost) => this.onReply(reply, cost),
       () => this.budgetLeft(),
+      (kind, buf, start, end, cost) => this.onValue(kind, buf, start, end, cost),
     );
     socket.on("data", (chunk: Buffer) => {
       this.readAt = Date.now();
@@ -202,7 +221,8 @@ export class RedisConnection {
     return new Promise((resolve, reject) => {
       if (this.inFlight === 0) this.nextReplyOwed();
       this.queue.push({
-        replies: [],
+        replies: opts.raw === true ? new RawReplies() : [],
+        received: 0,
         expected: commands.length,
         bytes: 0,
         budget: opts.maxReplyBytes ?? Infinity,
@@ -270,10 +290,28 @@ export class RedisConnection {
       this.pushHandler?.(reply);
       return;
     }
+    if (Array.isArray(batch.replies)) batch.replies.push(reply);
+    else batch.replies.addObject(reply);
+    this.received(batch, cost);
+  }
+
+  /** A top-level value from the parser (RespParser's `onValue`): kept raw when asked for. */
+  private onValue(kind: ValueKind, buf: Buffer, start: number, end: number, cost: number): void {
+    const batch = this.queue[this.head];
+    if (batch === undefined || Array.isArray(batch.replies)) {
+      this.onReply(valueReply(kind, buf, start, end), cost);
+      return;
+    }
+    if (kind === RAW_NIL) batch.replies.addNil();
+    else batch.replies.addValue(kind, buf, start, end);
+    this.received(batch, cost);
+  }
+
+  /** Counts a reply the head batch got; resolves the batch once it has all of them. */
+  private received(batch: Batch, cost: number): void {
     this.nextReplyOwed(this.readAt);
     batch.bytes += cost;
-    batch.replies.push(reply);
-    if (batch.replies.length < batch.expected) return this.armTimer();
+    if (++batch.received < batch.expected) return this.armTimer();
     this.queue[this.head++] = undefined;
     if (this.head === this.queue.length) {
       this.queue = [];
@@ -282,7 +320,7 @@ export class RedisConnection {
       this.queue = this.queue.slice(this.head);
       this.head = 0;
     }
-    batch.resolve({ replies: batch.replies, bytes: batch.bytes });
+    batch.resolve(exchangeOf(batch.replies, batch.bytes));
     if (this.inFlight > 0) this.armTimer();
   }
 
@@ -323,7 +361,7 @@ export class RedisConnection {
   /** Whether a watched command is still unanswered (in any waiting call: see `watched`). */
   private awaitsWatched(): boolean {
     const head = this.queue[this.head];
-    if (head && head.lastWatched >= head.replies.length) return true;
+    if (head && head.lastWatched >= head.received) return true;
     for (let i = this.head + 1; i < this.queue.length; i++) {
       if ((this.queue[i]?.lastWatched ?? -1) >= 0) return true;
     }
@@ -341,6 +379,23 @@ export class RedisConnection {
     this.head = 0;
     for (const batch of waiting) batch?.reject(error);
     for (const listener of this.closeListeners) listener(err);
+  }
+}
+
+/** A finished call's result; RawReplies also as Reply objects, built when first asked for. */
+function exchangeOf(replies: Reply[] | RawReplies, bytes: number): Exchange {
+  return Array.isArray(replies) ? { replies, bytes } : new RawExchange(replies, bytes);
+}
+
+/** An Exchange of RawReplies (see ExchangeOptions.raw). */
+class RawExchange implements Exchange {
+  constructor(
+    readonly raw: RawReplies,
+    readonly bytes: number,
+  ) {}
+
+  get replies(): Reply[] {
+    return this.raw.toReplies();
   }
 }
 

@@ -16,6 +16,18 @@ export type Reply =
 
 export type Arg = string | Buffer;
 
+/** What a top-level reply handed to RespParser's `onValue` is (and a RawReplies entry). */
+export const RAW_BULK = 0;
+export const RAW_SIMPLE = 1;
+export const RAW_INT = 2;
+export const RAW_NIL = 3;
+/** A RawReplies entry kept as its Reply object: an error, an array, a nil array. */
+export const RAW_OBJECT = 4;
+export type RawKind =
+  typeof RAW_BULK | typeof RAW_SIMPLE | typeof RAW_INT | typeof RAW_NIL | typeof RAW_OBJECT;
+/** The kinds `onValue` gets. */
+export type ValueKind = Exclude<RawKind, typeof RAW_OBJECT>;
+
 const CRLF = "\r\n";
 const CR = 13;
 const LF = 10;
@@ -133,6 +145,27 @@ function writeDigits(out: Buffer, at: number, n: number): number {
   return end + 2;
 }
 
+/**
+ * Bytes of a reply's strings (bulk, simple, error) plus one per element, nested ones included:
+ * what a reply holds in memory (kv/reply-buffers.ts) and what decides whether it renders in one
+ * piece (kv/reply.ts).
+ */
+export function elementBytes(reply: Reply): number {
+  switch (reply.kind) {
+    case "simple":
+    case "bulk":
+    case "error":
+      return 1 + reply.value.length;
+    case "array": {
+      let bytes = 1;
+      for (const item of reply.value) bytes += elementBytes(item);
+      return bytes;
+    }
+    default:
+      return 1;
+  }
+}
+
 /** The exact RESP2 bytes of a parsed reply. */
 export function serializeReply(reply: Reply): Buffer {
   return Buffer.concat([...replyPieces(reply)]);
@@ -165,6 +198,15 @@ export function* replyPieces(reply: Reply): Generator<Buffer> {
       for (const item of reply.value) yield* replyPieces(item);
   }
 }
+
+/** See RespParser's constructor. */
+export type OnValue = (
+  kind: ValueKind,
+  buf: Buffer,
+  start: number,
+  end: number,
+  cost: number,
+) => void;
 
 interface Frame {
   items: Reply[];
@@ -212,6 +254,14 @@ export class RespParser {
   constructor(
     private readonly onReply: (reply: Reply, cost: number) => void,
     private readonly limitOf: () => number = () => Infinity,
+    /**
+     * When given, a top-level bulk string, simple string, integer or nil within its budget comes
+     * here instead of to `onReply`, as where its value is: `buf[start, end)` (the bytes of a
+     * string, the digits of an integer; nothing for a nil). No Reply object is made for it, so a
+     * caller that copies the value on (raw-replies.ts) saves an object and a Buffer view per
+     * reply; `valueReply` (raw-replies.ts) makes the object `onReply` would have had.
+     */
+    private readonly onValue?: OnValue,
   ) {}
 
   feed(chunk: Buffer): void {
@@ -256,14 +306,17 @@ export class RespParser {
       const lineCost = lineEnd + 2 - start + ELEMENT_OVERHEAD_BYTES;
       let reply: Reply;
       if (type === 0x2b /* + */) {
+        if (this.lineValue(RAW_SIMPLE, buf, start + 1, lineEnd, lineCost)) continue;
         reply = { kind: "simple", value: buf.subarray(start + 1, lineEnd) };
       } else if (type === 0x2d /* - */) {
         reply = { kind: "error", value: buf.toString("utf8", start + 1, lineEnd) };
       } else if (type === 0x3a /* : */) {
+        if (this.lineValue(RAW_INT, buf, start + 1, lineEnd, lineCost)) continue;
         reply = { kind: "int", value: buf.toString("latin1", start + 1, lineEnd) };
       } else if (type === 0x24 /* $ */) {
         const len = parseLength(buf, start + 1, lineEnd);
         if (len < 0) {
+          if (this.lineValue(RAW_NIL, buf, lineEnd, lineEnd, lineCost)) continue;
           reply = { kind: "nil", array: false };
         } else {
           const end = lineEnd + 2 + len;
@@ -281,7 +334,9 @@ export class RespParser {
           }
           this.cost += lineCost + len + 2;
           this.pos = end + 2;
-          this.emit({ kind: "bulk", value: buf.subarray(lineEnd + 2, end) });
+          if (this.onValue !== undefined && this.stack.length === 0)
+            this.value(RAW_BULK, buf, lineEnd + 2, end);
+          else this.emit({ kind: "bulk", value: buf.subarray(lineEnd + 2, end) });
           continue;
         }
       } else if (type === 0x2a /* * */) {
@@ -301,6 +356,33 @@ export class RespParser {
       this.addCost(lineCost);
       this.emit(reply);
     }
+  }
+
+  /**
+   * A one-line reply (simple string, integer, nil) at the top level, handed to `onValue` when
+   * there is one and the reply is within its budget: then true, the line consumed. Else false,
+   * nothing done (the caller makes the Reply, and addCost drops it when over the budget).
+   */
+  private lineValue(
+    kind: ValueKind,
+    buf: Buffer,
+    start: number,
+    end: number,
+    lineCost: number,
+  ): boolean {
+    if (this.onValue === undefined || this.stack.length > 0) return false;
+    if (this.cost + lineCost > this.limit) return false;
+    this.cost += lineCost;
+    this.pos = end + 2;
+    this.value(kind, buf, start, end);
+    return true;
+  }
+
+  /** Hands a complete top-level value to `onValue` with its cost (see the constructor). */
+  private value(kind: ValueKind, buf: Buffer, start: number, end: number): void {
+    const cost = this.cost;
+    this.cost = 0;
+    (this.onValue as OnValue)(kind, buf, start, end, cost);
   }
 
   private addCost(n: number): void {

@@ -1,0 +1,203 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startStashd, type TestStashd } from "../harness/stashd.js";
+import { useGateway } from "./helpers.js";
+
+/**
+ * A pipeline whose commands all go to Redis as they came is answered from RawReplies (no Reply
+ * object per reply: src/shared/redis/raw-replies.ts); any other takes the general path. Both must
+ * write the same bytes, in every format. Pinned two ways: against the same pipeline made to take
+ * the general path by a refused command at its end (answered by stashd, so nothing else changes),
+ * and against the same commands sent one at a time.
+ */
+const { stashd } = useGateway();
+
+const FORMATS: [string, Record<string, string>][] = [
+  ["JSON", {}],
+  ["base64", { "upstash-encoding": "base64" }],
+  ["RESP2", { "upstash-response-format": "resp2" }],
+];
+/** Answered by stashd itself (a connection-state command), so it makes the pipeline general. */
+const REFUSED = ["SELECT", "1"];
+
+type Command = (string | Buffer)[];
+
+/** A JSON body of commands; Buffer arguments keep their bytes (invalid UTF-8 included). */
+function body(commands: Command[] | Command): Buffer {
+  const json = (a: string | Buffer): Buffer =>
+    Buffer.isBuffer(a)
+      ? Buffer.concat([Buffer.from('"'), a, Buffer.from('"')])
+      : Buffer.from(JSON.stringify(a));
+  const list = (items: Buffer[]): Buffer =>
+    Buffer.concat([
+      Buffer.from("["),
+      ...items.flatMap((b, i) => (i > 0 ? [Buffer.from(","), b] : [b])),
+      Buffer.from("]"),
+    ]);
+  const isList = Array.isArray(commands[0]);
+  return isList
+    ? list((commands as Command[]).map((c) => list(c.map(json))))
+    : list((commands as Command).map(json));
+}
+
+async function post(
+  s: TestStashd,
+  path: string,
+  payload: Buffer,
+  headers: Record<string, string>,
+): Promise<Buffer> {
+  const res = await s.kvFetch(path, { body: payload, headers });
+  return Buffer.from(await res.arrayBuffer());
+}
+
+/** The pipeline's reply, the general path's (minus the refused item), and the singles joined. */
+async function threeWays(
+  s: TestStashd,
+  commands: Command[],
+  headers: Record<string, string>,
+): Promise<{ fast: Buffer; general: Buffer; singles: Buffer }> {
+  const resp2 = headers["upstash-response-format"] === "resp2";
+  const fast = await post(s, "/pipeline", body(commands), headers);
+  const withRefused = await post(s, "/pipeline", body([...commands, REFUSED]), headers);
+  const refused = await post(s, "/", body(REFUSED), headers);
+  const general = resp2
+    ? withRefused.subarray(0, withRefused.length - refused.length)
+    : Buffer.concat([
+        withRefused.subarray(0, withRefused.length - refused.length - 2),
+        Buffer.from("]"),
+      ]);
+  const each: Buffer[] = [];
+  for (const c of commands) each.push(await post(s, "/", body(c), headers));
+  const singles = resp2
+    ? Buffer.concat(each)
+    : Buffer.concat([
+        Buffer.from("["),
+        Buffer.from(each.map((b) => b.toString("latin1")).join(","), "latin1"),
+        Buffer.from("]"),
+      ]);
+  expect(
+    withRefused.subarray(withRefused.length - refused.length - (resp2 ? 0 : 1)).toString("latin1"),
+  ).toBe(resp2 ? refused.toString("latin1") : `${refused.toString("latin1")}]`);
+  return { fast, general, singles };
+}
+
+const INVALID_UTF8 = Buffer.from([0x61, 0xff, 0xfe, 0x80, 0x62]);
+
+beforeAll(async () => {
+  const s = stashd();
+  const set: Command[] = [
+    ["SET", "pr:empty", ""],
+    ["SET", "pr:v", "v"],
+    ["SET", "pr:ok", "OK"],
+    ["SET", "pr:bytes", INVALID_UTF8],
+    ["SET", "pr:escapes", 'a"b\\c\td\u0001e\u007f'],
+    ["SET", "pr:unicode", "ü€😀"],
+    ["SET", "pr:64", "x".repeat(64)],
+    ["SET", "pr:65", "y".repeat(65)],
+    ["SET", "pr:large", "L".repeat(100_000)],
+    ["SET", "pr:int", "-9223372036854775808"],
+    ["RPUSH", "pr:list", "a", "", "c"],
+  ];
+  const res = await s.kvFetch("/pipeline", { body: body(set) });
+  expect(res.status).toBe(200);
+});
+
+const SIMPLE: Command[] = [
+  ["GET", "pr:empty"],
+  ["GET", "pr:v"],
+  ["GET", "pr:ok"],
+  ["GET", "pr:bytes"],
+  ["GET", "pr:escapes"],
+  ["GET", "pr:unicode"],
+  ["GET", "pr:64"],
+  ["GET", "pr:65"],
+  ["GET", "pr:missing"],
+  ["GET", "pr:int"],
+  ["STRLEN", "pr:v"],
+  ["EXISTS", "pr:missing"],
+  ["PING"],
+  ["TYPE", "pr:v"],
+  ["ECHO", "OK"],
+];
+
+describe.each(FORMATS)("pipeline replies as %s", (_, headers) => {
+  it.each([
+    ["strings, integers, nil and simple strings", SIMPLE],
+    [
+      "arrays among them",
+      [...SIMPLE, ["LRANGE", "pr:list", "0", "-1"], ["MGET", "pr:v", "pr:missing", "pr:bytes"]],
+    ],
+    [
+      "an error among them",
+      [
+        ["GET", "pr:v"],
+        ["INCR", "pr:v"],
+        ["GET", "pr:missing"],
+        ["LPOP", "pr:v"],
+      ],
+    ],
+    [
+      "a value too large to render at once",
+      [
+        ["GET", "pr:v"],
+        ["GET", "pr:large"],
+        ["GET", "pr:bytes"],
+      ],
+    ],
+    ["one command", [["GET", "pr:bytes"]]],
+  ] as [string, Command[]][])(
+    "are the same bytes on the fast and the general path: %s",
+    async (_name, commands) => {
+      const { fast, general, singles } = await threeWays(stashd(), commands, headers);
+      expect(fast.toString("latin1")).toBe(general.toString("latin1"));
+      expect(fast.toString("latin1")).toBe(singles.toString("latin1"));
+    },
+  );
+});
+
+describe("pipeline replies past the max reply size", () => {
+  let small: TestStashd | undefined;
+  beforeAll(async () => {
+    small = await startStashd({ kvRedisUrl: stashd().config.kvRedisUrl, kvMaxReplyBytes: 1000 });
+  });
+  afterAll(async () => {
+    await small?.stop();
+  });
+
+  it.each(FORMATS)("answer the same on both paths, mid-pipeline (%s)", async (_, headers) => {
+    const s = small as TestStashd;
+    await s.kvFetch("/", { body: JSON.stringify(["SET", "pr:300", "z".repeat(300)]) });
+    // A reply alone over the budget (its stand-in costs 48 bytes), then replies that use the
+    // budget up: 55 + 48 + 2 × 356 of 1000 bytes, and each stand-in after them 48 more.
+    const commands: Command[] = [
+      ["GET", "pr:v"],
+      ["GET", "pr:large"],
+      ...Array.from({ length: 6 }, (): Command => ["GET", "pr:300"]),
+      ["GET", "pr:v"],
+    ];
+    const fast = await post(s, "/pipeline", body(commands), headers);
+    const withRefused = await post(s, "/pipeline", body([...commands, REFUSED]), headers);
+    const text = fast.toString("latin1");
+    expect(
+      withRefused
+        .toString("latin1")
+        .startsWith(headers["upstash-response-format"] ? text : text.slice(0, -1)),
+    ).toBe(true);
+    expect(text).toContain(
+      "ERR reply too large: this request's replies exceed the max reply size of 1000 bytes",
+    );
+    if (!headers["upstash-response-format"]) {
+      const items = JSON.parse(text) as { result?: unknown; error?: string }[];
+      expect(items.map((i) => ("error" in i ? "error" : "result"))).toEqual([
+        "result",
+        "error",
+        "result",
+        "result",
+        "error",
+        "error",
+        "error",
+        "error",
+        "error",
+      ]);
+    }
+  });
+});
