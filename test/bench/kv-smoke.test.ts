@@ -30,7 +30,7 @@ describe("bench/kv.ts --smoke", () => {
       "  123456 requests in 3.00s, 20.00MB read",
       "Requests/sec:  41152.00",
     ].join("\n");
-    expect(parseWrk(report, "x")).toEqual({ rps: 41152, p50: 0.076, p99: 1.2 });
+    expect(parseWrk(report, "x")).toEqual({ rps: 41152, requests: 123456, p50: 0.076, p99: 1.2 });
     expect(() => parseWrk(`${report}\n  Non-2xx or 3xx responses: 3`, "x")).toThrow(/3 non-2xx/);
   });
 });
