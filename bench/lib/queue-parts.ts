@@ -3,7 +3,7 @@
  * queue credentials, and a publish load.
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { runLoad } from "../http-load.js";
@@ -115,8 +115,6 @@ export async function startQueueChild(
   throw new Error("stashd did not start");
 }
 
-let scratch: string | undefined;
-
 /**
  * Publishes to `target` at `connections` for `seconds`; every answer must be a 2xx. `headers`
  * are added to every publish (e.g. an `Upstash-Delay`). The load comes from wrk when it is
@@ -131,7 +129,8 @@ export async function publishLoad(
   seconds: number,
   headers: Record<string, string> = {},
 ): Promise<Rate & { total: number }> {
-  scratch ??= mkdtempSync(path.join(os.tmpdir(), "stashd-bench-load-"));
+  // wrk's request script goes into a directory of this run, removed afterwards.
+  const scratch = mkdtempSync(path.join(os.tmpdir(), "stashd-bench-load-"));
   const r = await runLoad(
     {
       url: `${base}/v2/publish/${target}/load`,
@@ -142,7 +141,7 @@ export async function publishLoad(
       headers: { authorization: `Bearer ${token}`, "content-type": "text/plain", ...headers },
     },
     scratch,
-  );
+  ).finally(() => rmSync(scratch, { recursive: true, force: true }));
   return { rps: r.rps, p50: r.p50, p99: r.p99, total: r.requests };
 }
 
