@@ -338,7 +338,7 @@ function scanStrings(body: Buffer, text: string, at: number, out: string[]): num
  * Where the string whose first byte is at `at` ends (its closing `"`); -1 if it has an escape or
  * a control character, or does not end.
  */
-function stringEnd(body: Buffer, at: number): number {
+export function stringEnd(body: Buffer, at: number): number {
   for (; at < body.length; at++) {
     const c = body[at] as number;
     if (c === 0x22) return at;
@@ -348,7 +348,7 @@ function stringEnd(body: Buffer, at: number): number {
 }
 
 /** Past JSON's whitespace (space, LF, CR, tab) from `at`. */
-function skipSpace(body: Buffer, at: number): number {
+export function skipSpace(body: Buffer, at: number): number {
   while (at < body.length && isWs(body[at])) at++;
   return at;
 }

@@ -1,6 +1,11 @@
 import { AppError } from "../shared/errors.js";
 import type { Principal } from "./database.js";
-import { REPLY_TOO_LARGE, type Arg, type Reply } from "../shared/redis/resp.js";
+import {
+  REPLY_TOO_LARGE,
+  type Arg,
+  type EncodedCommands,
+  type Reply,
+} from "../shared/redis/resp.js";
 import type { RawReplies } from "../shared/redis/raw-replies.js";
 import type { RedisBackend } from "../shared/redis/backend.js";
 import type { Exchange } from "../shared/redis/connection.js";
@@ -9,6 +14,8 @@ import { NameCache } from "./name-cache.js";
 import { REWRITTEN_NAMES, rewriteCommand } from "./rewrite.js";
 import { gatewayCommand, type GatewayHandler } from "./gateway-commands.js";
 import { EmulationBatch } from "./emulate/batch.js";
+import { mayEmulate } from "./emulate/route.js";
+import type { EncodedPipeline } from "./encoded-pipeline.js";
 import { readOnlyFcallRefusal, retryReadOnlyFcalls } from "./emulate/fcall-ro.js";
 
 /**
@@ -120,6 +127,21 @@ export class RequestReplies {
     return this.explained(sent.replies);
   }
 
+  /** `exchangeRaw` of commands already encoded, on a backend that takes them. */
+  async exchangeEncoded(
+    send: NonNullable<RedisBackend["exchangeEncoded"]>,
+    commands: EncodedCommands,
+  ): Promise<SliceReplies> {
+    const sent = await send(commands, {
+      maxReplyBytes: Math.max(0, this.left),
+      watched: NONE_WATCHED,
+      raw: true,
+    });
+    this.left -= sent.bytes;
+    if (sent.raw !== undefined && !sent.raw.hasErrors) return sent.raw;
+    return this.explained(sent.replies);
+  }
+
   private async send(
     target: Pick<RedisBackend, "exchange">,
     commands: Arg[][],
@@ -194,6 +216,30 @@ export async function runShortPipeline(p: Principal, commands: Arg[][]): Promise
   if (commands.length > SLICE) throw new Error(`runShortPipeline: over ${SLICE} commands`);
   countCommands(p, commands.length);
   return runSlice(p, commands, await startSlices(p, true));
+}
+
+/**
+ * A pipeline encoded from its body (encoded-pipeline.ts), sent as it is when runSlice would have
+ * sent every command in it as it came: each name `plain`, neither rewritten nor emulated, and a
+ * backend that takes encoded commands (a single Redis). Undefined otherwise, with nothing sent
+ * or counted: the caller then takes the general path. The first requests of a database, before
+ * its command table is loaded, take the general path too.
+ */
+export async function runEncodedPipeline(
+  p: Principal,
+  pipeline: EncodedPipeline,
+): Promise<SliceReplies | undefined> {
+  const table = p.db.loadedTable;
+  const pool = p.db.poolFor(p);
+  const send = pool.encodedExchanges === true ? pool.exchangeEncoded?.bind(pool) : undefined;
+  if (table === undefined || send === undefined) return undefined;
+  const options = { fieldTtl: p.db.emulatesFieldTtl };
+  for (const name of pipeline.names) {
+    const steps = nameSteps.get(name, table);
+    if (!steps.plain || steps.rewritten || mayEmulate(name, table, options)) return undefined;
+  }
+  countCommands(p, pipeline.commands.count);
+  return new RequestReplies(p).exchangeEncoded(send, pipeline.commands);
 }
 
 export async function runPipeline(p: Principal, commands: Arg[][]): Promise<Reply[]> {

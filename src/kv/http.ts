@@ -12,6 +12,7 @@ import type { DatabaseManager } from "./database-manager.js";
 import { rawResp2 } from "../shared/redis/raw-replies.js";
 import {
   replyList,
+  runEncodedPipeline,
   runPipelineSlices,
   runShortPipeline,
   runSingle,
@@ -19,6 +20,7 @@ import {
   type SliceReplies,
 } from "./execute.js";
 import { runTransaction } from "./transaction.js";
+import { encodePipelineBody } from "./encoded-pipeline.js";
 import { parseCommand, parsePlainCommand, readCommandList, type CommandList } from "./body-args.js";
 import { itemPieces, rawRenderableAtOnce, renderableAtOnce, renderItem } from "./reply.js";
 import { renderList, renderRaw } from "./reply-bytes.js";
@@ -148,6 +150,8 @@ export class KvHttpHandler {
     if (first === "pipeline" || first === "multi-exec") {
       if (!body)
         throw new AppError("method_not_allowed", `ERR /${first} takes POST with a JSON body`);
+      const reply = { res, format, headers, method };
+      if (first === "pipeline" && (await this.sentEncoded(principal, body, reply))) return;
       const commands = await readCommandList(body, principal.db.maxCommandsPerRequest);
       if (first === "multi-exec") {
         const replies = await runTransaction(principal, commands);
@@ -169,6 +173,22 @@ export class KvHttpHandler {
     const argv = commandOf(url, body) ?? (await parseCommand(body ?? Buffer.alloc(0)));
     labelRequest(req, argv[0]?.toString().toUpperCase() ?? "", true);
     await sendSingle(this.out(res), await runSingle(principal, argv), format, headers, method);
+  }
+
+  /**
+   * A `/pipeline` body encoded straight into RESP and sent as it is (encoded-pipeline.ts,
+   * runEncodedPipeline); false when it cannot be, with nothing sent.
+   */
+  private async sentEncoded(
+    p: Principal,
+    body: Buffer,
+    to: { res: ServerResponse; format: Format; headers: Record<string, string>; method: string },
+  ): Promise<boolean> {
+    const encoded = encodePipelineBody(body, Math.min(SLICE, p.db.maxCommandsPerRequest));
+    const replies = encoded && (await runEncodedPipeline(p, encoded));
+    if (!replies) return false;
+    await sendList(this.out(to.res), replies, to.format, to.headers, to.method);
+    return true;
   }
 
   private async stream(

@@ -57,9 +57,13 @@ describe("databases added by the CLI", () => {
     await eventually(async () =>
       expect((await command(stashd(), ["SET", "lim:d", "1"], { token })).status).toBe(200),
     );
-    const used = 1;
-    for (let i = used; i < 3; i++)
-      expect((await command(stashd(), ["GET", "lim:d"], { token })).status).toBe(200);
+    // A pipeline counts each of its commands (read straight from the body or not).
+    const pipeline = (body: string) => stashd().kvFetch("/pipeline", { token, body });
+    const two = await pipeline('[["GET","lim:d"],["GET","lim:d"]]');
+    expect(await bodyOf(two)).toEqual([{ result: "1" }, { result: "1" }]);
+    const refused = await pipeline('[["GET","lim:d"]]');
+    expect(refused.status).toBe(400);
+    expect(await bodyOf(refused)).toEqual({ error: "ERR max daily request limit exceeded" });
     expect(await command(stashd(), ["GET", "lim:d"], { token })).toEqual({
       status: 400,
       body: { error: "ERR max daily request limit exceeded" },

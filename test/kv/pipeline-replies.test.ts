@@ -4,10 +4,12 @@ import { useGateway } from "./helpers.js";
 
 /**
  * A pipeline whose commands all go to Redis as they came is answered from RawReplies (no Reply
- * object per reply: src/shared/redis/raw-replies.ts); any other takes the general path. Both must
- * write the same bytes, in every format. Pinned two ways: against the same pipeline made to take
- * the general path by a refused command at its end (answered by stashd, so nothing else changes),
- * and against the same commands sent one at a time.
+ * object per reply: src/shared/redis/raw-replies.ts), and when its body is plain ASCII strings it
+ * is also sent to Redis straight from the body's bytes (src/kv/encoded-pipeline.ts); any other
+ * takes the general path. All must write the same bytes, in every format. Pinned three ways:
+ * against the same pipeline made to take the general path by a refused command at its end
+ * (answered by stashd, so nothing else changes), against the same commands sent one at a time,
+ * and against the same body with a JSON escape in it (which the body encoder leaves alone).
  */
 const { stashd } = useGateway();
 
@@ -152,6 +154,18 @@ describe.each(FORMATS)("pipeline replies as %s", (_, headers) => {
       expect(fast.toString("latin1")).toBe(singles.toString("latin1"));
     },
   );
+});
+
+describe.each(FORMATS)("a pipeline body read straight into RESP, as %s", (_, headers) => {
+  it("answers as the same body with an escape in it (read by the general path)", async () => {
+    const plain = JSON.stringify([...SIMPLE.filter((c) => !c.some(Buffer.isBuffer)), ["DEL", "x"]]);
+    // `"GET"` spelled `"G\u0045T"`: the same command, but no longer a body the encoder takes.
+    const escaped = plain.replace('"GET"', '"G\\u0045T"');
+    expect(escaped).not.toBe(plain);
+    const straight = await post(stashd(), "/pipeline", Buffer.from(plain), headers);
+    const general = await post(stashd(), "/pipeline", Buffer.from(escaped), headers);
+    expect(straight.toString("latin1")).toBe(general.toString("latin1"));
+  });
 });
 
 describe("pipeline replies past the max reply size", () => {

@@ -1,5 +1,5 @@
 import type { Exchange, ExchangeOptions } from "./connection.js";
-import type { Arg, Reply } from "./resp.js";
+import type { Arg, EncodedCommands, Reply } from "./resp.js";
 
 /**
  * What the KV gateway needs from "a Redis": a single server (RedisPool) or a Redis Cluster
@@ -11,6 +11,13 @@ export interface RedisBackend {
   execMany(commands: readonly (readonly Arg[])[]): Promise<Reply[]>;
   /** `execMany` with a reply budget and stall watch (see RedisConnection.exchange). */
   exchange(commands: readonly (readonly Arg[])[], opts: ExchangeOptions): Promise<Exchange>;
+  /**
+   * True when `exchangeEncoded` can send commands already encoded (a single Redis: they go to
+   * one connection as they are; not a cluster, which must route each command by its keys).
+   */
+  readonly encodedExchanges?: boolean;
+  /** `exchange` of EncodedCommands; only when `encodedExchanges` is true. */
+  exchangeEncoded?(encoded: EncodedCommands, opts: ExchangeOptions): Promise<Exchange>;
   /** A connection only the caller uses; give it back with `release` or `discard`. */
   acquire(): Promise<ExclusiveConnection>;
   /**

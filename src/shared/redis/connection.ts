@@ -4,6 +4,8 @@ import { AppError, messageOf } from "../errors.js";
 import { RawReplies, valueReply } from "./raw-replies.js";
 import {
   encodeCommands,
+  encodeMixed,
+  type EncodedCommands,
   RAW_NIL,
   RespParser,
   type Arg,
@@ -131,7 +133,9 @@ export class RedisConnection {
   private closedError: Error | undefined;
   private readonly closeListeners: ((err: Error) => void)[] = [];
   /** Commands written since the last flush, encoded together when it runs. */
-  private outbox: (readonly Arg[])[] = [];
+  private outbox: (readonly Arg[] | EncodedCommands)[] = [];
+  /** The outbox holds EncodedCommands (the flush then takes `encodeMixed`). */
+  private hasEncoded = false;
   private flushScheduled = false;
   /** When the next owed reply became the next one (a reply arrived, or a write to an idle link). */
   private waitingSince = 0;
@@ -216,21 +220,35 @@ export class RedisConnection {
 
   /** Sends commands in one write and collects their replies, within `opts`' limits. */
   exchange(commands: readonly (readonly Arg[])[], opts: ExchangeOptions = {}): Promise<Exchange> {
-    if (commands.length === 0) return Promise.resolve({ replies: [], bytes: 0 });
+    return this.owe(commands.length, opts, () => this.write(commands));
+  }
+
+  /** `exchange` of commands already encoded (see EncodedCommands), their bytes sent as they are. */
+  exchangeEncoded(encoded: EncodedCommands, opts: ExchangeOptions = {}): Promise<Exchange> {
+    return this.owe(encoded.count, opts, () => {
+      this.outbox.push(encoded);
+      this.hasEncoded = true;
+      this.scheduleFlush();
+    });
+  }
+
+  /** Queues a call owed `expected` replies, then runs `send`, which writes its commands. */
+  private owe(expected: number, opts: ExchangeOptions, send: () => void): Promise<Exchange> {
+    if (expected === 0) return Promise.resolve({ replies: [], bytes: 0 });
     if (this.closedError) return Promise.reject(unavailable(this.closedError));
     return new Promise((resolve, reject) => {
       if (this.inFlight === 0) this.nextReplyOwed();
       this.queue.push({
         replies: opts.raw === true ? new RawReplies() : [],
         received: 0,
-        expected: commands.length,
+        expected,
         bytes: 0,
         budget: opts.maxReplyBytes ?? Infinity,
         lastWatched: lastOf(opts.watched),
         resolve,
         reject,
       });
-      this.write(commands);
+      send();
       this.armTimer();
     });
   }
@@ -261,6 +279,10 @@ export class RedisConnection {
    */
   private write(commands: readonly (readonly Arg[])[]): void {
     for (const command of commands) this.outbox.push(command);
+    this.scheduleFlush();
+  }
+
+  private scheduleFlush(): void {
     if (this.flushScheduled) return;
     this.flushScheduled = true;
     setImmediate(this.flush);
@@ -269,10 +291,12 @@ export class RedisConnection {
   private readonly flush = (): void => {
     this.flushScheduled = false;
     const out = this.outbox;
+    const mixed = this.hasEncoded;
     this.outbox = [];
+    this.hasEncoded = false;
     if (this.closedError || out.length === 0) return;
     try {
-      this.socket.write(encodeCommands(out));
+      this.socket.write(mixed ? encodeMixed(out) : encodeCommands(out as (readonly Arg[])[]));
     } catch (err) {
       // Only a caller bypassing the types (an argument neither string nor Buffer) gets here.
       this.fail(new Error(`cannot encode a command: ${messageOf(err)}`));

@@ -7,7 +7,7 @@ import {
   type ExchangeOptions,
   type RedisEndpoint,
 } from "./connection.js";
-import type { Arg, Reply } from "./resp.js";
+import type { Arg, EncodedCommands, Reply } from "./resp.js";
 
 export interface PoolOptions {
   /** Shared, pipelined connections. */
@@ -35,6 +35,8 @@ export interface PoolOptions {
 export class RedisPool {
   /** A short MULTI … EXEC may go through `exchange` (see RedisBackend). */
   readonly sharedTransactions = true;
+  /** Commands already encoded go through `exchangeEncoded` (see RedisBackend). */
+  readonly encodedExchanges = true;
   private readonly slots: (Promise<RedisConnection> | undefined)[];
   /** The connection of each slot once open, to be used without waiting on the promise. */
   private readonly ready: (RedisConnection | undefined)[];
@@ -67,6 +69,13 @@ export class RedisPool {
     const conn = this.readyShared();
     if (conn) return conn.exchange(commands, opts);
     return this.shared().then((c) => c.exchange(commands, opts));
+  }
+
+  /** `exchange` of commands already encoded (see RedisConnection.exchangeEncoded). */
+  exchangeEncoded(encoded: EncodedCommands, opts: ExchangeOptions): Promise<Exchange> {
+    const conn = this.readyShared();
+    if (conn) return conn.exchangeEncoded(encoded, opts);
+    return this.shared().then((c) => c.exchangeEncoded(encoded, opts));
   }
 
   /** A connection only the caller uses; give it back with `release` or `discard`. */

@@ -81,6 +81,81 @@ export function encodeCommands(commands: readonly (readonly Arg[])[]): Buffer {
 }
 
 /**
+ * Commands already encoded as RESP (`encodeRanges`), sent as they are: `count` commands, so
+ * `count` replies are owed for them (RedisConnection.exchangeEncoded).
+ */
+export class EncodedCommands {
+  constructor(
+    readonly bytes: Buffer,
+    readonly count: number,
+  ) {}
+}
+
+/**
+ * Encodes `commands` commands whose arguments are byte ranges of `src`: command i has
+ * `argCounts[i]` arguments, argument k (counted across commands) is `src[ranges[2k],
+ * ranges[2k+1])`. Bytes are copied as they are, so this is for arguments already in the bytes
+ * Redis should get (kv/encoded-pipeline.ts: unescaped JSON strings). Argument lengths below 10
+ * and command sizes below 10 take the one-digit path of writeDigits.
+ */
+export function encodeRanges(
+  src: Buffer,
+  ranges: Int32Array,
+  argCounts: Int32Array,
+  commands: number,
+): EncodedCommands {
+  let size = 0;
+  let k = 0;
+  for (let i = 0; i < commands; i++) {
+    const argc = argCounts[i] as number;
+    size += 3 + digitCount(argc);
+    for (let j = 0; j < argc; j++, k += 2) {
+      const n = (ranges[k + 1] as number) - (ranges[k] as number);
+      size += 5 + digitCount(n) + n;
+    }
+  }
+  const out = Buffer.allocUnsafe(size);
+  let at = 0;
+  k = 0;
+  for (let i = 0; i < commands; i++) {
+    const argc = argCounts[i] as number;
+    out[at++] = 0x2a; // *
+    at = writeDigits(out, at, argc);
+    for (let j = 0; j < argc; j++, k += 2) {
+      const from = ranges[k] as number;
+      const to = ranges[k + 1] as number;
+      out[at++] = 0x24; // $
+      at = writeDigits(out, at, to - from);
+      if (to - from > SHORT_STRING) at += src.copy(out, at, from, to);
+      else for (let b = from; b < to; b++) out[at++] = src[b] as number;
+      out[at++] = CR;
+      out[at++] = LF;
+    }
+  }
+  return new EncodedCommands(out, commands);
+}
+
+/**
+ * A flush's commands where some came already encoded, in their order, as one buffer: runs of
+ * plain commands through encodeCommands, EncodedCommands as their bytes (one alone: no copy).
+ */
+export function encodeMixed(entries: readonly (readonly Arg[] | EncodedCommands)[]): Buffer {
+  const parts: Buffer[] = [];
+  let run: (readonly Arg[])[] = [];
+  for (const entry of entries) {
+    if (!(entry instanceof EncodedCommands)) {
+      run.push(entry);
+      continue;
+    }
+    if (run.length > 0) parts.push(encodeCommands(run));
+    run = [];
+    parts.push(entry.bytes);
+  }
+  if (run.length > 0) parts.push(encodeCommands(run));
+  return parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts);
+}
+
+/**
  * Scratch space for encodeCommands' first pass (each argument's byte length), kept between calls
  * up to SCRATCH_MAX entries; a larger flush gets its own, dropped after it.
  */

@@ -8,7 +8,7 @@ import {
   type RedisEndpoint,
 } from "../connection.js";
 import { RedisPool, type PoolOptions } from "../pool.js";
-import type { Arg, Reply } from "../resp.js";
+import type { Arg, EncodedCommands, Reply } from "../resp.js";
 import { ClusterBackend } from "./backend.js";
 import { ClusterTopology } from "./topology.js";
 
@@ -140,6 +140,17 @@ class DetectingBackend implements RedisBackend {
   /** The detected backend's answer; false until detection ran (callers then take a connection). */
   get sharedTransactions(): boolean {
     return this.inner?.sharedTransactions ?? false;
+  }
+
+  /** The detected backend's answer; false until detection ran (callers then encode as usual). */
+  get encodedExchanges(): boolean {
+    return this.inner?.encodedExchanges ?? false;
+  }
+
+  exchangeEncoded(encoded: EncodedCommands, opts: ExchangeOptions): Promise<Exchange> {
+    const send = this.inner?.encodedExchanges ? this.inner.exchangeEncoded : undefined;
+    if (!send) throw new Error("exchangeEncoded: this backend takes no encoded commands");
+    return send.call(this.inner, encoded, opts);
   }
 
   release(conn: ExclusiveConnection): void {
