@@ -80,6 +80,32 @@ describe("/pipeline", () => {
     expect((await command(stashd(), ["GET", "pl:many:999"])).body).toEqual({ result: "999" });
   });
 
+  it("keeps each request's replies when pipelines and single commands share a connection", async () => {
+    // Sent at once: pipelines read straight into RESP beside single commands and pipelines
+    // with a number (the general path); encoded-exchange.test.ts pins a shared write itself.
+    const replies = await Promise.all(
+      Array.from({ length: 30 }, async (_, i) => {
+        if (i % 3 === 2) return (await command(stashd(), ["ECHO", `e${i}`])).body;
+        const body =
+          i % 3 === 0
+            ? JSON.stringify([
+                ["SET", `mx:${i}`, `v${i}`],
+                ["GET", `mx:${i}`],
+                ["ECHO", `p${i}`],
+              ])
+            : `[["SET","mx:${i}",${i}],["GET","mx:${i}"],["ECHO","p${i}"]]`;
+        return bodyOf(await stashd().kvFetch("/pipeline", { body }));
+      }),
+    );
+    replies.forEach((reply, i) => {
+      if (i % 3 === 2) expect(reply).toEqual({ result: `e${i}` });
+      else {
+        const value = i % 3 === 0 ? `v${i}` : String(i);
+        expect(reply).toEqual([{ result: "OK" }, { result: value }, { result: `p${i}` }]);
+      }
+    });
+  });
+
   it("refuses GET", async () => {
     expect((await stashd().kvFetch("/pipeline", { method: "GET" })).status).toBe(405);
   });

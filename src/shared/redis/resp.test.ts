@@ -2,6 +2,8 @@ import { describe, expect, it } from "vitest";
 import {
   encodeCommand,
   encodeCommands,
+  encodeMixed,
+  encodeRanges,
   REPLY_TOO_LARGE,
   RespParser,
   serializeReply,
@@ -114,5 +116,41 @@ describe("RespParser", () => {
         ["GET", "b"],
       ]).toString(),
     ).toBe("*2\r\n$3\r\nGET\r\n$1\r\na\r\n*2\r\n$3\r\nGET\r\n$1\r\nb\r\n");
+  });
+});
+
+describe("commands already encoded", () => {
+  const src = Buffer.from('xxGETyykeyzz"SET"k1"' + "v".repeat(100));
+  // GET key, then SET k1 <100 v>: ranges into src.
+  const ranges = Int32Array.from([2, 5, 7, 10, 13, 16, 17, 19, 20, 120]);
+  const counts = Int32Array.from([2, 3]);
+
+  it("encodeRanges writes what encodeCommands writes for the same arguments", () => {
+    const encoded = encodeRanges(src, ranges, counts, 2);
+    expect(encoded.count).toBe(2);
+    expect(
+      encoded.bytes.equals(
+        encodeCommands([
+          ["GET", "key"],
+          ["SET", "k1", "v".repeat(100)],
+        ]),
+      ),
+    ).toBe(true);
+  });
+
+  it("encodeMixed keeps the order of plain and encoded entries", () => {
+    const encoded = encodeRanges(src, ranges, counts, 2);
+    const mixed = encodeMixed([["PING"], encoded, ["ECHO", "a"], ["ECHO", "b"], encoded]);
+    const expected = encodeCommands([
+      ["PING"],
+      ["GET", "key"],
+      ["SET", "k1", "v".repeat(100)],
+      ["ECHO", "a"],
+      ["ECHO", "b"],
+      ["GET", "key"],
+      ["SET", "k1", "v".repeat(100)],
+    ]);
+    expect(mixed.equals(expected)).toBe(true);
+    expect(encodeMixed([encoded])).toBe(encoded.bytes);
   });
 });
