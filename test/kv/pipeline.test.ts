@@ -80,7 +80,7 @@ describe("/pipeline", () => {
     expect((await command(stashd(), ["GET", "pl:many:999"])).body).toEqual({ result: "999" });
   });
 
-  it("keeps each request's replies when pipelines and single commands share a connection", async () => {
+  it("keeps each request's replies when pipelines and single commands are sent at once", async () => {
     // Sent at once: pipelines read straight into RESP beside single commands and pipelines
     // with a number (the general path); encoded-exchange.test.ts pins a shared write itself.
     const replies = await Promise.all(
