@@ -69,7 +69,8 @@ function scanCommand(body: Buffer, at: number, command: number, first: number): 
   for (;;) {
     if (body[at] !== 0x22) return -1; // "
     const end = stringEnd(body, at + 1);
-    if (end < 0) return -1;
+    // The scratch fits every body up to MAX_BODY; this guards a later change of either.
+    if (end < 0 || k + 2 > ranges.length) return -1;
     ranges[k++] = at + 1;
     ranges[k++] = end;
     at = skipSpace(body, end + 1);
