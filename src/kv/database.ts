@@ -208,9 +208,12 @@ export class KvDatabase {
     return this.managed !== undefined;
   }
 
-  /** Scripts killed for running past the time limit; lets replies say why they were killed. */
+  /**
+   * Kills started of scripts past the time limit (ScriptKiller.attempts); lets replies say why
+   * a script was killed.
+   */
   get scriptKills(): number {
-    return this.killer.kills;
+    return this.killer.attempts;
   }
 
   /** The backend's masters (a single Redis is one), where scripts run. */

@@ -36,8 +36,12 @@ const BACK_POLL_MS = 50;
  * the SHUTDOWN until the server answers again, backend errors are explained (`explain`).
  */
 export class ScriptKiller {
-  /** Scripts killed; lets replies say why a script was killed. */
-  kills = 0;
+  /**
+   * Kill attempts started. Replies say why a script was killed when one started after their
+   * request did: counted when the SCRIPT KILL is sent, not when its OK comes back, since the
+   * killed script's error reply (on another connection) may arrive first.
+   */
+  attempts = 0;
   private readonly connections = new Map<string, Promise<RedisConnection>>();
   private running = false;
   /**
@@ -57,6 +61,7 @@ export class ScriptKiller {
   killSlowScript(): void {
     if (this.running || this.closed) return;
     this.running = true;
+    this.attempts++;
     void this.killEverywhere()
       .catch((err: unknown) =>
         this.logger.warn("could not kill a slow script", { db: this.db.name, err: messageOf(err) }),
@@ -139,7 +144,6 @@ export class ScriptKiller {
       reply = await conn.send(["FUNCTION", "KILL"]);
     }
     if (reply.kind !== "error") {
-      this.kills++;
       metrics.kvScriptKilled(this.db.name);
       this.logger.warn("killed a script that ran past the time limit", {
         db: this.db.name,
