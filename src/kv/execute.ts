@@ -7,7 +7,7 @@ import {
   type Reply,
 } from "../shared/redis/resp.js";
 import type { RawReplies } from "../shared/redis/raw-replies.js";
-import type { RedisBackend } from "../shared/redis/backend.js";
+import { takesEncoded, type EncodingBackend, type RedisBackend } from "../shared/redis/backend.js";
 import type { Exchange } from "../shared/redis/connection.js";
 import { neverRefused, refusalOf, type CommandTable } from "./policy.js";
 import { NameCache } from "./name-cache.js";
@@ -128,11 +128,8 @@ export class RequestReplies {
   }
 
   /** `exchangeRaw` of commands already encoded, on a backend that takes them. */
-  async exchangeEncoded(
-    send: NonNullable<RedisBackend["exchangeEncoded"]>,
-    commands: EncodedCommands,
-  ): Promise<SliceReplies> {
-    const sent = await send(commands, {
+  async exchangeEncoded(target: EncodingBackend, commands: EncodedCommands): Promise<SliceReplies> {
+    const sent = await target.exchangeEncoded(commands, {
       maxReplyBytes: Math.max(0, this.left),
       watched: NONE_WATCHED,
       raw: true,
@@ -231,15 +228,14 @@ export async function runEncodedPipeline(
 ): Promise<SliceReplies | undefined> {
   const table = p.db.loadedTable;
   const pool = p.db.poolFor(p);
-  const send = pool.encodedExchanges === true ? pool.exchangeEncoded?.bind(pool) : undefined;
-  if (table === undefined || send === undefined) return undefined;
+  if (table === undefined || !takesEncoded(pool)) return undefined;
   const options = { fieldTtl: p.db.emulatesFieldTtl };
   for (const name of pipeline.names) {
     const steps = nameSteps.get(name, table);
     if (!steps.plain || steps.rewritten || mayEmulate(name, table, options)) return undefined;
   }
   countCommands(p, pipeline.commands.count);
-  return new RequestReplies(p).exchangeEncoded(send, pipeline.commands);
+  return new RequestReplies(p).exchangeEncoded(pool, pipeline.commands);
 }
 
 export async function runPipeline(p: Principal, commands: Arg[][]): Promise<Reply[]> {

@@ -31,6 +31,13 @@ export interface RedisBackend {
   close(): Promise<void>;
 }
 
+/** A backend that takes commands already encoded now (see `encodedExchanges`). */
+export type EncodingBackend = RedisBackend & Required<Pick<RedisBackend, "exchangeEncoded">>;
+
+export function takesEncoded(backend: RedisBackend | undefined): backend is EncodingBackend {
+  return backend?.encodedExchanges === true && backend.exchangeEncoded !== undefined;
+}
+
 /** The part of RedisConnection that callers of `acquire` use. */
 export interface ExclusiveConnection {
   readonly alive: boolean;

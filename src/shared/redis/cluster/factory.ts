@@ -1,6 +1,6 @@
 import { textOf } from "./commands.js";
 import { AppError } from "../../errors.js";
-import type { ExclusiveConnection, RedisBackend } from "../backend.js";
+import { takesEncoded, type ExclusiveConnection, type RedisBackend } from "../backend.js";
 import {
   RedisConnection,
   type Exchange,
@@ -148,9 +148,9 @@ class DetectingBackend implements RedisBackend {
   }
 
   exchangeEncoded(encoded: EncodedCommands, opts: ExchangeOptions): Promise<Exchange> {
-    const send = this.inner?.encodedExchanges ? this.inner.exchangeEncoded : undefined;
-    if (!send) throw new Error("exchangeEncoded: this backend takes no encoded commands");
-    return send.call(this.inner, encoded, opts);
+    if (!takesEncoded(this.inner))
+      return Promise.reject(new Error("exchangeEncoded: this backend takes no encoded commands"));
+    return this.inner.exchangeEncoded(encoded, opts);
   }
 
   release(conn: ExclusiveConnection): void {
