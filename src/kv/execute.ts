@@ -15,7 +15,7 @@ import { REWRITTEN_NAMES, rewriteCommand } from "./rewrite.js";
 import { gatewayCommand, type GatewayHandler } from "./gateway-commands.js";
 import { EmulationBatch } from "./emulate/batch.js";
 import { mayEmulate } from "./emulate/route.js";
-import type { EncodedPipeline } from "./encoded-pipeline.js";
+import { encodePipelineBody } from "./encoded-pipeline.js";
 import { readOnlyFcallRefusal, retryReadOnlyFcalls } from "./emulate/fcall-ro.js";
 
 /**
@@ -216,19 +216,22 @@ export async function runShortPipeline(p: Principal, commands: Arg[][]): Promise
 }
 
 /**
- * A pipeline encoded from its body (encoded-pipeline.ts), sent as it is when runSlice would have
- * sent every command in it as it came: each name `plain`, neither rewritten nor emulated, and a
- * backend that takes encoded commands (a single Redis). Undefined otherwise, with nothing sent
- * or counted: the caller then takes the general path. The first requests of a database, before
- * its command table is loaded, take the general path too.
+ * A `/pipeline` body encoded straight into RESP (encoded-pipeline.ts) and sent as it is, when
+ * runSlice would have sent every command in it as it came: each name `plain`, neither rewritten
+ * nor emulated, and a backend that takes encoded commands (a single Redis). Undefined otherwise,
+ * with nothing sent or counted: the caller then takes the general path. The body is not even
+ * scanned when the backend cannot take it (a cluster) or before the database's command table is
+ * loaded (its first requests).
  */
 export async function runEncodedPipeline(
   p: Principal,
-  pipeline: EncodedPipeline,
+  body: Buffer,
 ): Promise<SliceReplies | undefined> {
   const table = p.db.loadedTable;
   const pool = p.db.poolFor(p);
   if (table === undefined || !takesEncoded(pool)) return undefined;
+  const pipeline = encodePipelineBody(body, Math.min(SLICE, p.db.maxCommandsPerRequest));
+  if (pipeline === undefined) return undefined;
   const options = { fieldTtl: p.db.emulatesFieldTtl };
   for (const name of pipeline.names) {
     const steps = nameSteps.get(name, table);

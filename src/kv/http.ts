@@ -20,7 +20,6 @@ import {
   type SliceReplies,
 } from "./execute.js";
 import { runTransaction } from "./transaction.js";
-import { encodePipelineBody } from "./encoded-pipeline.js";
 import { parseCommand, parsePlainCommand, readCommandList, type CommandList } from "./body-args.js";
 import { itemPieces, rawRenderableAtOnce, renderableAtOnce, renderItem } from "./reply.js";
 import { renderList, renderRaw } from "./reply-bytes.js";
@@ -150,8 +149,8 @@ export class KvHttpHandler {
     if (first === "pipeline" || first === "multi-exec") {
       if (!body)
         throw new AppError("method_not_allowed", `ERR /${first} takes POST with a JSON body`);
-      const reply = { res, format, headers, method };
-      if (first === "pipeline" && (await this.sentEncoded(principal, body, reply))) return;
+      const to = { res, format, headers, method };
+      if (first === "pipeline" && (await this.sentEncoded(principal, body, to))) return;
       const commands = await readCommandList(body, principal.db.maxCommandsPerRequest);
       if (first === "multi-exec") {
         const replies = await runTransaction(principal, commands);
@@ -184,8 +183,7 @@ export class KvHttpHandler {
     body: Buffer,
     to: { res: ServerResponse; format: Format; headers: Record<string, string>; method: string },
   ): Promise<boolean> {
-    const encoded = encodePipelineBody(body, Math.min(SLICE, p.db.maxCommandsPerRequest));
-    const replies = encoded && (await runEncodedPipeline(p, encoded));
+    const replies = await runEncodedPipeline(p, body);
     if (!replies) return false;
     await sendList(this.out(to.res), replies, to.format, to.headers, to.method);
     return true;
