@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
@@ -17,7 +17,45 @@ export interface TestRedis {
   stop(): Promise<void>;
 }
 
+/** Where the kernel's ephemeral port range starts (ports for `listen(0)` and outgoing connections). */
+function ephemeralLow(): number {
+  try {
+    const low = Number(
+      readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").split(/\s+/)[0],
+    );
+    if (Number.isInteger(low) && low > 0) return low;
+  } catch {
+    // Not Linux: the IANA range most other kernels use.
+  }
+  return 49152;
+}
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = net.createServer();
+    srv.once("error", () => resolve(false));
+    srv.listen(port, "127.0.0.1", () => srv.close(() => resolve(true)));
+  });
+}
+
+const LOWEST_PORT = 10_000;
+
+/**
+ * A loopback port that is free now and lies below the kernel's ephemeral range, so that no
+ * outgoing connection or `listen(0)` of a test running in parallel can take it between this
+ * check and the bind, or while a server restarts on it (a SIGKILLed stashd on a fixed port).
+ * A port from `listen(0)` is in that range and can be taken in such a window.
+ */
 export async function freePort(): Promise<number> {
+  const span = ephemeralLow() - LOWEST_PORT;
+  for (let i = 0; span > 1000 && i < 100; i++) {
+    const port = LOWEST_PORT + Math.floor(Math.random() * span);
+    if (await canListen(port)) return port;
+  }
+  return anyFreePort(); // a kernel without room below its ephemeral range
+}
+
+function anyFreePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
     srv.once("error", reject);

@@ -1,12 +1,11 @@
 import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { Client, serve } from "@upstash/workflow";
 import { afterAll, describe, expect, it } from "vitest";
 import { eventually } from "../harness/eventually.js";
-import { startRedis } from "../harness/redis.js";
+import { freePort, startRedis } from "../harness/redis.js";
 import { startStashd } from "../harness/stashd.js";
 import { credentialsOf, endOrphanedRedis, spawnStashd } from "../harness/process.js";
 import { sharedQueueOptions, TEST_KEYS, TEST_TOKEN } from "../queue/setup.js";
@@ -18,16 +17,6 @@ afterAll(async () => {
   for (const c of cleanups.reverse()) await c();
 });
 
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer();
-    s.listen(0, "127.0.0.1", () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
 interface Creds {
   running: boolean;
   queue?: { url: string; token: string; currentSigningKey: string; nextSigningKey: string };
@@ -35,8 +24,9 @@ interface Creds {
 
 /** The real bin/stashd with its managed queue Redis (appendfsync always), on a fixed port. */
 function startServer(dataDir: string, port: number): ChildProcess {
-  return spawnStashd(dataDir, {
+  const child = spawnStashd(dataDir, {
     queuePort: port,
+    stdio: ["ignore", "ignore", "pipe"],
     env: {
       STASHD_QUEUE_LEASE_MS: "300",
       STASHD_QUEUE_REAP_MS: "50",
@@ -44,17 +34,33 @@ function startServer(dataDir: string, port: number): ChildProcess {
       STASHD_QUEUE_BACKOFF_SCALE_MS: "10",
     },
   });
+  serverLog = "";
+  child.stderr?.on("data", (d: Buffer) => (serverLog = (serverLog + d.toString()).slice(-4000)));
+  child.once("exit", (code, signal) => {
+    if (signal !== "SIGKILL") exits.push(`stashd exited (${String(code ?? signal)}): ${serverLog}`);
+  });
+  return child;
 }
 
+/** The last stderr of the latest server, for a failure message. */
+let serverLog = "";
+/** How started servers ended other than by the test's SIGKILL, with their last stderr. */
+const exits: string[] = [];
+
+/** The queue credentials once the server is up; fails at once, with its stderr, if it exited. */
 function running(dataDir: string) {
   return eventually(
     () => {
+      if (exits.length > 0) return { failed: exits.join("\n") };
       const c = credentialsOf<Creds>(dataDir);
-      if (!c.running || !c.queue) throw new Error("not running yet");
+      if (!c.running || !c.queue) throw new Error(`not running yet; its stderr: ${serverLog}`);
       return c.queue;
     },
     { timeoutMs: 20_000, intervalMs: 50 },
-  );
+  ).then((r) => {
+    if ("failed" in r) throw new Error(r.failed);
+    return r;
+  });
 }
 
 async function kill(p: ChildProcess): Promise<void> {
