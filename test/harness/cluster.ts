@@ -10,6 +10,7 @@ import {
 } from "../../src/shared/redis/cluster/local.js";
 import { RedisConnection } from "../../src/shared/redis/connection.js";
 import type { Arg, Reply } from "../../src/shared/redis/resp.js";
+import { ephemeralLow } from "./redis.js";
 
 /**
  * A real Redis Cluster for one test file: 3 masters and 3 replicas on free consecutive loopback
@@ -21,6 +22,8 @@ export interface TestCluster extends LocalCluster {
 }
 
 const NODES = 6;
+/** Redis Cluster's bus port is the node's port + 10000. */
+const BUS_OFFSET = 10_000;
 
 /** Where a TLS test cluster serves TLS: each node's port + this. */
 export const TLS_PORT_OFFSET = 100;
@@ -56,13 +59,16 @@ export async function startTestCluster(
 
 /**
  * A base port such that, for each offset, the NODES ports from base + offset and their bus ports
- * (+10000) are all free right now.
+ * (+10000) are all free right now, all below the kernel's ephemeral range where it leaves room
+ * (so no other test's outgoing connection takes one before the node binds it).
  */
 export async function freeRange(offsets: number[] = [0]): Promise<number> {
+  const top = ephemeralLow() - BUS_OFFSET - Math.max(...offsets) - NODES;
+  const [low, span] = top - 10_000 > 1_000 ? [10_000, top - 10_000] : [20_000, 20_000];
   for (;;) {
-    const base = 20_000 + Math.floor(Math.random() * 20_000);
+    const base = low + Math.floor(Math.random() * span);
     const ports = offsets.flatMap((o) => Array.from({ length: NODES }, (_, i) => base + o + i));
-    const free = await Promise.all([...ports, ...ports.map((p) => p + 10_000)].map(isFree));
+    const free = await Promise.all([...ports, ...ports.map((p) => p + BUS_OFFSET)].map(isFree));
     if (free.every(Boolean)) return base;
   }
 }

@@ -18,7 +18,7 @@ export interface TestRedis {
 }
 
 /** Where the kernel's ephemeral port range starts (ports for `listen(0)` and outgoing connections). */
-function ephemeralLow(): number {
+export function ephemeralLow(): number {
   try {
     const low = Number(
       readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").split(/\s+/)[0],
