@@ -36,6 +36,48 @@ export function credentialsOf<T>(dataDir: string, env: NodeJS.ProcessEnv = {}): 
   return JSON.parse(r.stdout) as T;
 }
 
+/** A spawned `bin/stashd start` whose stderr is kept for failure messages. */
+export interface StashdProcess {
+  readonly child: ChildProcess;
+  /** The last 4 KB of its stderr. */
+  stderr(): string;
+}
+
+/** `spawnStashd`, keeping the tail of the process's stderr. */
+export function spawnStashdKeepingStderr(
+  dataDir: string,
+  options: Omit<SpawnOptions, "stdio"> = {},
+): StashdProcess {
+  const child = spawnStashd(dataDir, { ...options, stdio: ["ignore", "ignore", "pipe"] });
+  let tail = "";
+  child.stderr?.on("data", (d: Buffer) => (tail = (tail + d.toString()).slice(-4000)));
+  return { child, stderr: () => tail };
+}
+
+/**
+ * `stashd credentials --json` of the data dir once `proc` reports itself running. Fails at once,
+ * with the process's stderr, if it exits first (a port in use, a bad setting), and with its
+ * stderr so far after `timeoutMs`.
+ */
+export async function whenRunning<T extends { running: boolean }>(
+  dataDir: string,
+  proc: StashdProcess,
+  timeoutMs = 20_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const ended = proc.child.exitCode ?? proc.child.signalCode;
+    if (ended !== null)
+      throw new Error(`stashd exited (${ended}) before running: ${proc.stderr()}`);
+    const c = credentialsOf<T>(dataDir);
+    if (c.running) return c;
+    if (Date.now() > deadline) {
+      throw new Error(`stashd not running after ${timeoutMs} ms; its stderr: ${proc.stderr()}`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 /**
  * Pids of redis-servers working in `dir` (a managed server's cwd is its data directory), or,
  * with `under`, anywhere below it.

@@ -1,10 +1,9 @@
-import { spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { Client } from "@upstash/qstash";
 import { expect } from "vitest";
-import { BIN, spawnStashd } from "../harness/process.js";
+import { spawnStashdKeepingStderr, whenRunning, type StashdProcess } from "../harness/process.js";
 import { eventually } from "../harness/eventually.js";
 import { startReceiver, type TestReceiver } from "./receiver.js";
 
@@ -14,7 +13,7 @@ import { startReceiver, type TestReceiver } from "./receiver.js";
  * Redis URL of a cluster); without one the managed queue Redis (appendfsync always) is used.
  */
 export class CrashScenario {
-  private server: ChildProcess | undefined;
+  private server: StashdProcess | undefined;
   private rx: TestReceiver | undefined;
   private readonly dataDir = mkdtempSync(path.join(os.tmpdir(), "stashd-queue-proc-"));
 
@@ -30,8 +29,8 @@ export class CrashScenario {
   }
 
   async stop(): Promise<void> {
-    const server = this.server;
-    if (server && server.exitCode === null) {
+    const server = this.server?.child;
+    if (server && server.exitCode === null && server.signalCode === null) {
       const exited = new Promise((r) => server.once("exit", r));
       server.kill("SIGTERM");
       await exited;
@@ -50,7 +49,7 @@ export class CrashScenario {
       ids.push((await client.publish({ url: `${rx.url}/slow`, body: `m${i}` })).messageId);
     }
     await eventually(() => expect(rx.requests.length).toBeGreaterThanOrEqual(4));
-    const killed = this.server;
+    const killed = this.server?.child;
     const exited = new Promise((r) => killed?.once("exit", r));
     killed?.kill("SIGKILL");
     await exited;
@@ -75,8 +74,8 @@ export class CrashScenario {
     expect(rx.requests.every((r) => r.signatureError === undefined)).toBe(true);
   }
 
-  private spawn(): ChildProcess {
-    return spawnStashd(this.dataDir, {
+  private spawn(): StashdProcess {
+    return spawnStashdKeepingStderr(this.dataDir, {
       env: {
         STASHD_QUEUE_LEASE_MS: "300",
         STASHD_QUEUE_REAP_MS: "50",
@@ -84,31 +83,17 @@ export class CrashScenario {
         STASHD_QUEUE_CONCURRENCY: "4",
         ...this.env,
       },
-      stdio: "ignore",
     });
   }
 
-  private running(): Promise<QueueCredentials> {
-    return eventually(
-      () => {
-        const c = this.credentials();
-        if (!c.running || !c.queue) throw new Error("not running yet");
-        return c.queue;
-      },
-      { timeoutMs: 20_000, intervalMs: 50 },
+  private async running(): Promise<QueueCredentials> {
+    if (!this.server) throw new Error("not started");
+    const { queue } = await whenRunning<{ running: boolean; queue?: QueueCredentials }>(
+      this.dataDir,
+      this.server,
     );
-  }
-
-  private credentials(): { running: boolean; queue?: QueueCredentials } {
-    const r = spawnSync(
-      process.execPath,
-      [BIN, "credentials", "--json", "--data-dir", this.dataDir],
-      {
-        encoding: "utf8",
-        env: {},
-      },
-    );
-    return JSON.parse(r.stdout) as { running: boolean; queue?: QueueCredentials };
+    if (!queue) throw new Error("stashd runs without queue credentials");
+    return queue;
   }
 }
 

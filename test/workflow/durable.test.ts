@@ -1,4 +1,3 @@
-import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -7,7 +6,12 @@ import { afterAll, describe, expect, it } from "vitest";
 import { eventually } from "../harness/eventually.js";
 import { freePort, startRedis } from "../harness/redis.js";
 import { startStashd } from "../harness/stashd.js";
-import { credentialsOf, endOrphanedRedis, spawnStashd } from "../harness/process.js";
+import {
+  endOrphanedRedis,
+  spawnStashdKeepingStderr,
+  whenRunning,
+  type StashdProcess,
+} from "../harness/process.js";
 import { sharedQueueOptions, TEST_KEYS, TEST_TOKEN } from "../queue/setup.js";
 import { startApp, type App } from "./harness.js";
 
@@ -23,10 +27,9 @@ interface Creds {
 }
 
 /** The real bin/stashd with its managed queue Redis (appendfsync always), on a fixed port. */
-function startServer(dataDir: string, port: number): ChildProcess {
-  const child = spawnStashd(dataDir, {
+function startServer(dataDir: string, port: number): StashdProcess {
+  return spawnStashdKeepingStderr(dataDir, {
     queuePort: port,
-    stdio: ["ignore", "ignore", "pipe"],
     env: {
       STASHD_QUEUE_LEASE_MS: "300",
       STASHD_QUEUE_REAP_MS: "50",
@@ -34,38 +37,17 @@ function startServer(dataDir: string, port: number): ChildProcess {
       STASHD_QUEUE_BACKOFF_SCALE_MS: "10",
     },
   });
-  serverLog = "";
-  child.stderr?.on("data", (d: Buffer) => (serverLog = (serverLog + d.toString()).slice(-4000)));
-  child.once("exit", (code, signal) => {
-    if (signal !== "SIGKILL") exits.push(`stashd exited (${String(code ?? signal)}): ${serverLog}`);
-  });
-  return child;
 }
 
-/** The last stderr of the latest server, for a failure message. */
-let serverLog = "";
-/** How started servers ended other than by the test's SIGKILL, with their last stderr. */
-const exits: string[] = [];
-
-/** The queue credentials once the server is up; fails at once, with its stderr, if it exited. */
-function running(dataDir: string) {
-  return eventually(
-    () => {
-      if (exits.length > 0) return { failed: exits.join("\n") };
-      const c = credentialsOf<Creds>(dataDir);
-      if (!c.running || !c.queue) throw new Error(`not running yet; its stderr: ${serverLog}`);
-      return c.queue;
-    },
-    { timeoutMs: 20_000, intervalMs: 50 },
-  ).then((r) => {
-    if ("failed" in r) throw new Error(r.failed);
-    return r;
-  });
+async function running(dataDir: string, server: StashdProcess) {
+  const { queue } = await whenRunning<Creds>(dataDir, server);
+  if (!queue) throw new Error("stashd runs without queue credentials");
+  return queue;
 }
 
-async function kill(p: ChildProcess): Promise<void> {
-  const exited = new Promise((r) => p.once("exit", r));
-  p.kill("SIGKILL");
+async function kill({ child }: StashdProcess): Promise<void> {
+  const exited = new Promise((r) => child.once("exit", r));
+  child.kill("SIGKILL");
   await exited;
 }
 
@@ -102,11 +84,11 @@ describe("durable workflow runs", () => {
     const port = await freePort();
     let server = startServer(dataDir, port);
     cleanups.push(async () => {
-      if (server.exitCode === null) await kill(server);
+      if (server.child.exitCode === null && server.child.signalCode === null) await kill(server);
       endOrphanedRedis(dataDir);
       rmSync(dataDir, { recursive: true, force: true });
     });
-    const q = await running(dataDir);
+    const q = await running(dataDir, server);
     const app = await startApp();
     cleanups.push(() => app.close());
     const env = {
@@ -124,7 +106,7 @@ describe("durable workflow runs", () => {
       await eventually(() => expect(ran()).toContain(after), { timeoutMs: 20_000 });
       await kill(server);
       server = startServer(dataDir, port);
-      await running(dataDir);
+      await running(dataDir, server);
     }
     await eventually(() => expect(ran()).toContain("s6"), { timeoutMs: 30_000 });
     // At least once: a step cut off by a kill may run again, but none is skipped.
