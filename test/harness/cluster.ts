@@ -1,6 +1,5 @@
 import { textOf } from "../../src/shared/redis/cluster/commands.js";
 import { mkdtempSync, rmSync } from "node:fs";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import {
@@ -10,7 +9,7 @@ import {
 } from "../../src/shared/redis/cluster/local.js";
 import { RedisConnection } from "../../src/shared/redis/connection.js";
 import type { Arg, Reply } from "../../src/shared/redis/resp.js";
-import { ephemeralLow } from "./redis.js";
+import { ephemeralLow, isFreePort } from "./redis.js";
 
 /**
  * A real Redis Cluster for one test file: 3 masters and 3 replicas on free consecutive loopback
@@ -68,17 +67,9 @@ export async function freeRange(offsets: number[] = [0]): Promise<number> {
   for (;;) {
     const base = low + Math.floor(Math.random() * span);
     const ports = offsets.flatMap((o) => Array.from({ length: NODES }, (_, i) => base + o + i));
-    const free = await Promise.all([...ports, ...ports.map((p) => p + BUS_OFFSET)].map(isFree));
+    const free = await Promise.all([...ports, ...ports.map((p) => p + BUS_OFFSET)].map(isFreePort));
     if (free.every(Boolean)) return base;
   }
-}
-
-function isFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const srv = net.createServer();
-    srv.once("error", () => resolve(false));
-    srv.listen(port, "127.0.0.1", () => srv.close(() => resolve(true)));
-  });
 }
 
 /**

@@ -30,7 +30,8 @@ export function ephemeralLow(): number {
   return 49152;
 }
 
-function canListen(port: number): Promise<boolean> {
+/** Whether a loopback listener can bind `port` right now. */
+export function isFreePort(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const srv = net.createServer();
     srv.once("error", () => resolve(false));
@@ -50,7 +51,7 @@ export async function freePort(): Promise<number> {
   const span = ephemeralLow() - LOWEST_PORT;
   for (let i = 0; span > 1000 && i < 100; i++) {
     const port = LOWEST_PORT + Math.floor(Math.random() * span);
-    if (await canListen(port)) return port;
+    if (await isFreePort(port)) return port;
   }
   return anyFreePort(); // a kernel without room below its ephemeral range
 }
