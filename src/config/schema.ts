@@ -116,6 +116,18 @@ export const SETTINGS = {
     default: 15_000,
     doc: "A backend connection owing replies that receives nothing for this long is closed and replaced (503).",
   },
+  kvReadonlyScripts: {
+    env: "STASHD_KV_READONLY_SCRIPTS",
+    kind: "bool",
+    default: false,
+    doc: "Let the read-only token run Lua (EVAL_RO, EVALSHA_RO, FCALL_RO). Off: one script from a public page could keep the database busy past any time limit (docs/reliability.md, threat model).",
+  },
+  kvAllowSharedRedis: {
+    env: "STASHD_KV_ALLOW_SHARED_REDIS",
+    kind: "bool",
+    default: false,
+    doc: "Let two KV databases use one Redis server (different database numbers). Unsafe: each one's standard token can then reach the other's keys from a script. The queue and one KV database may always share one, in different database numbers.",
+  },
   kvEmulateFieldTtl: {
     env: "STASHD_KV_EMULATE_FIELD_TTL",
     kind: "bool",

@@ -1,10 +1,10 @@
 import type { Config } from "../config/schema.js";
-import { messageOf } from "../shared/errors.js";
+import { AppError, messageOf } from "../shared/errors.js";
 import { fileStamp } from "../shared/files.js";
 import type { Logger } from "../shared/log.js";
 import { parseRedisUrl, type RedisEndpoint } from "../shared/redis/connection.js";
 import { ManagedRedis } from "../shared/redis/managed.js";
-import { KvDatabase, type Principal } from "./database.js";
+import { KvDatabase, type Principal, type RedisSharing } from "./database.js";
 import {
   createDatabase,
   managedDir,
@@ -123,7 +123,9 @@ export class DatabaseManager {
         await db.close();
         this.logger.info("database removed", { db: name });
       } else if (next.password !== db.record.password || !sameLimits(next, db.record)) {
+        const migrateChanged = next.allowMigrate !== db.record.allowMigrate;
         replaceRecord(db.record, next);
+        if (migrateChanged) await db.remakeUsers();
       }
     }
     for (const record of records) {
@@ -146,10 +148,38 @@ export class DatabaseManager {
     }
   }
 
+  /**
+   * Who else uses an external database's Redis, judged by the URLs' servers. Refuses layouts no
+   * ACL rule can make safe: the queue in the same database number (FLUSHDB would empty it) and,
+   * unless allowed, another KV database on the same server (ACL key patterns cannot tell
+   * database numbers apart).
+   */
+  private sharingOf(name: string, endpoint: RedisEndpoint): RedisSharing {
+    const queueUrl = this.config.queueRedisUrl;
+    const queue = queueUrl ? parseRedisUrl(queueUrl) : undefined;
+    const withQueue = queue !== undefined && sameServer(queue, endpoint);
+    if (withQueue && (queue.db ?? 0) === (endpoint.db ?? 0)) {
+      throw new AppError(
+        "invalid_config",
+        `database ${name} and the queue use the same database number of one Redis: FLUSHDB from a KV token would empty the queue. Give the KV database another number (e.g. redis://…/0 for KV and /1 for STASHD_QUEUE_REDIS_URL) or another Redis`,
+      );
+    }
+    const other = [...this.dbs.values()].find((db) => sameServer(db.endpoint, endpoint));
+    if (other && other.name !== name && !this.config.kvAllowSharedRedis) {
+      throw new AppError(
+        "invalid_config",
+        `databases ${other.name} and ${name} use the same Redis server: each one's standard token could reach the other's keys from a script. Give each database its own Redis, or accept the risk with STASHD_KV_ALLOW_SHARED_REDIS=true`,
+      );
+    }
+    return { withQueue, queueUser: withQueue ? (queue.username ?? "default") : undefined };
+  }
+
   private async open(record: DatabaseRecord): Promise<KvDatabase> {
     const log = this.logger.child(record.name);
     if (record.redisUrl) {
-      const db = new KvDatabase(record, parseRedisUrl(record.redisUrl), this.config, log);
+      const endpoint = parseRedisUrl(record.redisUrl);
+      const sharing = this.sharingOf(record.name, endpoint);
+      const db = new KvDatabase(record, endpoint, this.config, log, undefined, sharing);
       this.logger.info("database ready (external Redis)", { db: record.name });
       return db;
     }
@@ -159,12 +189,28 @@ export class DatabaseManager {
       appendfsync: "everysec",
       maxRestartBackoffMs: this.config.managedRestartMaxBackoffMs,
       luaTimeLimitMs: record.scriptTimeLimitMs ?? this.config.kvScriptTimeLimitMs,
+      replyBufferLimitBytes: replyBufferLimit(this.config.kvMaxReplyBytes),
       logger: log,
     });
     const endpoint: RedisEndpoint = await managed.start();
     this.logger.info("database ready (managed redis-server)", { db: record.name });
     return new KvDatabase(record, endpoint, this.config, log, managed);
   }
+}
+
+/**
+ * Room in Redis for the replies of one pooled connection: well above one request's reply cap,
+ * since several requests' replies may wait on one connection (docs/reliability.md, threat model).
+ */
+function replyBufferLimit(maxReplyBytes: number): number {
+  return Math.max(4 * maxReplyBytes, 64 * 1024 * 1024);
+}
+
+/** Whether two endpoints name one Redis server (database numbers aside). */
+function sameServer(a: RedisEndpoint, b: RedisEndpoint): boolean {
+  const host = (e: RedisEndpoint): string | undefined =>
+    e.host === "localhost" || e.host === "::1" || e.host === "[::1]" ? "127.0.0.1" : e.host;
+  return host(a) === host(b) && (a.port ?? 6379) === (b.port ?? 6379) && a.path === b.path;
 }
 
 /** Updates a running database's record in place, options removed from the file included. */

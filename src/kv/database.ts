@@ -7,10 +7,19 @@ import type { RedisBackend } from "../shared/redis/backend.js";
 import { BackendFactory, seedsOf } from "../shared/redis/cluster/factory.js";
 import type { PoolOptions } from "../shared/redis/pool.js";
 import { parseCommandTable, type CommandTable } from "./policy.js";
+import {
+  QUEUE_KEY_PREFIX,
+  READONLY_USER,
+  STANDARD_USER,
+  ceilingRules,
+  keyRules,
+  standardUserRules,
+  type RightsLayout,
+} from "./command-rights.js";
 import type { DatabaseRecord } from "./registry.js";
 import { ScriptAliases } from "./rewrite.js";
 import { ScriptKiller } from "./script-killer.js";
-import { readonlyUserPassword, type AclCredentials } from "./tokens.js";
+import { readonlyUserPassword, standardUserPassword, type AclCredentials } from "./tokens.js";
 
 /**
  * Who a request runs as: the database, and which backend user its token maps to. Built once per
@@ -22,7 +31,6 @@ export interface Principal {
   readonly acl?: AclCredentials;
 }
 
-const READONLY_USER = "default_ro";
 /**
  * Reads only; SCAN and KEYS are refused as Upstash's "powerful read commands"
  * (docs/redis-rest-protocol.md). TIME lets the emulated hash reads (emulate/lua/) tell which
@@ -30,10 +38,6 @@ const READONLY_USER = "default_ro";
  * (emulate/fcall-ro.ts): the ACL still refuses every write command inside them.
  */
 const READONLY_RULES = [
-  "reset",
-  "on",
-  "~*",
-  "&*",
   "+@read",
   "-@dangerous",
   "-scan",
@@ -48,7 +52,17 @@ const READONLY_RULES = [
   "+subscribe",
   "+psubscribe",
 ];
+/** stashd's own connections (COMMAND, ACL SETUSER, INFO): few and seldom used. */
+const ADMIN_POOL_SIZE = 1;
 const ACL_POOL_IDLE_MS = 5 * 60_000;
+
+/** Who else uses this database's Redis (database-manager.ts decides, from the URLs). */
+export interface RedisSharing {
+  /** The queue's keys live on the same Redis (in another database number). */
+  readonly withQueue: boolean;
+  /** The user the queue logs in as there, reserved like stashd's own. */
+  readonly queueUser: string | undefined;
+}
 
 /**
  * One KV database at run time: its backend pools (full access, the `default_ro` ACL user, and
@@ -56,8 +70,13 @@ const ACL_POOL_IDLE_MS = 5 * 60_000;
  */
 export class KvDatabase {
   readonly aliases = new ScriptAliases();
+  /** stashd's own connections, as the endpoint's user: never a token's commands. */
   private readonly admin: RedisBackend;
+  private readonly standardPool: RedisBackend;
   private readonly readonlyPool: RedisBackend;
+  private readonly stdPassword: string;
+  /** Rules appended to every token-made ACL user's (command-rights.ts), once the table is in. */
+  private ceiling: string[] | undefined;
   private readonly aclPools = new Map<string, { pool: RedisBackend; usedAt: number }>();
   /** A single Redis or a Redis Cluster, detected on first use (docs/scaling.md, Redis Cluster). */
   private readonly backends: BackendFactory;
@@ -75,6 +94,7 @@ export class KvDatabase {
     private readonly config: Config,
     private readonly logger: Logger,
     readonly managed?: ManagedRedis,
+    private readonly sharing: RedisSharing = { withQueue: false, queueUser: undefined },
   ) {
     this.killer = new ScriptKiller(this, config, logger);
     const poolOpts = this.poolOptions(config.kvPoolSize);
@@ -83,12 +103,19 @@ export class KvDatabase {
       failoverWindowMs: config.kvClusterFailoverWindowMs,
       seeds: seedsOf(record.redisUrl),
     });
-    this.admin = this.backends.open(endpoint, poolOpts);
-    const roPassword = readonlyUserPassword(endpoint.password ?? JSON.stringify(endpoint));
-    this.roPassword = roPassword;
+    this.admin = this.backends.open(endpoint, this.poolOptions(ADMIN_POOL_SIZE));
+    const secret = endpoint.password ?? JSON.stringify(endpoint);
+    this.roPassword = readonlyUserPassword(secret);
+    this.stdPassword = standardUserPassword(secret);
+    // A user removed behind stashd's back (or not made yet) is made again before a new login.
+    const remake = { onLoginRefused: () => this.remakeUsers() };
+    this.standardPool = this.backends.open(
+      { ...endpoint, username: STANDARD_USER, password: this.stdPassword },
+      { ...poolOpts, ...remake },
+    );
     this.readonlyPool = this.backends.open(
-      { ...endpoint, username: READONLY_USER, password: roPassword },
-      { ...poolOpts, onLoginRefused: () => this.ensureReadonlyUser(roPassword) },
+      { ...endpoint, username: READONLY_USER, password: this.roPassword },
+      { ...poolOpts, ...remake },
     );
   }
 
@@ -116,6 +143,11 @@ export class KvDatabase {
     return this.record.allowMigrate === true;
   }
 
+  /** Whether the read-only token may run Lua (STASHD_KV_READONLY_SCRIPTS). */
+  get readonlyScripts(): boolean {
+    return this.config.kvReadonlyScripts;
+  }
+
   /** False when the operator turned the hash-field expiration emulation off. */
   get emulatesFieldTtl(): boolean {
     return this.config.kvEmulateFieldTtl;
@@ -123,7 +155,7 @@ export class KvDatabase {
 
   /** The pool a principal's commands run on; Redis's ACLs enforce what each may do. */
   poolFor(principal: Principal): RedisBackend {
-    if (principal.role === "standard") return this.admin;
+    if (principal.role === "standard") return this.standardPool;
     if (principal.role === "readonly") return this.readonlyPool;
     return this.aclPool(principal.acl as AclCredentials);
   }
@@ -138,12 +170,13 @@ export class KvDatabase {
     this.table ??= this.admin.exec(["COMMAND"]).then(async (reply) => {
       if (reply.kind === "error")
         throw new AppError("backend_unavailable", `ERR COMMAND failed: ${reply.value}`);
-      // Once per process: a user made by an older stashd gets today's rules.
-      await this.ensureReadonlyUser(this.roPassword);
+      const table = parseCommandTable(reply);
+      // Once per process: users made by an older stashd get today's rules.
+      await this.applyRights(table);
       if (!this.isManaged && this.stopsUnkillableScripts) {
         void this.warnIfStopLosesWrites().catch(() => undefined); // a warning only: never fails
       }
-      this.loaded = parseCommandTable(reply);
+      this.loaded = table;
       return this.loaded;
     });
     this.table.catch(() => (this.table = undefined));
@@ -182,21 +215,110 @@ export class KvDatabase {
     );
   }
 
-  /** Creates (or refreshes) the read-only ACL user; Redis then enforces read-only access. */
-  async ensureReadonlyUser(password: string): Promise<void> {
-    const reply = await this.admin.exec([
-      "ACL",
-      "SETUSER",
-      READONLY_USER,
-      ...READONLY_RULES,
-      `>${password}`,
-    ]);
-    if (reply.kind === "error") {
-      this.logger.warn("cannot create the read-only ACL user; read-only tokens will fail", {
-        db: this.name,
-        err: reply.value,
-      });
+  /**
+   * Makes (or refreshes) the tokens' ACL users from the command table, so that Redis enforces
+   * the gateway's policy in scripts too (command-rights.ts). Throws when Redis refuses: a
+   * standard token must never run with more rights than the policy gives.
+   */
+  async applyRights(table: CommandTable): Promise<void> {
+    const layout = await this.rightsLayout();
+    const rules: [string, string[], string][] = [
+      [STANDARD_USER, standardUserRules(table, layout), this.stdPassword],
+      [READONLY_USER, this.readonlyRules(layout), this.roPassword],
+    ];
+    for (const [user, userRules, password] of rules) {
+      const reply = await this.admin.exec(["ACL", "SETUSER", user, ...userRules, `>${password}`]);
+      if (reply.kind === "error") {
+        throw new AppError(
+          "backend_unavailable",
+          `ERR cannot set up the ACL user ${user} on database ${this.name}'s Redis (${reply.value}); stashd needs Redis >= 7 with ACL SETUSER allowed for the URL's user`,
+        );
+      }
     }
+    this.ceiling = ceilingRules(table, layout);
+    if (this.isManaged) await this.capTokenUsers(this.ceiling);
+    this.logger.debug("ACL users set up", { db: this.name, denied: this.ceiling.join(" ") });
+  }
+
+  /**
+   * Every ACL user of a managed Redis was made through a token: users made before today's rules
+   * (or by an older stashd, without the ceiling) get the ceiling now.
+   */
+  private async capTokenUsers(ceiling: readonly string[]): Promise<void> {
+    const users = await this.admin.exec(["ACL", "USERS"]);
+    if (users.kind !== "array") return;
+    for (const user of users.value) {
+      const name = user.kind === "bulk" ? user.value.toString() : "";
+      if (name === "" || this.isReservedUser(name)) continue;
+      await this.admin.exec(["ACL", "SETUSER", name, ...ceiling]);
+    }
+  }
+
+  /** The rules no token-made ACL user may exceed; undefined before the command table is in. */
+  get aclCeiling(): readonly string[] | undefined {
+    return this.ceiling;
+  }
+
+  private readonlyRules(layout: RightsLayout): string[] {
+    const select = layout.dbNumber === 0 ? [] : [`+select|${layout.dbNumber}`];
+    return [
+      "reset",
+      "on",
+      ...keyRules(layout.reservedPrefixes),
+      "&*",
+      ...READONLY_RULES,
+      ...select,
+    ];
+  }
+
+  /** Sets the users' rules again (after a change of allowMigrate, or a refused login). */
+  async remakeUsers(): Promise<void> {
+    await this.applyRights(await this.commandTable());
+  }
+
+  /** What of this database's Redis the ACL rules depend on (command-rights.ts). */
+  private async rightsLayout(): Promise<RightsLayout> {
+    return {
+      dbNumber: this.endpoint.db ?? 0,
+      allowMigrate: this.allowMigrate,
+      sanitizesPayloads: this.isManaged || (await this.checksDumpPayloads()),
+      reservedPrefixes: this.sharing.withQueue ? [QUEUE_KEY_PREFIX] : [],
+    };
+  }
+
+  /** An external Redis checks RESTORE payloads only with `sanitize-dump-payload yes`. */
+  private async checksDumpPayloads(): Promise<boolean> {
+    const reply = await this.admin.exec(["CONFIG", "GET", "sanitize-dump-payload"]);
+    const value = reply.kind === "array" ? reply.value[1] : undefined;
+    const sanitizes = value?.kind === "bulk" && value.value.toString() === "yes";
+    if (!sanitizes) {
+      this.logger.warn(
+        "RESTORE is refused on this database: its Redis does not check dump payloads (set sanitize-dump-payload yes), and a crafted payload can crash it",
+        { db: this.name },
+      );
+    }
+    return sanitizes;
+  }
+
+  /** ACL users a token may neither change, delete nor mint a token for. */
+  isReservedUser(name: string): boolean {
+    return (
+      name === "default" ||
+      name === READONLY_USER ||
+      name === STANDARD_USER ||
+      name === this.endpoint.username ||
+      name === this.sharing.queueUser
+    );
+  }
+
+  /** Whether this database's Redis also holds the queue (keys under QUEUE_KEY_PREFIX). */
+  get sharesRedisWithQueue(): boolean {
+    return this.sharing.withQueue;
+  }
+
+  /** stashd's own connection to the database, as the Redis URL's user: never a token's. */
+  get serverAdmin(): RedisBackend {
+    return this.admin;
   }
 
   /** Whether a script that cannot be killed may end with SHUTDOWN NOSAVE (registry.ts). */
@@ -243,6 +365,7 @@ export class KvDatabase {
     this.killer.close();
     await Promise.all([
       this.admin.close(),
+      this.standardPool.close(),
       this.readonlyPool.close(),
       ...[...this.aclPools.values()].map((p) => p.pool.close()),
     ]);

@@ -90,6 +90,11 @@ const ADMIN_REFUSED = new Set([
 const ADMIN_ALLOWED =
   /^(acl\|.*|config\|get|config\|resetstat|latency\|.*|slowlog\|.*|bgsave|bgrewriteaof|module\|list)$/;
 /**
+ * Reach another database number of the same Redis, which belongs to no token of this database
+ * (or to the queue, on a shared Redis). COPY only with its DB option (see `crossDatabaseCopy`).
+ */
+const CROSS_DATABASE = new Set(["swapdb", "move"]);
+/**
  * Change a connection's mode with no flag to say so: the Lua debugger takes the connection over
  * (and with YES forks a child that outlives the request).
  */
@@ -97,7 +102,7 @@ const MODE_CHANGING = new Set(["script|debug"]);
 /** Subcommands of CONFIG that would change the managed server's files or password. */
 const CONFIG_REFUSED = new Set(["set", "rewrite"]);
 /** ACL users that stashd itself logs in as. */
-const RESERVED_ACL_USERS = new Set(["default", "default_ro"]);
+const RESERVED_ACL_USERS = new Set(["default", "default_ro", "stashd_standard"]);
 
 const notInRest = (name: string): string =>
   `ERR Command "${name}" is not allowed in REST or it has a special context path`;
@@ -126,6 +131,9 @@ export function refusalOf(
       ? notInRest(upper)
       : notAvailable(upper, "It would affect the server every token shares.");
   }
+  if (CROSS_DATABASE.has(name) || (name === "copy" && crossDatabaseCopy(argv))) {
+    return notAvailable(upper, "It reaches another database number of the server.");
+  }
   if (name === "migrate" && !opts.allowMigrate) {
     return notAvailable(
       upper,
@@ -148,7 +156,7 @@ export function refusalOf(
 }
 
 /** Commands whose refusal (or not) depends on their arguments, beside those with subcommands. */
-const READS_ARGUMENTS = new Set(["xread", "xreadgroup", "config", "acl", "migrate"]);
+const READS_ARGUMENTS = new Set(["xread", "xreadgroup", "config", "acl", "migrate", "copy"]);
 
 /**
  * Whether `refusalOf` lets this command through whatever its arguments and the policy options:
@@ -179,6 +187,11 @@ function serverRefusal(
     return notAvailable(shown, "It would affect the server every token shares.");
   }
   return undefined;
+}
+
+/** COPY's DB option writes into another database number. */
+function crossDatabaseCopy(argv: readonly Arg[]): boolean {
+  return argv.some((a, i) => i > 2 && a.length === 2 && a.toString().toLowerCase() === "db");
 }
 
 /** XREAD and XREADGROUP are flagged blocking but only block with a BLOCK option. */

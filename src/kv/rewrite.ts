@@ -8,6 +8,8 @@ import { exactTrim } from "./emulate/rewrites.js";
  *   flag is removed before Redis sees the script. Clients call EVALSHA with the SHA of the script
  *   as they wrote it, so each rewrite records original SHA → SHA Redis knows, per database.
  * - `XTRIM … ~ N` trims exactly, as Upstash does (emulate/rewrites.ts).
+ * - `FLUSHALL` is `FLUSHDB`: a token empties its own database, never the other database numbers
+ *   of its Redis (the ACL denies FLUSHALL inside scripts too: command-rights.ts).
  */
 export class ScriptAliases {
   private readonly aliases = new Map<string, string>();
@@ -70,6 +72,7 @@ export const REWRITTEN_NAMES: ReadonlySet<string> = new Set([
   "evalsha",
   "evalsha_ro",
   "xtrim",
+  "flushall",
 ]);
 
 /** Applies the rewrites above; returns argv unchanged (same array) when none applies. */
@@ -96,5 +99,6 @@ export function rewriteCommand(argv: Arg[], aliases: ScriptAliases): Arg[] {
     return out;
   }
   if (name === "xtrim") return exactTrim(argv);
+  if (name === "flushall") return [Buffer.from("FLUSHDB"), ...argv.slice(1)];
   return argv;
 }

@@ -61,3 +61,8 @@ export function isAclToken(token: string): boolean {
 export function readonlyUserPassword(backendSecret: string): string {
   return createHmac("sha256", backendSecret).update("stashd:default_ro").digest("hex");
 }
+
+/** Password of the standard token's ACL user (command-rights.ts), derived likewise. */
+export function standardUserPassword(backendSecret: string): string {
+  return createHmac("sha256", backendSecret).update("stashd:stashd_standard").digest("hex");
+}

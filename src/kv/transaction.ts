@@ -12,7 +12,12 @@ import {
   SLICE,
   type RereadableCommands,
 } from "./execute.js";
-import { addKeyTypes, isRestToken, isScanWithType, withoutWithType } from "./gateway-commands.js";
+import {
+  addKeyTypes,
+  servedOutsideTransactions,
+  isScanWithType,
+  withoutWithType,
+} from "./gateway-commands.js";
 import { refusalOf, type CommandTable } from "./policy.js";
 import { upstashError } from "./reply.js";
 import { rewriteCommand } from "./rewrite.js";
@@ -83,9 +88,10 @@ async function checkAll(
   for (let from = 0; from < commands.length; from += SLICE) {
     if (from > 0) await nextTurn();
     for (const [j, argv] of commands.take(SLICE).entries()) {
-      const refusal = isRestToken(argv)
-        ? "ERR ACL RESTTOKEN is not allowed in a transaction"
-        : (refusalOf(argv, table, policy) ?? readOnlyFcallRefusal(p, argv));
+      const refusal =
+        servedOutsideTransactions(argv) ??
+        refusalOf(argv, table, policy) ??
+        readOnlyFcallRefusal(p, argv);
       if (refusal !== undefined) discard(refusal);
       const script = emulated.rewrite(argv, from + j);
       if (script !== undefined && !Array.isArray(script))

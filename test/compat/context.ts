@@ -4,6 +4,7 @@ import { afterAll, beforeAll } from "vitest";
 import { freePort, startRedis, type TestRedis } from "../harness/redis.js";
 import { startTestCluster } from "../harness/cluster.js";
 import { startStashd, type TestStashd } from "../harness/stashd.js";
+import type { StartOptions } from "../../src/index.js";
 
 /**
  * One real redis-server, one in-process stashd and the official SDK pointed at it, as an
@@ -26,13 +27,13 @@ export interface Compat {
  */
 export const compatBackend = { cluster: false, hashTag: true };
 
-export async function startCompat(): Promise<Compat> {
+export async function startCompat(options: StartOptions = {}): Promise<Compat> {
   // Always a private redis-server (a fixed port bypasses REDIS_URL): these files assert on
   // server-wide state (FLUSHALL, FUNCTION FLUSH, SCRIPT FLUSH, PUBSUB NUMPAT, DBSIZE).
   const redis = compatBackend.cluster
     ? await startTestCluster()
     : await startRedis([], await freePort());
-  const stashd = await startStashd({ kvRedisUrl: redis.url });
+  const stashd = await startStashd({ kvRedisUrl: redis.url, ...options });
   const id = randomBytes(4).toString("hex");
   const prefix =
     compatBackend.cluster && compatBackend.hashTag ? `{compat:${id}}:` : `compat:${id}:`;

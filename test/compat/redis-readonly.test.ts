@@ -9,7 +9,9 @@ let ro: Redis;
 let roDirect: Redis;
 
 beforeAll(async () => {
-  c = await startCompat();
+  // Scripts for the read-only token are an opt-in (STASHD_KV_READONLY_SCRIPTS); this file runs
+  // the SDK's read-only scripts with it on. Off by default: test/security/kv-rights.test.ts.
+  c = await startCompat({ kvReadonlyScripts: true });
   k = c.key;
   const { url, readonlyToken } = c.stashd.kv;
   ro = new Redis({ url, token: readonlyToken });

@@ -4,6 +4,7 @@ import { credentialsOf } from "../../src/kv/database-manager.js";
 import { createDatabase } from "../../src/kv/registry.js";
 import { RedisConnection, parseRedisUrl } from "../../src/shared/redis/connection.js";
 import { eventually } from "../harness/eventually.js";
+import { startRedis } from "../harness/redis.js";
 import { command, useGateway } from "./helpers.js";
 
 /**
@@ -13,7 +14,12 @@ import { command, useGateway } from "./helpers.js";
 const SCRIPT_LIMIT_MS = 150;
 const COMMAND_TIMEOUT_MS = 800;
 const { stashd, redis } = useGateway(
-  { kvScriptTimeLimitMs: SCRIPT_LIMIT_MS, kvCommandTimeoutMs: COMMAND_TIMEOUT_MS },
+  // Read-only scripts on (an opt-in): their time limit is tested here.
+  {
+    kvScriptTimeLimitMs: SCRIPT_LIMIT_MS,
+    kvCommandTimeoutMs: COMMAND_TIMEOUT_MS,
+    kvReadonlyScripts: true,
+  },
   ["--lua-time-limit", String(SCRIPT_LIMIT_MS)],
 );
 const LOOP = "while true do end";
@@ -170,19 +176,24 @@ describe("MIGRATE", () => {
       status: 400,
       body: { error: expect.stringMatching(/^ERR Command is not available: 'MIGRATE'/) },
     });
-    const record = createDatabase(stashd().dataDir, "migrating", {
-      redisUrl: redis().url,
-      allowMigrate: true,
-    });
-    const token = credentialsOf(record).token;
-    await command(stashd(), ["SET", "mg:k", "v"]);
-    const allowed = await eventually(async () => {
-      const res = await command(stashd(), argv, { token });
-      expect(res.status).not.toBe(401);
-      return res;
-    });
-    // It reached Redis, which could not connect to the closed port.
-    expect(allowed.body).toEqual({ error: expect.stringMatching(/^IOERR/) });
+    // Its own Redis: two databases may not share one (docs/reliability.md, threat model).
+    const own = await startRedis();
+    try {
+      const record = createDatabase(stashd().dataDir, "migrating", {
+        redisUrl: own.url,
+        allowMigrate: true,
+      });
+      const token = credentialsOf(record).token;
+      const allowed = await eventually(async () => {
+        const res = await command(stashd(), ["SET", "mg:k", "v"], { token });
+        expect(res.status).toBe(200);
+        return command(stashd(), argv, { token });
+      });
+      // It reached Redis, which could not connect to the closed port.
+      expect(allowed.body).toEqual({ error: expect.stringMatching(/^IOERR/) });
+    } finally {
+      await own.stop();
+    }
   });
 });
 

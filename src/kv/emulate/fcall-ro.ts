@@ -35,11 +35,24 @@ export async function retryReadOnlyFcalls(
   }
 }
 
+/** What the read-only token may call that runs Lua; EVAL and EVALSHA its ACL user refuses. */
+const READ_ONLY_SCRIPT_CALLS = new Set(["eval_ro", "evalsha_ro", "fcall_ro"]);
+
 /**
- * The read-only token's ACL user may run FCALL (for the retry above), but the token itself may
- * not: its FCALL is refused here with the text Redis's ACL would give.
+ * Why the read-only token may not run this, if it may not: its FCALL (the token's ACL user may
+ * run FCALL for the retry above, the token itself not: refused with the text Redis's ACL would
+ * give), and any script while STASHD_KV_READONLY_SCRIPTS is off: one Lua call can hold Redis past
+ * every time limit (a backtracking pattern or a huge string.rep is one C call that SCRIPT KILL
+ * cannot stop), which a token given to browsers must not be able to do.
  */
 export function readOnlyFcallRefusal(p: Principal, argv: readonly Arg[]): string | undefined {
-  if (p.role !== "readonly" || argv[0]?.toString().toLowerCase() !== "fcall") return undefined;
-  return "NOPERM this user has no permissions to run the 'fcall' command or its subcommand";
+  if (p.role !== "readonly") return undefined;
+  const name = argv[0]?.toString().toLowerCase();
+  if (name === "fcall") {
+    return "NOPERM this user has no permissions to run the 'fcall' command or its subcommand";
+  }
+  if (name !== undefined && READ_ONLY_SCRIPT_CALLS.has(name) && !p.db.readonlyScripts) {
+    return `NOPERM the read-only token may not run scripts on this server ('${name}'): STASHD_KV_READONLY_SCRIPTS is off`;
+  }
+  return undefined;
 }

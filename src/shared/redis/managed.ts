@@ -20,6 +20,12 @@ export interface ManagedRedisOptions {
    * others BUSY and accepts SCRIPT KILL. The KV gateway sets it to its script time limit.
    */
   luaTimeLimitMs?: number;
+  /**
+   * Redis's hard `client-output-buffer-limit` for normal clients: a reply Redis builds past it
+   * closes that connection instead of growing the server (the KV gateway sets it above its reply
+   * cap, so one read of many large values cannot make Redis build gigabytes first).
+   */
+  replyBufferLimitBytes?: number;
   logger: Logger;
 }
 
@@ -98,6 +104,11 @@ export class ManagedRedis {
       'save ""',
       "daemonize no",
       "protected-mode yes",
+      // RESTORE of a crafted payload could otherwise crash the server at a later read.
+      "sanitize-dump-payload yes",
+      ...(this.opts.replyBufferLimitBytes !== undefined
+        ? [`client-output-buffer-limit normal ${this.opts.replyBufferLimitBytes} 0 0`]
+        : []),
       ...(this.opts.luaTimeLimitMs !== undefined
         ? [`lua-time-limit ${this.opts.luaTimeLimitMs}`]
         : []),
