@@ -110,7 +110,10 @@ redis.register_function('set_value', function(keys, args) return redis.call('SET
     expect(await c.sdk.get(k("f"))).toBe("v");
     const { url, readonlyToken } = c.stashd.kv;
     const ro = new Redis({ url, token: readonlyToken, enableAutoPipelining: false });
-    expect(await ro.functions.callRo("plain_get", [k("f")])).toBe("v");
+    // The read-only token runs no Lua unless STASHD_KV_READONLY_SCRIPTS is on (threat model).
+    await expect(ro.functions.callRo("plain_get", [k("f")])).rejects.toThrow(
+      /^NOPERM the read-only token may not run scripts/,
+    );
     await expect(ro.functions.call("plain_get", [k("f")])).rejects.toThrow(/^NOPERM .*'fcall'/);
   });
 
