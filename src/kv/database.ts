@@ -343,6 +343,11 @@ export class KvDatabase {
     return this.backends.masterEndpoints();
   }
 
+  /** SIGKILLs the managed redis-server, which restarts from its AOF (script-killer.ts). */
+  forceRestart(): void {
+    this.managed?.forceRestart();
+  }
+
   /** A request's error, explained when the Redis was stopped for a script (script-killer.ts). */
   explainFailure(err: unknown): unknown {
     return this.killer.explain(err);

@@ -14,9 +14,12 @@ export interface ScriptDatabase {
   readonly isManaged: boolean;
   /** Where scripts may run: the masters of a cluster, or the one server. */
   masterEndpoints(): Promise<RedisEndpoint[]>;
+  /** SIGKILLs a managed server, which is then restarted from its AOF (ManagedRedis). */
+  forceRestart(): void;
 }
 
-type KillOutcome = "killed" | "unkillable" | "not-busy";
+/** `no-answer`: the kill was not even read within the grace (the script is inside a C call). */
+type KillOutcome = "killed" | "unkillable" | "not-busy" | "no-answer";
 
 /** How long after a SHUTDOWN the server is polled for, and backend errors explained. */
 const BACK_WAIT_MS = 60_000;
@@ -48,7 +51,7 @@ export class ScriptKiller {
    * `grace`: an unkillable script runs and its Redis will be stopped if it still runs after the
    * grace; `stopped`: from the SHUTDOWN until the server answers again.
    */
-  private phase: "grace" | "stopped" | undefined;
+  private phase: "grace" | "stopped" | "forced" | undefined;
   private closed = false;
 
   constructor(
@@ -84,6 +87,13 @@ export class ScriptKiller {
         { cause: err },
       );
     }
+    if (this.phase === "forced") {
+      return new AppError(
+        "backend_unavailable",
+        `ERR database restarting: a script ran past ${limit} inside one long call that Redis cannot interrupt, so stashd killed its redis-server and is restarting it from its AOF; none of the script's writes were kept. Retry in a moment.`,
+        { cause: err },
+      );
+    }
     const back = this.db.isManaged
       ? "stashd is restarting it"
       : "it answers again once its supervisor restarts it";
@@ -112,7 +122,9 @@ export class ScriptKiller {
   }
 
   private async killOn(endpoint: RedisEndpoint): Promise<void> {
-    if ((await this.tryKill(endpoint)) !== "unkillable") return;
+    const outcome = await this.withinGrace(this.tryKill(endpoint));
+    if (outcome === "no-answer") return this.forceRestart();
+    if (outcome !== "unkillable") return;
     const graceMs = this.config.kvUnkillableScriptGraceMs;
     const fields = { db: this.db.name, limitMs: this.db.scriptTimeLimitMs };
     if (graceMs === 0 || !this.db.stopsUnkillableScripts) {
@@ -134,6 +146,34 @@ export class ScriptKiller {
       this.phase = undefined;
     }
     await this.shutdown(endpoint);
+  }
+
+  /**
+   * The kill's outcome, or `no-answer` when Redis has not read it within the grace: a script
+   * inside one C call (string.find with a backtracking pattern, string.rep of gigabytes) never
+   * reaches the hook where Redis reads commands, so neither SCRIPT KILL nor SHUTDOWN lands.
+   */
+  private async withinGrace(kill: Promise<KillOutcome>): Promise<KillOutcome> {
+    const graceMs = this.config.kvUnkillableScriptGraceMs;
+    if (graceMs === 0 || !this.db.isManaged || !this.db.stopsUnkillableScripts) return kill;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<KillOutcome>((resolve) => {
+      timer = setTimeout(() => resolve("no-answer"), graceMs);
+    });
+    kill.catch(() => undefined);
+    return Promise.race([kill, late]).finally(() => clearTimeout(timer));
+  }
+
+  /** SIGKILL of a managed server whose script could not be reached; explained as a restart. */
+  private forceRestart(): void {
+    this.phase = "forced";
+    metrics.kvScriptShutdown(this.db.name);
+    this.logger.error(
+      "the database's redis-server does not read commands: a script is inside one long C call that SCRIPT KILL and SHUTDOWN cannot reach; killing it (SIGKILL) and restarting it from its AOF",
+      { db: this.db.name, limitMs: this.db.scriptTimeLimitMs },
+    );
+    this.db.forceRestart();
+    void this.db.masterEndpoints().then((nodes) => this.awaitBack(nodes[0] as RedisEndpoint));
   }
 
   /** SCRIPT KILL for EVAL scripts; a busy function answers it BUSY and takes FUNCTION KILL. */

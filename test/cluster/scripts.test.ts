@@ -7,6 +7,8 @@ let c: ClusterContext;
 useCluster((ready) => (c = ready), {
   kvScriptTimeLimitMs: SCRIPT_LIMIT_MS,
   kvCommandTimeoutMs: 800,
+  // Read-only scripts are an opt-in (threat model); their time limit is tested here.
+  kvReadonlyScripts: true,
 });
 
 describe("KV on a Redis Cluster: the script time limit", () => {

@@ -122,6 +122,28 @@ describe("managed database: a script that wrote", () => {
   });
 });
 
+describe("managed database: a script inside one long C call (issue 25, hole 5)", () => {
+  it("is ended by killing its redis-server, which comes back with every acknowledged write", async () => {
+    expect((await command(s, ["SET", "c-call:before", "kept"])).status).toBe(200);
+    // One string.find call: no Lua hook runs inside it, so Redis reads no command (not even
+    // SCRIPT KILL or SHUTDOWN) until it returns, which would take far longer than the test.
+    const script = "return string.find(string.rep('a', 30000), '(.-)(.-)(.-)(.-)b')";
+    const started = Date.now();
+    const res = await command(s, ["EVAL", script, "0"], notHanging());
+    expect(res.status).toBe(503);
+    expect(res.body).toEqual({
+      error: expect.stringMatching(/^ERR database restarting: .*inside one long call/),
+    });
+    await eventually(
+      async () =>
+        expect((await command(s, ["GET", "c-call:before"])).body).toEqual({ result: "kept" }),
+      { timeoutMs: BACK_WITHIN_MS },
+    );
+    expect(Date.now() - started).toBeLessThan(BACK_WITHIN_MS);
+    expect((await fetch(`${s.admin?.url ?? ""}/healthz`)).status).toBe(200);
+  });
+});
+
 interface Answer {
   status: number;
   body: unknown;

@@ -83,6 +83,16 @@ export class ManagedRedis {
     );
   }
 
+  /**
+   * Ends the child at once (SIGKILL) and lets the restart path bring it back from its AOF: for a
+   * server stuck where no command lands, such as a script inside one long C call (a backtracking
+   * pattern, a huge string.rep) where even SHUTDOWN NOSAVE is never read. Writes acknowledged in
+   * the last fsync interval (`appendfsync everysec`: about 1 s) may be lost.
+   */
+  forceRestart(): void {
+    if (this.running) this.child?.kill("SIGKILL");
+  }
+
   /** Pid of the running child, for fault-injection tests. */
   get pid(): number | undefined {
     return this.child?.pid;
