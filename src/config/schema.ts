@@ -128,6 +128,12 @@ export const SETTINGS = {
     default: 15_000,
     doc: "Interval of `: keepalive` comments on idle server-sent event streams.",
   },
+  maxInflightBodyBytes: {
+    env: "STASHD_MAX_INFLIGHT_BODY_BYTES",
+    kind: "int",
+    default: 256 * 1024 * 1024,
+    doc: "Request body bytes the process reads or holds at once (KV and queue together); past it a request with a body is answered 503 with `Retry-After` before its body is read.",
+  },
   requestTimeoutMs: {
     env: "STASHD_REQUEST_TIMEOUT_MS",
     kind: "int",

@@ -1,6 +1,7 @@
 import path from "node:path";
 import type { Config } from "../config/schema.js";
 import { messageOf } from "../shared/errors.js";
+import { BodyBudget } from "../shared/http/body.js";
 import { listen } from "../shared/http/server.js";
 import { instrument } from "../shared/instrument.js";
 import type { Logger } from "../shared/log.js";
@@ -45,6 +46,8 @@ export interface QueueService {
 /** Injected parts; tests pass a clock to make cron minutes pass at once. */
 export interface QueueDeps {
   clock?: Clock;
+  /** Request body bytes in flight, shared with the KV gateway (own budget when not given). */
+  bodies?: BodyBudget;
 }
 
 /**
@@ -69,7 +72,8 @@ export async function startQueueService(
     throw err;
   }
   try {
-    return await assemble(config, log, pool, managed, deps.clock ?? systemClock);
+    const bodies = deps.bodies ?? new BodyBudget(config.maxInflightBodyBytes);
+    return await assemble(config, log, pool, managed, deps.clock ?? systemClock, bodies);
   } catch (err) {
     await pool.close();
     await managed?.stop();
@@ -99,6 +103,7 @@ async function assemble(
   pool: QueueConnection,
   managed: ManagedRedis | undefined,
   clock: Clock,
+  bodies: BodyBudget,
 ): Promise<QueueService> {
   const creds = loadQueueCredentials(config);
   const tokens = new QueueTokenWatch(config, log, creds.token);
@@ -143,6 +148,7 @@ async function assemble(
     queues,
     flowControl: new FlowControlStore(pool.partitions),
     workflows: new WorkflowStore(pool.partitions, config.queueLogRetentionMs, MAX_RUN_ENTRIES),
+    bodies,
   };
   dispatcher.useHooks(new WorkflowDelivery(ctx));
   const server = await listen(
