@@ -152,29 +152,36 @@ function readStreamed(
   count: (bytes: number) => boolean,
   refused: () => AppError,
 ): Promise<Buffer> {
+  const declared = Number(req.headers["content-length"] ?? 0);
   return new Promise((resolve, reject) => {
+    // A declared body is copied into one buffer of its size as it arrives, so the chunks (slices
+    // of the socket's reads) are let go at once, never held all together with their concatenation.
+    const whole = declared > 0 ? Buffer.allocUnsafe(declared) : undefined;
     const chunks: Buffer[] = [];
     let size = 0;
     let failed = false;
-    req.on("data", (chunk: Buffer) => {
-      if (failed) return;
-      size += chunk.length;
-      if (size > limit || !count(chunk.length)) {
-        failed = true;
-        chunks.length = 0;
-        reject(size > limit ? tooLarge() : refused());
-        return;
-      }
-      chunks.push(chunk);
-    });
-    req.on("end", () => {
-      if (!failed) resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks));
-    });
-    const abort = (why: string): void => {
+    const fail = (err: AppError): void => {
       if (failed) return;
       failed = true;
-      reject(new AppError("bad_request", `request body could not be read: ${why}`));
+      chunks.length = 0;
+      reject(err);
     };
+    req.on("data", (chunk: Buffer) => {
+      if (failed) return;
+      const after = size + chunk.length;
+      if (after > limit || (whole && after > whole.length)) return fail(tooLarge());
+      if (!count(chunk.length)) return fail(refused());
+      if (whole) chunk.copy(whole, size);
+      else chunks.push(chunk);
+      size += chunk.length;
+    });
+    req.on("end", () => {
+      if (failed) return;
+      if (whole) resolve(size === whole.length ? whole : whole.subarray(0, size));
+      else resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks));
+    });
+    const abort = (why: string): void =>
+      fail(new AppError("bad_request", `request body could not be read: ${why}`));
     req.on("error", (err) => abort(err.message));
     // A client that goes away mid-body may close without an error event; never wait forever.
     req.on("close", () => {
