@@ -378,6 +378,18 @@ export const SETTINGS = {
     default: 10_000,
     doc: "Most cron schedules; creating one more is refused with 412 (replacing one never is).",
   },
+  queueMaxUrlGroupEndpoints: {
+    env: "STASHD_QUEUE_MAX_URL_GROUP_ENDPOINTS",
+    kind: "int",
+    default: 1000,
+    doc: "Most endpoints of one URL group (a publish to it makes one message per endpoint); adding more is refused with 400.",
+  },
+  queueMaxHops: {
+    env: "STASHD_QUEUE_MAX_HOPS",
+    kind: "int",
+    default: 5,
+    doc: "A publish arriving on a delivery that already passed this many stashd hops (`Upstash-Hop`) is refused with 400, so a destination that publishes back (a URL group containing itself) cannot loop.",
+  },
   queueMaxParallelism: {
     env: "STASHD_QUEUE_MAX_PARALLELISM",
     kind: "int",

@@ -9,7 +9,7 @@ import { parseRedisUrl, type RedisEndpoint } from "../shared/redis/connection.js
 import { ManagedRedis } from "../shared/redis/managed.js";
 import { loadQueueCredentials, saveSigningKeys } from "./credentials.js";
 import { Dispatcher } from "./delivery/dispatcher.js";
-import { destinationPolicy } from "./delivery/destination-policy.js";
+import { destinationPolicy, noteQueueListener } from "./delivery/destination-policy.js";
 import { HttpClient } from "./delivery/http-client.js";
 import { createQueueHandler } from "./routes/router.js";
 import { Scheduler, systemClock, type Clock } from "./scheduler/scheduler.js";
@@ -121,7 +121,7 @@ async function assemble(
   const client = new HttpClient(config.queueMaxMessageBytes, destinationPolicy(config));
   const dispatcher = new Dispatcher(messages, client, keys, config, log.child("delivery"));
   const dlq = new DlqStore(pool.partitions);
-  const topics = new TopicStore(pool.partitions);
+  const topics = new TopicStore(pool.partitions, config.queueMaxUrlGroupEndpoints);
   const schedules = new ScheduleStore(pool.partitions, config.queueMaxSchedules);
   const queues = new QueueStore(pool.partitions, config.queueLogRetentionMs, config.queueMaxQueues);
   const scheduler = new Scheduler({
@@ -162,6 +162,7 @@ async function assemble(
       requestTimeoutMs: config.requestTimeoutMs,
     },
   );
+  noteQueueListener(config, server.port);
   tokens.start();
   dispatcher.start();
   scheduler.start();

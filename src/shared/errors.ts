@@ -10,6 +10,7 @@ export const ERROR_CATALOG = {
   invalid_format: 400,
   request_too_large: 400,
   daily_limit: 400,
+  hop_limit: 400,
   unauthorized: 401,
   forbidden: 403,
   not_found: 404,

@@ -462,6 +462,7 @@ function deliveryHeaders(meta: MessageMeta, own: Headers, retried: number, signa
   }
   headers.push("User-Agent", "Upstash-QStash", "Upstash-Message-Id", meta.messageId);
   headers.push("Upstash-Retried", String(retried), "Upstash-Signature", signature);
+  headers.push("Upstash-Hop", String((meta.hop ?? 0) + 1));
   if (meta.topicName) headers.push("Upstash-Topic-Name", meta.topicName);
   if (meta.scheduleId) headers.push("Upstash-Schedule-Id", meta.scheduleId);
   if (meta.callerIP) headers.push("Upstash-Caller-Ip", meta.callerIP);
@@ -471,6 +472,7 @@ function deliveryHeaders(meta: MessageMeta, own: Headers, retried: number, signa
 /** Headers every delivery carries, whatever the message forwards. */
 const QSTASH_HEADERS = new Set([
   "User-Agent",
+  "Upstash-Hop",
   "Upstash-Message-Id",
   "Upstash-Retried",
   "Upstash-Signature",

@@ -73,6 +73,11 @@ export interface MessageMeta {
   flowControl?: FlowControl | undefined;
   /** 0 for a published message, parent depth + 1 for callbacks (bounded by config). */
   depth: number;
+  /**
+   * Stashd deliveries the publish that made this message arrived on (its `Upstash-Hop`); absent
+   * for 0. Deliveries send it plus one, so a destination publishing back cannot loop unbounded.
+   */
+  hop?: number | undefined;
   /** Set on the messages of a workflow run (docs/workflow.md §2). */
   workflow?: WorkflowTag | undefined;
 }

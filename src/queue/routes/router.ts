@@ -1,6 +1,6 @@
 import { timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { AppError } from "../../shared/errors.js";
+import { AppError, isAppError } from "../../shared/errors.js";
 import { closingIfUnread, sendError } from "../../shared/http/respond.js";
 import { labelRequest } from "../../shared/instrument.js";
 import type { Handler, QueueContext, QueueRequest } from "./context.js";
@@ -91,9 +91,10 @@ export function createQueueHandler(ctx: QueueContext, token: () => string) {
   return (req: IncomingMessage, res: ServerResponse): void => {
     // An error before the body was read (no token, no route, a bad header) leaves it unread:
     // the answer closes the connection instead of reading the body (closingIfUnread).
-    handle(ctx, token(), req, res).catch((err: unknown) =>
-      sendError(res, err, ctx.log, closingIfUnread(req)),
-    );
+    handle(ctx, token(), req, res).catch((err: unknown) => {
+      if (isAppError(err) && err.code === "hop_limit") ctx.log.warn(err.message, { url: req.url });
+      sendError(res, err, ctx.log, closingIfUnread(req));
+    });
   };
 }
 
