@@ -330,6 +330,18 @@ export const SETTINGS = {
     default: 10 * 1024 * 1024,
     doc: "Largest publish body; response bodies kept for callbacks/DLQ are truncated to it.",
   },
+  queueLoggedResponseBytes: {
+    env: "STASHD_QUEUE_LOGGED_RESPONSE_BYTES",
+    kind: "int",
+    default: 10 * 1024,
+    doc: "Bytes of a destination's response body kept in the logs and the DLQ (`responseBodyTruncated: true` past it); a delivery without a callback reads no more of it.",
+  },
+  queuePageMaxBytes: {
+    env: "STASHD_QUEUE_PAGE_MAX_BYTES",
+    kind: "int",
+    default: 2 * 1024 * 1024,
+    doc: "A page of `/v2/events`, `/v2/logs` or `/v2/dlq` ends (with a cursor) once its stored entries pass this many bytes, whatever `count` asked.",
+  },
   queueMaxRetries: {
     env: "STASHD_QUEUE_MAX_RETRIES",
     kind: "int",

@@ -120,7 +120,7 @@ async function assemble(
   const messages = new MessageStore(pool.partitions, config.queueLogRetentionMs);
   const client = new HttpClient(config.queueMaxMessageBytes, destinationPolicy(config));
   const dispatcher = new Dispatcher(messages, client, keys, config, log.child("delivery"));
-  const dlq = new DlqStore(pool.partitions);
+  const dlq = new DlqStore(pool.partitions, config.queuePageMaxBytes);
   const topics = new TopicStore(pool.partitions, config.queueMaxUrlGroupEndpoints);
   const schedules = new ScheduleStore(pool.partitions, config.queueMaxSchedules);
   const queues = new QueueStore(pool.partitions, config.queueLogRetentionMs, config.queueMaxQueues);
@@ -139,7 +139,7 @@ async function assemble(
     log,
     messages,
     dlq,
-    logs: new LogStore(pool.partitions, config.queueLogRetentionMs),
+    logs: new LogStore(pool.partitions, config.queueLogRetentionMs, config.queuePageMaxBytes),
     topics,
     keys,
     dispatcher,

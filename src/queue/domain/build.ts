@@ -118,5 +118,6 @@ export function baseMeta(entry: DlqMeta): MessageMeta {
   delete copy.responseStatus;
   delete copy.responseHeader;
   delete copy.responseBodyBase64;
+  delete copy.responseBodyTruncated;
   return copy as MessageMeta;
 }

@@ -98,8 +98,10 @@ export interface AttemptResult {
   /** 0 when no response arrived (connection error, timeout). */
   status: number;
   header: Headers;
-  /** Response body, truncated to the max message size. */
+  /** Response body, up to the attempt's read limit (see HttpClient). */
   body: Buffer;
+  /** The destination sent more than `body`: the rest was not read. */
+  truncated?: boolean | undefined;
   error?: string | undefined;
 }
 
@@ -108,6 +110,8 @@ export interface DlqMeta extends MessageMeta {
   failedAt: number;
   responseStatus: number;
   responseHeader: Headers;
-  /** Base64 of the (truncated) last response body. */
+  /** Base64 of the last response body, at most STASHD_QUEUE_LOGGED_RESPONSE_BYTES of it. */
   responseBodyBase64: string;
+  /** The response body was longer than what is kept. */
+  responseBodyTruncated?: boolean | undefined;
 }
