@@ -92,8 +92,9 @@ export class KvHttpHandler {
       "upstash-sync-token": `${this.syncPrefix}-${++this.syncCounter}`,
     };
     this.route(req, res, headers).catch((err: unknown) => {
+      const answer = closingIfUnread(req, headers);
       req.resume();
-      sendError(res, err, this.opts.logger, closingIfUnread(req, headers));
+      sendError(res, err, this.opts.logger, answer);
     });
   };
 
@@ -109,8 +110,9 @@ export class KvHttpHandler {
   ): Promise<void> {
     const method = req.method ?? "GET";
     if (method === "OPTIONS") {
+      const answer = closingIfUnread(req, PREFLIGHT);
       req.resume();
-      res.writeHead(204, closingIfUnread(req, PREFLIGHT)).end();
+      res.writeHead(204, answer).end();
       return;
     }
     if (!METHODS.has(method)) {

@@ -102,7 +102,12 @@ export async function readBody(
   }
   const count = counter(hold);
   // A declared body is counted whole before any of it is read; a chunked one as it arrives.
-  const refused = (): AppError => busy(hold as BodyHold);
+  // Refused for the budget: the body is drained (read and dropped, costing no memory) so the
+  // client reads the 503 instead of failing to write its body to a closed connection.
+  const refused = (): AppError => {
+    req.resume();
+    return busy(hold as BodyHold);
+  };
   if (!count(declared)) throw refused();
   const chunked = declared > 0 ? () => true : count;
   await undefined;

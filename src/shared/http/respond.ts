@@ -20,15 +20,19 @@ export function sendJson(
 }
 
 /**
- * Headers for a response sent before the request body was read whole: Node then ends the
+ * Headers for a response sent before the request body was read whole and while nobody drains it
+ * (a request refused before its body was wanted: no token, no route): Node then ends the
  * connection (what is left of the body is never read), and `Connection: close` tells keep-alive
- * clients not to send their next request on it.
+ * clients not to send their next request on it. A body being drained (`req.resume()`, as for one
+ * over a limit) keeps the connection: its client still gets to read the answer.
  */
 export function closingIfUnread(
   req: IncomingMessage,
   headers: Record<string, string> = {},
 ): Record<string, string> {
-  return bodyDone(req) ? headers : { ...headers, connection: "close" };
+  return bodyDone(req) || req.readableFlowing === true
+    ? headers
+    : { ...headers, connection: "close" };
 }
 
 /**
