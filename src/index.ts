@@ -7,6 +7,7 @@ import type { DatabaseCredentials } from "./kv/database-manager.js";
 import { ensureDefaultDatabase } from "./kv/default-database.js";
 import { startKvService, type KvService } from "./kv/service.js";
 import { startQueueService, type QueueService } from "./queue/service.js";
+import { BodyBudget } from "./shared/http/body.js";
 import { createLogger, type Logger } from "./shared/log.js";
 import { acquireInstanceLock, runtimeFile, writeRuntime } from "./runtime.js";
 import { adminFor } from "./admin/wiring.js";
@@ -83,11 +84,13 @@ export async function start(options: StartOptions = {}): Promise<Stashd> {
 }
 
 async function startServices(config: Config, logger: Logger, release: () => void): Promise<Stashd> {
-  const kv = await startKvService(config, logger.child("kv"));
+  // One budget of request body bytes for both listeners (STASHD_MAX_INFLIGHT_BODY_BYTES).
+  const bodies = new BodyBudget(config.maxInflightBodyBytes);
+  const kv = await startKvService(config, logger.child("kv"), bodies);
   let queue: QueueService;
   let admin: AdminListener | undefined;
   try {
-    queue = await startQueueService(config, logger.child("queue"));
+    queue = await startQueueService(config, logger.child("queue"), { bodies });
   } catch (err) {
     await kv.close();
     throw err;

@@ -140,6 +140,12 @@ export const SETTINGS = {
     default: 15_000,
     doc: "Interval of `: keepalive` comments on idle server-sent event streams.",
   },
+  maxInflightBodyBytes: {
+    env: "STASHD_MAX_INFLIGHT_BODY_BYTES",
+    kind: "int",
+    default: 256 * 1024 * 1024,
+    doc: "Request body bytes the process reads or holds at once (KV and queue together); past it a request with a body is answered 503 with `Retry-After` before its body is read.",
+  },
   requestTimeoutMs: {
     env: "STASHD_REQUEST_TIMEOUT_MS",
     kind: "int",
@@ -336,6 +342,18 @@ export const SETTINGS = {
     default: 10 * 1024 * 1024,
     doc: "Largest publish body; response bodies kept for callbacks/DLQ are truncated to it.",
   },
+  queueLoggedResponseBytes: {
+    env: "STASHD_QUEUE_LOGGED_RESPONSE_BYTES",
+    kind: "int",
+    default: 10 * 1024,
+    doc: "Bytes of a destination's response body kept in the logs and the DLQ (`responseBodyTruncated: true` past it); a delivery without a callback reads no more of it.",
+  },
+  queuePageMaxBytes: {
+    env: "STASHD_QUEUE_PAGE_MAX_BYTES",
+    kind: "int",
+    default: 2 * 1024 * 1024,
+    doc: "A page of `/v2/events`, `/v2/logs` or `/v2/dlq` ends (with a cursor) once its stored entries pass this many bytes, whatever `count` asked.",
+  },
   queueMaxRetries: {
     env: "STASHD_QUEUE_MAX_RETRIES",
     kind: "int",
@@ -383,6 +401,18 @@ export const SETTINGS = {
     kind: "int",
     default: 10_000,
     doc: "Most cron schedules; creating one more is refused with 412 (replacing one never is).",
+  },
+  queueMaxUrlGroupEndpoints: {
+    env: "STASHD_QUEUE_MAX_URL_GROUP_ENDPOINTS",
+    kind: "int",
+    default: 1000,
+    doc: "Most endpoints of one URL group (a publish to it makes one message per endpoint); adding more is refused with 400.",
+  },
+  queueMaxHops: {
+    env: "STASHD_QUEUE_MAX_HOPS",
+    kind: "int",
+    default: 5,
+    doc: "A publish arriving on a delivery that already passed this many stashd hops (`Upstash-Hop`) is refused with 400, so a destination that publishes back (a URL group containing itself) cannot loop.",
   },
   queueMaxParallelism: {
     env: "STASHD_QUEUE_MAX_PARALLELISM",

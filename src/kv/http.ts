@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { AppError } from "../shared/errors.js";
-import { bodyDone, readBody } from "../shared/http/body.js";
-import { sendError, streamBody } from "../shared/http/respond.js";
+import { readBody, type BodyBudget } from "../shared/http/body.js";
+import { closingIfUnread, sendError, streamBody } from "../shared/http/respond.js";
 import { labelRequest } from "../shared/instrument.js";
 import type { Logger } from "../shared/log.js";
 import { metrics } from "../shared/metrics.js";
@@ -65,6 +65,8 @@ export interface KvHttpOptions {
   maxBufferedReplyBytes: number;
   /** How long a client may take none of a reply before it is cut off. */
   writeStallMs: number;
+  /** Request body bytes in flight, shared with the queue (STASHD_MAX_INFLIGHT_BODY_BYTES). */
+  bodies: BodyBudget;
 }
 
 export class KvHttpHandler {
@@ -90,8 +92,9 @@ export class KvHttpHandler {
       "upstash-sync-token": `${this.syncPrefix}-${++this.syncCounter}`,
     };
     this.route(req, res, headers).catch((err: unknown) => {
+      const answer = closingIfUnread(req, headers);
       req.resume();
-      sendError(res, err, this.opts.logger, closingIfUnread(req, headers));
+      sendError(res, err, this.opts.logger, answer);
     });
   };
 
@@ -107,8 +110,9 @@ export class KvHttpHandler {
   ): Promise<void> {
     const method = req.method ?? "GET";
     if (method === "OPTIONS") {
+      const answer = closingIfUnread(req, PREFLIGHT);
       req.resume();
-      res.writeHead(204, closingIfUnread(req, PREFLIGHT)).end();
+      res.writeHead(204, answer).end();
       return;
     }
     if (!METHODS.has(method)) {
@@ -145,7 +149,9 @@ export class KvHttpHandler {
       await this.stream(principal, first as StreamKind, url, req, res, headers);
       return;
     }
-    const body = BODY_METHODS.has(method) ? await readLimitedBody(req, principal) : undefined;
+    const body = BODY_METHODS.has(method)
+      ? await readLimitedBody(req, principal, { budget: this.opts.bodies, until: res })
+      : undefined;
     if (first === "pipeline" || first === "multi-exec") {
       if (!body)
         throw new AppError("method_not_allowed", `ERR /${first} takes POST with a JSON body`);
@@ -218,17 +224,6 @@ export class KvHttpHandler {
   }
 }
 
-/**
- * Headers for a response sent before the request body was read: Node then ends the connection,
- * and `Connection: close` tells keep-alive clients not to send their next request on it.
- */
-function closingIfUnread(
-  req: IncomingMessage,
-  headers: Record<string, string>,
-): Record<string, string> {
-  return bodyDone(req) ? headers : { ...headers, connection: "close" };
-}
-
 function tokenOf(req: IncomingMessage, url: UrlParts): string | undefined {
   const auth = req.headers.authorization;
   if (auth === undefined) return url.token;
@@ -267,11 +262,16 @@ function headerValue(req: IncomingMessage, name: string): string | undefined {
   return text === undefined || text === "" ? undefined : text.trim().toLowerCase();
 }
 
-function readLimitedBody(req: IncomingMessage, p: Principal): Promise<Buffer> {
+function readLimitedBody(
+  req: IncomingMessage,
+  p: Principal,
+  hold: { budget: BodyBudget; until: ServerResponse },
+): Promise<Buffer> {
   return readBody(
     req,
     p.db.maxRequestBytes,
     () => new AppError("request_too_large", "ERR max request size exceeded"),
+    { ...hold, errorPrefix: "ERR " },
   );
 }
 

@@ -1,4 +1,5 @@
 import type { Config } from "../config/schema.js";
+import { BodyBudget } from "../shared/http/body.js";
 import { listen, type RunningHttpServer } from "../shared/http/server.js";
 import { instrument } from "../shared/instrument.js";
 import type { Logger } from "../shared/log.js";
@@ -14,7 +15,11 @@ export interface KvService {
 }
 
 /** Starts the databases (managed redis-servers included) and the gateway's HTTP server. */
-export async function startKvService(config: Config, logger: Logger): Promise<KvService> {
+export async function startKvService(
+  config: Config,
+  logger: Logger,
+  bodies = new BodyBudget(config.maxInflightBodyBytes),
+): Promise<KvService> {
   const manager = new DatabaseManager(config, logger.child("db"));
   await manager.start();
   const handler = new KvHttpHandler({
@@ -23,6 +28,7 @@ export async function startKvService(config: Config, logger: Logger): Promise<Kv
     sseKeepAliveMs: config.sseKeepAliveMs,
     maxBufferedReplyBytes: config.kvMaxBufferedReplyBytes,
     writeStallMs: config.requestTimeoutMs,
+    bodies,
   });
   let http: RunningHttpServer;
   try {

@@ -1,6 +1,7 @@
 import path from "node:path";
 import type { Config } from "../config/schema.js";
 import { messageOf } from "../shared/errors.js";
+import { BodyBudget } from "../shared/http/body.js";
 import { listen } from "../shared/http/server.js";
 import { instrument } from "../shared/instrument.js";
 import type { Logger } from "../shared/log.js";
@@ -8,7 +9,7 @@ import { parseRedisUrl, type RedisEndpoint } from "../shared/redis/connection.js
 import { ManagedRedis } from "../shared/redis/managed.js";
 import { loadQueueCredentials, saveSigningKeys } from "./credentials.js";
 import { Dispatcher } from "./delivery/dispatcher.js";
-import { destinationPolicy } from "./delivery/destination-policy.js";
+import { destinationPolicy, noteQueueListener } from "./delivery/destination-policy.js";
 import { HttpClient } from "./delivery/http-client.js";
 import { createQueueHandler } from "./routes/router.js";
 import { Scheduler, systemClock, type Clock } from "./scheduler/scheduler.js";
@@ -45,6 +46,8 @@ export interface QueueService {
 /** Injected parts; tests pass a clock to make cron minutes pass at once. */
 export interface QueueDeps {
   clock?: Clock;
+  /** Request body bytes in flight, shared with the KV gateway (own budget when not given). */
+  bodies?: BodyBudget;
 }
 
 /**
@@ -69,7 +72,8 @@ export async function startQueueService(
     throw err;
   }
   try {
-    return await assemble(config, log, pool, managed, deps.clock ?? systemClock);
+    const bodies = deps.bodies ?? new BodyBudget(config.maxInflightBodyBytes);
+    return await assemble(config, log, pool, managed, deps.clock ?? systemClock, bodies);
   } catch (err) {
     await pool.close();
     await managed?.stop();
@@ -99,6 +103,7 @@ async function assemble(
   pool: QueueConnection,
   managed: ManagedRedis | undefined,
   clock: Clock,
+  bodies: BodyBudget,
 ): Promise<QueueService> {
   const creds = loadQueueCredentials(config);
   const tokens = new QueueTokenWatch(config, log, creds.token);
@@ -115,8 +120,8 @@ async function assemble(
   const messages = new MessageStore(pool.partitions, config.queueLogRetentionMs);
   const client = new HttpClient(config.queueMaxMessageBytes, destinationPolicy(config));
   const dispatcher = new Dispatcher(messages, client, keys, config, log.child("delivery"));
-  const dlq = new DlqStore(pool.partitions);
-  const topics = new TopicStore(pool.partitions);
+  const dlq = new DlqStore(pool.partitions, config.queuePageMaxBytes);
+  const topics = new TopicStore(pool.partitions, config.queueMaxUrlGroupEndpoints);
   const schedules = new ScheduleStore(pool.partitions, config.queueMaxSchedules);
   const queues = new QueueStore(pool.partitions, config.queueLogRetentionMs, config.queueMaxQueues);
   const scheduler = new Scheduler({
@@ -134,7 +139,7 @@ async function assemble(
     log,
     messages,
     dlq,
-    logs: new LogStore(pool.partitions, config.queueLogRetentionMs),
+    logs: new LogStore(pool.partitions, config.queueLogRetentionMs, config.queuePageMaxBytes),
     topics,
     keys,
     dispatcher,
@@ -143,6 +148,7 @@ async function assemble(
     queues,
     flowControl: new FlowControlStore(pool.partitions),
     workflows: new WorkflowStore(pool.partitions, config.queueLogRetentionMs, MAX_RUN_ENTRIES),
+    bodies,
   };
   dispatcher.useHooks(new WorkflowDelivery(ctx));
   const server = await listen(
@@ -156,6 +162,7 @@ async function assemble(
       requestTimeoutMs: config.requestTimeoutMs,
     },
   );
+  noteQueueListener(config, server.port);
   tokens.start();
   dispatcher.start();
   scheduler.start();

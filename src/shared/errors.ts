@@ -10,6 +10,7 @@ export const ERROR_CATALOG = {
   invalid_format: 400,
   request_too_large: 400,
   daily_limit: 400,
+  hop_limit: 400,
   unauthorized: 401,
   forbidden: 403,
   not_found: 404,
@@ -21,6 +22,7 @@ export const ERROR_CATALOG = {
   too_many_requests: 429,
   internal: 500,
   backend_unavailable: 503,
+  server_busy: 503,
   invalid_config: 500,
   startup_failed: 500,
 } as const;
@@ -30,12 +32,19 @@ export type ErrorCode = keyof typeof ERROR_CATALOG;
 export class AppError extends Error {
   readonly code: ErrorCode;
   readonly status: number;
+  /** Response headers the error answer carries (such as `Retry-After`). */
+  readonly headers: Readonly<Record<string, string>> | undefined;
 
-  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
+  constructor(
+    code: ErrorCode,
+    message: string,
+    options?: { cause?: unknown; headers?: Record<string, string> },
+  ) {
     super(message, options);
     this.name = "AppError";
     this.code = code;
     this.status = ERROR_CATALOG[code];
+    this.headers = options?.headers;
   }
 }
 

@@ -234,7 +234,7 @@ async function otherPaths(pool: RedisPool, now: number): Promise<void> {
   expect(await schedules.advance("s1", now, { last: now, next: now + MIN, states: {} })).toBe(true);
   expect(await schedules.setPaused("s1", true, 0)).toBe(true);
   expect(await schedules.delete("s1")).toBe(true);
-  const topics = new TopicStore(singlePartition(pool));
+  const topics = new TopicStore(singlePartition(pool), 1000);
   await topics.update("add", "g1", [{ url: "http://127.0.0.1:9/a" }]);
   await topics.update("headers", "g1", { "x-a": ["1"] });
   await topics.update("remove", "g1", [{ url: "http://127.0.0.1:9/a" }]);

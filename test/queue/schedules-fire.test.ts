@@ -36,7 +36,7 @@ beforeAll(async () => {
     schedules: new ScheduleStore(singlePartition(pool)),
     messages: new MessageStore(singlePartition(pool), MIN),
     queues: new QueueStore(singlePartition(pool), MIN, 1000),
-    topics: new TopicStore(singlePartition(pool)),
+    topics: new TopicStore(singlePartition(pool), 1000),
     config: loadConfig({}, {}),
     claimMs: MIN,
   };

@@ -61,6 +61,7 @@ function child(
     callerIP: meta.callerIP,
     queueName: meta.queueName,
     depth: meta.depth + 1,
+    hop: meta.hop,
     // A workflow call's answer and a run's failure callback stay messages of the run.
     ...(meta.workflow && {
       workflow: { runId: meta.workflow.runId, callType: dlqId ? "failureCall" : "fromCallback" },

@@ -1,4 +1,5 @@
 import { BlockList, isIP } from "node:net";
+import { networkInterfaces } from "node:os";
 import type { Config } from "../../config/schema.js";
 import { AppError } from "../../shared/errors.js";
 
@@ -56,15 +57,72 @@ export function destinationPolicy(config: Config): DestinationPolicy {
   return policy;
 }
 
+/** The port the queue of a configuration listens on, once it does (see noteQueueListener). */
+const queuePorts = new WeakMap<Config, number>();
+
+/** Records the queue's listening port, so destinations naming the queue itself are refused. */
+export function noteQueueListener(config: Config, port: number): void {
+  queuePorts.set(config, port);
+}
+
 /**
  * Publish-time check of every URL a request names (destinations, group endpoints, callbacks):
  * a 400 `{"error"}` naming the refused one. No DNS here; resolved addresses are checked at
- * delivery.
+ * delivery. Always refused, policy or not: a URL on this stashd's own queue listener (a loopback,
+ * unspecified or local interface address, or the configured host, with the queue's port), which
+ * would make a publish publish again (a URL group containing itself). Names that only resolve
+ * to it are caught by the hop limit instead (STASHD_QUEUE_MAX_HOPS).
  */
 export function checkDestinations(config: Config, urls: readonly (string | undefined)[]): void {
   const policy = destinationPolicy(config);
-  if (!policy.active) return;
-  for (const url of urls) if (url !== undefined && url !== "") policy.checkUrl(url, "destination");
+  const port = queuePorts.get(config);
+  for (const url of urls) {
+    if (url === undefined || url === "") continue;
+    if (port !== undefined && isOwnListener(url, port, config.host)) {
+      throw new AppError(
+        "bad_request",
+        `destination not allowed: ${url} is this stashd's own queue listener (a publish to itself would loop)`,
+      );
+    }
+    policy.checkUrl(url, "destination");
+  }
+}
+
+/** Whether `url` names a local address with the queue's port. */
+function isOwnListener(url: string, port: number, configuredHost: string): boolean {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return false;
+  }
+  const urlPort = Number(u.port || (u.protocol === "https:" ? 443 : 80));
+  if (urlPort !== port) return false;
+  const host = hostOf(url).replace(/\.$/, "");
+  if (host === "localhost" || host.endsWith(".localhost")) return true;
+  if (host === configuredHost.toLowerCase()) return true;
+  const ip = unmapped(host);
+  if (isIP(ip) === 0) return false;
+  return LOCAL_NETS.check(ip, family(ip)) || localAddresses().has(ip);
+}
+
+/** Loopback and unspecified addresses (a connection to 0.0.0.0 or :: reaches this host). */
+const LOCAL_NETS = (() => {
+  const nets = new BlockList();
+  nets.addSubnet("127.0.0.0", 8, "ipv4");
+  nets.addAddress("0.0.0.0", "ipv4");
+  nets.addAddress("::1", "ipv6");
+  nets.addAddress("::", "ipv6");
+  return nets;
+})();
+
+/** The addresses of this host's interfaces (read on each check: interfaces come and go). */
+function localAddresses(): Set<string> {
+  const out = new Set<string>();
+  for (const list of Object.values(networkInterfaces())) {
+    for (const a of list ?? []) out.add(a.address.toLowerCase().replace(/%.*$/, ""));
+  }
+  return out;
 }
 
 function buildPolicy(config: Config): DestinationPolicy {

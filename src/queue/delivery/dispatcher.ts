@@ -61,6 +61,8 @@ type DispatcherConfig = Pick<
   | "queueBackoffScaleMs"
   | "queueMaxCallbackDepth"
   | "queueDestinationShare"
+  | "queueMaxMessageBytes"
+  | "queueLoggedResponseBytes"
 >;
 
 /**
@@ -362,6 +364,7 @@ export class Dispatcher {
         headers: deliveryHeaders(meta, header, c.retried, signature),
         body,
         timeoutMs: meta.timeoutMs,
+        maxBodyBytes: responseReadLimit(meta, this.cfg),
         abort,
       });
       answered();
@@ -384,7 +387,8 @@ export class Dispatcher {
       outcome === "RETRY"
         ? now + retryDelayMs(result, c.retried, meta.retryDelayExpression, scale, now)
         : undefined;
-    const dlq = outcome === "FAILED" ? dlqMeta(meta, result, now) : undefined;
+    const kept = this.cfg.queueLoggedResponseBytes;
+    const dlq = outcome === "FAILED" ? dlqMeta(meta, result, now, kept) : undefined;
     // Fields named one by one: a spread copy (`{...c, result}`) takes V8's slow path
     // (docs/decisions.md, Hot-path objects).
     const ctx: CallbackContext = {
@@ -399,7 +403,7 @@ export class Dispatcher {
     const children = [callbackMessage(ctx), dlq && failureCallbackMessage(ctx, dlq.dlqId)].filter(
       (m): m is NewMessage => m !== undefined,
     );
-    const logged = attemptLog(result);
+    const logged = attemptLog(result, kept);
     if (nextDue) logged.nextDeliveryTime = nextDue;
     const attempt = JSON.stringify(logged);
     const done = await this.store.finish(now, {
@@ -462,6 +466,7 @@ function deliveryHeaders(meta: MessageMeta, own: Headers, retried: number, signa
   }
   headers.push("User-Agent", "Upstash-QStash", "Upstash-Message-Id", meta.messageId);
   headers.push("Upstash-Retried", String(retried), "Upstash-Signature", signature);
+  headers.push("Upstash-Hop", String((meta.hop ?? 0) + 1));
   if (meta.topicName) headers.push("Upstash-Topic-Name", meta.topicName);
   if (meta.scheduleId) headers.push("Upstash-Schedule-Id", meta.scheduleId);
   if (meta.callerIP) headers.push("Upstash-Caller-Ip", meta.callerIP);
@@ -471,6 +476,7 @@ function deliveryHeaders(meta: MessageMeta, own: Headers, retried: number, signa
 /** Headers every delivery carries, whatever the message forwards. */
 const QSTASH_HEADERS = new Set([
   "User-Agent",
+  "Upstash-Hop",
   "Upstash-Message-Id",
   "Upstash-Retried",
   "Upstash-Signature",
@@ -484,24 +490,50 @@ function setByQStash(name: string, meta: MessageMeta): boolean {
   return name === "Upstash-Caller-Ip" && !!meta.callerIP;
 }
 
-export function attemptLog(r: AttemptResult): Record<string, unknown> {
+/**
+ * How much of a delivery's response body is read: what a callback carries (the message size, as
+ * the vendor truncates a callback body) when the message has a callback, else only what the log
+ * keeps (STASHD_QUEUE_LOGGED_RESPONSE_BYTES).
+ */
+function responseReadLimit(
+  meta: MessageMeta,
+  cfg: Pick<Config, "queueMaxMessageBytes" | "queueLoggedResponseBytes">,
+): number {
+  return meta.callback || meta.failureCallback
+    ? cfg.queueMaxMessageBytes
+    : Math.min(cfg.queueLoggedResponseBytes, cfg.queueMaxMessageBytes);
+}
+
+/** The response body as logs and the DLQ keep it: its first `max` bytes, and whether cut. */
+function keptBody(r: AttemptResult, max: number): { base64: string; truncated: boolean } {
+  const cut = r.body.length > max;
+  const body = cut ? r.body.subarray(0, max) : r.body;
+  return { base64: body.toString("base64"), truncated: cut || r.truncated === true };
+}
+
+/** The attempt as the log keeps it: the response body cut to `maxBody` bytes (marked when cut). */
+export function attemptLog(r: AttemptResult, maxBody: number): Record<string, unknown> {
+  const kept = keptBody(r, maxBody);
   return {
     responseStatus: r.status,
     responseHeader: r.header,
-    responseBody: r.body.toString("base64"),
+    responseBody: kept.base64,
+    ...(kept.truncated ? { responseBodyTruncated: true } : {}),
     ...(r.error || !isSuccess(r)
       ? { error: r.error ?? `destination responded with status ${r.status}` }
       : {}),
   };
 }
 
-function dlqMeta(meta: MessageMeta, r: AttemptResult, now: number): DlqMeta {
+function dlqMeta(meta: MessageMeta, r: AttemptResult, now: number, maxBody: number): DlqMeta {
+  const kept = keptBody(r, maxBody);
   return {
     ...meta,
     dlqId: newDlqId(now),
     failedAt: now,
     responseStatus: r.status,
     responseHeader: r.header,
-    responseBodyBase64: r.body.toString("base64"),
+    responseBodyBase64: kept.base64,
+    ...(kept.truncated ? { responseBodyTruncated: true } : {}),
   };
 }

@@ -13,6 +13,8 @@ export interface OutboundRequest {
   headers: Record<string, string | string[]> | string[];
   body: Buffer;
   timeoutMs: number;
+  /** Most bytes of the response body read (the client's limit when unset). */
+  maxBodyBytes?: number;
   /**
    * The attempt's abort, when the caller may abort it too (a lost lease); the client arms the
    * timeout on it. The abort reason becomes the attempt's error.
@@ -22,8 +24,10 @@ export interface OutboundRequest {
 
 /**
  * Outbound HTTP for deliveries: one undici Agent (keep-alive pool per origin), a per-attempt
- * timeout covering headers and body, and the response body read up to `maxBodyBytes` (the rest is
- * discarded). Never throws: network errors and timeouts become status 0 with an `error`.
+ * timeout covering headers and body, and the response body read up to `maxBodyBytes` (or the
+ * request's own limit): of the rest, up to DRAIN_BYTES are read and dropped so the connection is
+ * reused; a longer rest ends the attempt at once with what was kept (`truncated`) and closes the
+ * connection. Never throws: network errors and timeouts become status 0 with an `error`.
  * Redirects are not followed (a 3xx is a failed attempt, like any non-2xx).
  * With an active destination policy, a refused URL or resolved address fails the attempt (status
  * 0) without sending anything.
@@ -73,7 +77,7 @@ export class HttpClient {
             headersTimeout: 0,
             bodyTimeout: 0,
           },
-          new Exchange(this.maxBodyBytes, abort, resolve),
+          new Exchange(req.maxBodyBytes ?? this.maxBodyBytes, abort, resolve),
         );
       });
     } catch (err) {
@@ -105,10 +109,15 @@ const failed = (error: string): AttemptResult => ({
   error,
 });
 
+/** Bytes past a response's limit read and dropped to keep the connection; more closes it. */
+const DRAIN_BYTES = 64 * 1024;
+
 /**
  * One request's response, gathered from undici's handler callbacks: the status, the headers and
- * the body's first `max` bytes (later chunks are dropped, still read so the connection is
- * reused). Settles once: with the response at its end, or with status 0 and the error (the
+ * the body's first `max` bytes. Later bytes are dropped: up to DRAIN_BYTES of them are still read
+ * so the connection is reused; past that the exchange settles with what it kept and aborts the
+ * request (closing the connection), so a destination answering gigabytes costs neither memory
+ * nor the attempt's time. Settles once: with the response, or with status 0 and the error (the
  * abort's reason when the attempt was aborted: timeout, lost lease, cancel).
  */
 class Exchange implements Dispatcher.DispatchHandler {
@@ -116,6 +125,7 @@ class Exchange implements Dispatcher.DispatchHandler {
   private header: Headers = {};
   private readonly chunks: Buffer[] = [];
   private size = 0;
+  private dropped = 0;
   private settled = false;
   private controller: Dispatcher.DispatchController | undefined;
 
@@ -143,18 +153,29 @@ class Exchange implements Dispatcher.DispatchHandler {
     this.header = toHeaders(headers);
   }
 
-  onResponseData(_c: Dispatcher.DispatchController, chunk: Buffer): void {
-    if (this.size >= this.max) return;
-    this.chunks.push(chunk);
-    this.size += chunk.length;
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.settled) return;
+    const room = this.max - this.size;
+    if (room > 0) {
+      // Copied when cut: a slice would keep the whole chunk (and its socket read) alive.
+      const kept = chunk.length <= room ? chunk : Buffer.from(chunk.subarray(0, room));
+      this.chunks.push(kept);
+      this.size += kept.length;
+    }
+    this.dropped += Math.max(0, chunk.length - Math.max(room, 0));
+    if (this.dropped > DRAIN_BYTES) {
+      this.onResponseEnd();
+      controller.abort(new Error("response body over the limit: connection closed"));
+    }
   }
 
   onResponseEnd(): void {
     if (this.settled) return;
     this.settled = true;
-    const all = this.chunks.length === 1 ? (this.chunks[0] as Buffer) : Buffer.concat(this.chunks);
-    const body = all.length > this.max ? all.subarray(0, this.max) : all;
-    this.resolve({ status: this.status, header: this.header, body });
+    const body = this.chunks.length === 1 ? (this.chunks[0] as Buffer) : Buffer.concat(this.chunks);
+    this.chunks.length = 0;
+    const truncated = this.dropped > 0 ? { truncated: true } : {};
+    this.resolve({ status: this.status, header: this.header, body, ...truncated });
   }
 
   onResponseError(_c: Dispatcher.DispatchController, err: Error): void {

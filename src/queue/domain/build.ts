@@ -54,6 +54,7 @@ export function buildMeta(
     redact: opts.redact,
     flowControl: opts.flowControl,
     depth: 0,
+    hop: opts.hop,
     scheduleId: source.scheduleId,
     queueName: source.queueName,
     // Set by workflow runs on a copy (`{...meta, workflow}`): a copy that only replaces fields
@@ -117,5 +118,6 @@ export function baseMeta(entry: DlqMeta): MessageMeta {
   delete copy.responseStatus;
   delete copy.responseHeader;
   delete copy.responseBodyBase64;
+  delete copy.responseBodyTruncated;
   return copy as MessageMeta;
 }

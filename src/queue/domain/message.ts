@@ -73,6 +73,11 @@ export interface MessageMeta {
   flowControl?: FlowControl | undefined;
   /** 0 for a published message, parent depth + 1 for callbacks (bounded by config). */
   depth: number;
+  /**
+   * Stashd deliveries the publish that made this message arrived on (its `Upstash-Hop`); absent
+   * for 0. Deliveries send it plus one, so a destination publishing back cannot loop unbounded.
+   */
+  hop?: number | undefined;
   /** Set on the messages of a workflow run (docs/workflow.md §2). */
   workflow?: WorkflowTag | undefined;
 }
@@ -93,8 +98,10 @@ export interface AttemptResult {
   /** 0 when no response arrived (connection error, timeout). */
   status: number;
   header: Headers;
-  /** Response body, truncated to the max message size. */
+  /** Response body, up to the attempt's read limit (see HttpClient). */
   body: Buffer;
+  /** The destination sent more than `body`: the rest was not read. */
+  truncated?: boolean | undefined;
   error?: string | undefined;
 }
 
@@ -103,6 +110,8 @@ export interface DlqMeta extends MessageMeta {
   failedAt: number;
   responseStatus: number;
   responseHeader: Headers;
-  /** Base64 of the (truncated) last response body. */
+  /** Base64 of the last response body, at most STASHD_QUEUE_LOGGED_RESPONSE_BYTES of it. */
   responseBodyBase64: string;
+  /** The response body was longer than what is kept. */
+  responseBodyTruncated?: boolean | undefined;
 }

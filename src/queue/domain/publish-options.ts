@@ -30,6 +30,7 @@ export interface PublishOptions extends Pick<
   | "labels"
   | "redact"
   | "flowControl"
+  | "hop"
 > {
   /** Absolute due time, ms. */
   dueAt: number;
@@ -39,7 +40,11 @@ export interface PublishOptions extends Pick<
 
 type Limits = Pick<
   Config,
-  "queueMaxRetries" | "queueMaxDelayMs" | "queueMaxTimeoutMs" | "queueDefaultTimeoutMs"
+  | "queueMaxRetries"
+  | "queueMaxDelayMs"
+  | "queueMaxTimeoutMs"
+  | "queueDefaultTimeoutMs"
+  | "queueMaxHops"
 >;
 
 const METHODS = new Set(["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]);
@@ -89,7 +94,28 @@ export function parsePublishOptions(
       cfg.get("upstash-flow-control-key"),
       cfg.get("upstash-flow-control-value"),
     ),
+    hop: parseHop(cfg.get("upstash-hop"), limits.queueMaxHops),
   };
+}
+
+/**
+ * `Upstash-Hop`, which stashd's deliveries carry (docs/qstash-protocol.md §4.1): how many stashd
+ * deliveries led to this publish. One at or past `maxHops` is refused (hop_limit, 400): a
+ * destination that publishes back to stashd, such as a URL group containing its own publish URL,
+ * would otherwise publish without end. Undefined without the header (a publish from a client).
+ */
+export function parseHop(value: string | undefined, maxHops: number): number | undefined {
+  if (value === undefined) return undefined;
+  const text = value.trim();
+  if (!/^\d{1,6}$/.test(text)) throw bad("Upstash-Hop", value);
+  const hop = Number(text);
+  if (hop >= maxHops) {
+    throw new AppError(
+      "hop_limit",
+      `publish refused: it arrived on a delivery ${hop} stashd hops deep (STASHD_QUEUE_MAX_HOPS is ${maxHops}); a destination that publishes back to stashd (a URL group containing itself?) would loop`,
+    );
+  }
+  return hop === 0 ? undefined : hop;
 }
 
 function parseTiming(cfg: ConfigValues, now: number, limits: Limits) {

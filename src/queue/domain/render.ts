@@ -97,5 +97,6 @@ export function renderDlq(meta: DlqMeta, body: Buffer): Record<string, unknown> 
     responseStatus: meta.responseStatus,
     responseHeader: meta.responseHeader,
     ...bodyFields(Buffer.from(meta.responseBodyBase64, "base64"), false, "responseBody"),
+    ...(meta.responseBodyTruncated ? { responseBodyTruncated: true } : {}),
   };
 }

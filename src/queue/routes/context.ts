@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Config } from "../../config/schema.js";
+import type { BodyBudget } from "../../shared/http/body.js";
 import type { Logger } from "../../shared/log.js";
 import type { Dispatcher } from "../delivery/dispatcher.js";
 import type { DlqStore } from "../store/dlq-store.js";
@@ -35,6 +36,8 @@ export interface QueueContext {
   scheduler: Scheduler;
   /** Workflow runs (docs/workflow.md). */
   workflows: WorkflowStore;
+  /** Request body bytes in flight in this process (STASHD_MAX_INFLIGHT_BODY_BYTES). */
+  bodies: BodyBudget;
 }
 
 /** One parsed request: raw path and query kept as sent (destinations must not be normalized). */

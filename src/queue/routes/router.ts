@@ -1,7 +1,7 @@
 import { timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { AppError } from "../../shared/errors.js";
-import { sendError } from "../../shared/http/respond.js";
+import { AppError, isAppError } from "../../shared/errors.js";
+import { closingIfUnread, sendError } from "../../shared/http/respond.js";
 import { labelRequest } from "../../shared/instrument.js";
 import type { Handler, QueueContext, QueueRequest } from "./context.js";
 import * as dlq from "./dlq.js";
@@ -89,7 +89,12 @@ function match(pattern: string, method: string, segments: string[]): boolean {
  */
 export function createQueueHandler(ctx: QueueContext, token: () => string) {
   return (req: IncomingMessage, res: ServerResponse): void => {
-    handle(ctx, token(), req, res).catch((err: unknown) => sendError(res, err, ctx.log));
+    // An error before the body was read (no token, no route, a bad header) leaves it unread:
+    // the answer closes the connection instead of reading the body (closingIfUnread).
+    handle(ctx, token(), req, res).catch((err: unknown) => {
+      if (isAppError(err) && err.code === "hop_limit") ctx.log.warn(err.message, { url: req.url });
+      sendError(res, err, ctx.log, closingIfUnread(req));
+    });
   };
 }
 

@@ -39,6 +39,7 @@ function parseEndpoints(body: Record<string, unknown> | undefined, needUrl: bool
 export const addEndpoints: Handler = async (ctx, r) => {
   const name = groupName(r.segments[1]);
   const endpoints = parseEndpoints(await readJsonObject(ctx, r), true);
+  if (endpoints.length > ctx.topics.maxEndpoints) throw ctx.topics.tooMany();
   checkDestinations(
     ctx.config,
     endpoints.map((e) => e.url),

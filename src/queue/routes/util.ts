@@ -12,12 +12,20 @@ export function reply(res: ServerResponse, status: number, value?: unknown): voi
   sendJson(res, status, JSON.stringify(value));
 }
 
-export function readRaw(ctx: QueueContext, r: QueueRequest): Promise<Buffer> {
-  const limit = ctx.config.queueMaxMessageBytes;
+/**
+ * The request body, at most `limit` bytes (the message size by default), counted in the process's
+ * budget of body bytes in flight until the response closes.
+ */
+export function readRaw(
+  ctx: QueueContext,
+  r: QueueRequest,
+  limit = ctx.config.queueMaxMessageBytes,
+): Promise<Buffer> {
   return readBody(
     r.req,
     limit,
     () => new AppError("payload_too_large", `message body exceeds the maximum of ${limit} bytes`),
+    { budget: ctx.bodies, until: r.res },
   );
 }
 

@@ -30,6 +30,8 @@ export const ScriptCode = {
   tooManySteps: -8,
   /** workflowKeep: too many notifications are kept for the run's next wait. */
   tooManyKept: -9,
+  /** topicUpdate: adding the endpoints would exceed the max endpoints of a URL group. */
+  tooManyEndpoints: -10,
   /** workflowWait: a kept notification was taken (its data follows); workflowKeep: kept. */
   eventKept: 4,
   /** workflowKeep: the run waits for the event (the waiter JSON follows). */

@@ -29,7 +29,11 @@ const byId = (a: Listed, b: Listed): number => (a.id < b.id ? -1 : a.id > b.id ?
  * every partition (the id does not name its partition, and there are few).
  */
 export class DlqStore {
-  constructor(readonly parts: Partitions) {}
+  constructor(
+    readonly parts: Partitions,
+    /** A page ends once its entries weigh this much (STASHD_QUEUE_PAGE_MAX_BYTES). */
+    private readonly pageMaxBytes = Infinity,
+  ) {}
 
   async get(id: string): Promise<DlqEntry | undefined> {
     const found = await this.parts.each((p) => this.load(p, [id]));
@@ -58,11 +62,13 @@ export class DlqStore {
         );
         return listed.map(({ id }) => {
           const e = entries.get(id);
-          return { key: id, item: e && keep(e) ? e : undefined };
+          const bytes = e ? e.body.length + e.meta.responseBodyBase64.length : 0;
+          return { key: id, item: e && keep(e) ? e : undefined, bytes };
         });
       },
       count,
       cursor,
+      this.pageMaxBytes,
     );
   }
 

@@ -14,6 +14,8 @@ export interface LogEvent {
   meta: MessageMeta;
   /** Attempt details: responseStatus, responseHeader, responseBody (base64), error, ... */
   extra: Record<string, unknown>;
+  /** Length of the stored fields (a page's byte budget counts it). */
+  bytes: number;
 }
 
 /** Where a listing stands: after stream id `id` of partition `part` (any partition: -1). */
@@ -42,6 +44,8 @@ export class LogStore {
     readonly parts: Partitions,
     /** Trimming by MINID is approximate (whole stream nodes), so reads hide older events too. */
     private readonly retentionMs: number,
+    /** A page ends once its events weigh this much (STASHD_QUEUE_PAGE_MAX_BYTES). */
+    private readonly pageMaxBytes = Infinity,
   ) {}
 
   list(
@@ -59,11 +63,13 @@ export class LogStore {
           return {
             key: this.cursorOf(event.id, part),
             item: live && keep(event) ? event : undefined,
+            bytes: event.bytes,
           };
         });
       },
       count,
       cursor,
+      this.pageMaxBytes,
     );
   }
 
@@ -114,13 +120,18 @@ function parseEvent(entry: Reply): LogEvent {
   const [id, fields] = asArray(entry);
   const f = new Map<string, string>();
   const flat = asArray(fields ?? { kind: "nil", array: true });
-  for (let i = 0; i + 1 < flat.length; i += 2)
-    f.set(asText(flat[i]) ?? "", asText(flat[i + 1]) ?? "");
+  let bytes = 0;
+  for (let i = 0; i + 1 < flat.length; i += 2) {
+    const value = asText(flat[i + 1]) ?? "";
+    f.set(asText(flat[i]) ?? "", value);
+    bytes += value.length;
+  }
   return {
     id: asText(id) ?? "",
     state: (f.get("state") ?? "CREATED") as MessageState,
     time: Number(f.get("time") ?? 0),
     meta: JSON.parse(f.get("meta") || "{}") as MessageMeta,
     extra: JSON.parse(f.get("extra") || "{}") as Record<string, unknown>,
+    bytes,
   };
 }

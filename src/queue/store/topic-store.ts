@@ -1,3 +1,4 @@
+import { AppError } from "../../shared/errors.js";
 import type { Partitions } from "./partitions.js";
 import type { QueueRedis } from "./redis.js";
 import type { QueueKeys } from "./keys.js";
@@ -24,7 +25,11 @@ export class TopicStore {
   private readonly pool: QueueRedis;
   private readonly K: QueueKeys;
 
-  constructor(readonly parts: Partitions) {
+  constructor(
+    readonly parts: Partitions,
+    /** Most endpoints of one group (STASHD_QUEUE_MAX_URL_GROUP_ENDPOINTS). */
+    readonly maxEndpoints: number,
+  ) {
     // URL groups exist once for the whole queue: they live in partition 0 (Partitions.main), read
     // rarely (at publish to a group), so nothing is gained by spreading them.
     this.pool = parts.main.redis;
@@ -44,14 +49,27 @@ export class TopicStore {
       .sort((a, b) => a.name.localeCompare(b.name));
   }
 
-  /** Applies an update; false when the group does not exist (remove, headers). */
+  /**
+   * Applies an update; false when the group does not exist (remove, headers). An add that would
+   * give the group more than `maxEndpoints` endpoints changes nothing and is a 400.
+   */
   async update(op: "add" | "remove" | "headers", name: string, arg: unknown): Promise<boolean> {
     const reply = await transitions.topicUpdate.run(
       this.pool,
       [this.K.topic(name), this.K.topics],
-      [op, String(Date.now()), name, JSON.stringify(arg)],
+      [op, String(Date.now()), name, JSON.stringify(arg), String(this.maxEndpoints)],
     );
-    return !(reply.kind === "int" && asInt(reply) === ScriptCode.urlGroupMissing);
+    const code = reply.kind === "int" ? asInt(reply) : undefined;
+    if (code === ScriptCode.tooManyEndpoints) throw this.tooMany();
+    return code !== ScriptCode.urlGroupMissing;
+  }
+
+  /** The refusal of more endpoints than a group may have. */
+  tooMany(): AppError {
+    return new AppError(
+      "bad_request",
+      `a url group may have at most ${this.maxEndpoints} endpoints (STASHD_QUEUE_MAX_URL_GROUP_ENDPOINTS)`,
+    );
   }
 
   async delete(name: string): Promise<boolean> {

@@ -195,13 +195,26 @@ export const getWaiters: Handler = async (ctx, r) => {
 };
 
 /**
+ * Largest webhook body: half the message size, since the event carries it base64-encoded inside
+ * base64-encoded JSON (about 1.8 times its size) and it must still fit a step of the run.
+ */
+export function webhookBodyLimit(ctx: QueueContext): number {
+  return Math.floor(ctx.config.queueMaxMessageBytes / 2);
+}
+
+/**
  * Any method on /v2/workflows/hooks/{userId}/{workflowRunId}/{eventId}, without a token
  * (docs/workflow.md §8): the call becomes an event for the run. 404 for unknown or ended runs.
  */
 export const webhook: Handler = async (ctx, r) => {
   const runId = decode(r.segments[3] ?? "");
   const eventId = decode(r.segments[4] ?? "");
-  const body = await readRaw(ctx, r);
+  // Anyone may call this path: nothing of the body is read before the run is known to be active
+  // and the body's declared size fits (readRaw then reads at most the limit).
+  const run = await ctx.workflows.config(runId);
+  if (run?.state !== "RUN_STARTED")
+    throw new AppError("not_found", `workflow run ${runId} not found`);
+  const body = await readRaw(ctx, r, webhookBodyLimit(ctx));
   const header: Record<string, string[]> = {};
   for (const [name, value] of Object.entries(r.req.headers)) {
     if (value !== undefined) header[name] = Array.isArray(value) ? value : [value];

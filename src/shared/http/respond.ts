@@ -1,4 +1,5 @@
-import type { ServerResponse } from "node:http";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { bodyDone } from "./body.js";
 import { isAppError, messageOf } from "../errors.js";
 import type { Logger } from "../log.js";
 
@@ -19,6 +20,22 @@ export function sendJson(
 }
 
 /**
+ * Headers for a response sent before the request body was read whole and while nobody drains it
+ * (a request refused before its body was wanted: no token, no route): Node then ends the
+ * connection (what is left of the body is never read), and `Connection: close` tells keep-alive
+ * clients not to send their next request on it. A body being drained (`req.resume()`, as for one
+ * over a limit) keeps the connection: its client still gets to read the answer.
+ */
+export function closingIfUnread(
+  req: IncomingMessage,
+  headers: Record<string, string> = {},
+): Record<string, string> {
+  return bodyDone(req) || req.readableFlowing === true
+    ? headers
+    : { ...headers, connection: "close" };
+}
+
+/**
  * The one place errors become responses: an AppError renders as `{"error": message}` with its
  * catalog status; anything else is a bug, logged with its stack and answered with a generic 500.
  */
@@ -30,7 +47,10 @@ export function sendError(
 ): void {
   if (isAppError(err)) {
     if (err.status >= 500) logger.warn(err.message, { code: err.code });
-    sendJson(res, err.status, JSON.stringify({ error: err.message }), headers);
+    sendJson(res, err.status, JSON.stringify({ error: err.message }), {
+      ...headers,
+      ...err.headers,
+    });
     return;
   }
   logger.error("unexpected error", {

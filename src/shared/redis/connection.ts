@@ -3,7 +3,7 @@ import tls from "node:tls";
 import { AppError, messageOf } from "../errors.js";
 import { RawReplies, valueReply } from "./raw-replies.js";
 import {
-  encodeCommands,
+  encodeCommandPieces,
   encodeMixed,
   type EncodedCommands,
   RAW_NIL,
@@ -296,12 +296,24 @@ export class RedisConnection {
     this.hasEncoded = false;
     if (this.closedError || out.length === 0) return;
     try {
-      this.socket.write(mixed ? encodeMixed(out) : encodeCommands(out as (readonly Arg[])[]));
+      if (mixed) this.socket.write(encodeMixed(out));
+      else this.writePieces(encodeCommandPieces(out as (readonly Arg[])[]));
     } catch (err) {
       // Only a caller bypassing the types (an argument neither string nor Buffer) gets here.
       this.fail(new Error(`cannot encode a command: ${messageOf(err)}`));
     }
   };
+
+  /** Pieces of one encoding (large arguments by reference, not copied) in one corked write. */
+  private writePieces(pieces: Buffer[]): void {
+    if (pieces.length === 1) {
+      this.socket.write(pieces[0] as Buffer);
+      return;
+    }
+    this.socket.cork();
+    for (const piece of pieces) this.socket.write(piece);
+    this.socket.uncork();
+  }
 
   private budgetLeft(): number {
     const batch = this.queue[this.head];

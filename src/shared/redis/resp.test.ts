@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import {
   encodeCommand,
+  encodeCommandPieces,
   encodeCommands,
   encodeMixed,
   encodeRanges,
@@ -116,6 +117,17 @@ describe("RespParser", () => {
         ["GET", "b"],
       ]).toString(),
     ).toBe("*2\r\n$3\r\nGET\r\n$1\r\na\r\n*2\r\n$3\r\nGET\r\n$1\r\nb\r\n");
+  });
+  it("passes large Buffer arguments as pieces of their own, the same bytes in order", () => {
+    const big = Buffer.alloc(100, 7);
+    const other = Buffer.alloc(40, 9);
+    const commands = [["EVALSHA", "x", big, "1"], ["SET", other, big], ["PING"]];
+    const pieces = encodeCommandPieces(commands, 50);
+    expect(Buffer.concat(pieces).equals(encodeCommands(commands))).toBe(true);
+    // Not copied: the very buffer, twice; the small one is copied into the encoding.
+    expect(pieces.filter((p) => p === big)).toHaveLength(2);
+    expect(pieces).not.toContain(other);
+    expect(encodeCommandPieces([["GET", "a"]], 50)).toHaveLength(1);
   });
 });
 

@@ -47,6 +47,21 @@ export function encodeCommand(args: readonly Arg[]): Buffer {
  * 2026-11-26 night), which was itself cheaper than a Buffer per argument.
  */
 export function encodeCommands(commands: readonly (readonly Arg[])[]): Buffer {
+  return encodeCommandPieces(commands, Infinity)[0] as Buffer;
+}
+
+/** Buffer arguments from this size on are not copied by encodeCommandPieces' default. */
+export const LARGE_ARG = 64 * 1024;
+
+/**
+ * encodeCommands, except that Buffer arguments of `large` bytes or more are not copied: the
+ * encoding is returned as pieces to write in order, such an argument being a piece of its own
+ * (the buffer itself). A large message body thus costs no second copy on its way to Redis.
+ */
+export function encodeCommandPieces(
+  commands: readonly (readonly Arg[])[],
+  large = LARGE_ARG,
+): Buffer[] {
   let size = 0;
   let count = 0;
   for (const args of commands) count += args.length;
@@ -57,10 +72,12 @@ export function encodeCommands(commands: readonly (readonly Arg[])[]): Buffer {
     for (const arg of args) {
       const n = typeof arg === "string" ? utf8Length(arg) : arg.length;
       lengths[k++] = n;
-      size += 5 + digitCount(n) + n;
+      size += 5 + digitCount(n) + (typeof arg !== "string" && n >= large ? 0 : n);
     }
   }
   const out = Buffer.allocUnsafe(size);
+  const pieces: Buffer[] = [];
+  let from = 0;
   let at = 0;
   k = 0;
   for (const args of commands) {
@@ -70,14 +87,19 @@ export function encodeCommands(commands: readonly (readonly Arg[])[]): Buffer {
       const n = lengths[k++] as number;
       out[at++] = 0x24; // $
       at = writeDigits(out, at, n);
-      if (typeof arg !== "string") at += arg.copy(out, at);
-      else if (n === arg.length && n <= SHORT_STRING) at = copyAscii(out, at, arg);
+      if (typeof arg !== "string") {
+        if (n >= large) {
+          pieces.push(out.subarray(from, at), arg);
+          from = at;
+        } else at += arg.copy(out, at);
+      } else if (n === arg.length && n <= SHORT_STRING) at = copyAscii(out, at, arg);
       else at += out.write(arg, at, n, "utf8");
       out[at++] = CR;
       out[at++] = LF;
     }
   }
-  return out;
+  pieces.push(from === 0 ? out : out.subarray(from, at));
+  return pieces;
 }
 
 /**

@@ -2,11 +2,12 @@
 --
 --@keys topic topics
 -- ARGV[1] op: add | remove | headers  ARGV[2] now  ARGV[3] group name  ARGV[4] JSON argument
+-- ARGV[5] most endpoints a group may have (add)
 --   add: endpoints [{name?, url}] (created if missing; same name, or same url without name, is
 --   updated); remove: endpoints [{name?, url?}] (group deleted with its last endpoint);
 --   headers: {header: [values]} default publish headers.
--- Returns the group JSON, '' when deleted, or urlGroupMissing when the group does not exist
--- (remove, headers).
+-- Returns the group JSON, '' when deleted, urlGroupMissing when the group does not exist
+-- (remove, headers), or tooManyEndpoints (nothing changed) when an add would pass ARGV[5].
 --@include codes
 local op, now, name = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 local arg = cjson.decode(ARGV[4])
@@ -32,6 +33,7 @@ if op == 'add' then
     end
     if not found then g.endpoints[#g.endpoints + 1] = ep end
   end
+  if #g.endpoints > tonumber(ARGV[5]) then return Code.tooManyEndpoints end
 elseif op == 'remove' then
   local kept = {}
   for _, cur in ipairs(g.endpoints) do

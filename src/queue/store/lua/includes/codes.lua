@@ -14,6 +14,7 @@ local Code = {
   runNotActive = -7,
   tooManySteps = -8,
   tooManyKept = -9,
+  tooManyEndpoints = -10,
   eventKept = 4,
   waiting = 5,
 }
