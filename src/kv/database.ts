@@ -56,6 +56,11 @@ const READONLY_RULES = [
 const ADMIN_POOL_SIZE = 1;
 const ACL_POOL_IDLE_MS = 5 * 60_000;
 
+/** The pool's error for a connection that Redis closed (connection.ts). */
+function closedByRedis(err: unknown): boolean {
+  return err instanceof AppError && err.message === "ERR Redis is unreachable: connection closed";
+}
+
 /** Who else uses this database's Redis (database-manager.ts decides, from the URLs). */
 export interface RedisSharing {
   /** The queue's keys live on the same Redis (in another database number). */
@@ -350,7 +355,15 @@ export class KvDatabase {
 
   /** A request's error, explained when the Redis was stopped for a script (script-killer.ts). */
   explainFailure(err: unknown): unknown {
-    return this.killer.explain(err);
+    const explained = this.killer.explain(err);
+    if (explained !== err || !this.managed?.running || !closedByRedis(err)) return explained;
+    // A live managed Redis closes a pooled connection only past its reply buffer limit.
+    const limit = this.managed.replyBufferLimitBytes;
+    return new AppError(
+      "backend_unavailable",
+      `ERR reply too large: Redis closed the connection while building a reply past its limit of ${limit ?? "?"} bytes (4 x STASHD_KV_MAX_REPLY_BYTES); ask for less in one request`,
+      { cause: err },
+    );
   }
 
   private poolOptions(size: number): PoolOptions {
