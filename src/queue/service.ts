@@ -18,6 +18,7 @@ import { MessageStore } from "./store/message-store.js";
 import { QueueStore } from "./store/queue-store.js";
 import { openQueueRedis, type QueueConnection } from "./store/redis.js";
 import { FlowControlStore } from "./store/flow-control-store.js";
+import { StoreSafety } from "./store/safety.js";
 import { ScheduleStore } from "./store/schedule-store.js";
 import { SigningKeys } from "./store/signing-keys.js";
 import { TopicStore } from "./store/topic-store.js";
@@ -39,6 +40,8 @@ export interface QueueService {
   /** The queue Redis, for readiness checks and scrape-time gauges (src/admin). */
   pool: QueueConnection;
   managed: ManagedRedis | undefined;
+  /** Why the queue refuses writes now (its Redis may lose them, see store/safety.ts), or undefined. */
+  storeRefusal(): string | undefined;
   close(): Promise<void>;
 }
 
@@ -100,6 +103,12 @@ async function assemble(
   managed: ManagedRedis | undefined,
   clock: Clock,
 ): Promise<QueueService> {
+  const safety = new StoreSafety(
+    pool.partitions,
+    { allowUnsafe: config.queueAllowUnsafeRedis, everyMs: config.queueStoreCheckMs },
+    log.child("store"),
+  );
+  await safety.checkAtStart();
   const creds = loadQueueCredentials(config);
   const tokens = new QueueTokenWatch(config, log, creds.token);
   const keys = new SigningKeys(pool.partitions, config.queueReapMs);
@@ -142,6 +151,7 @@ async function assemble(
     scheduler,
     queues,
     flowControl: new FlowControlStore(pool.partitions),
+    safety,
     workflows: new WorkflowStore(pool.partitions, config.queueLogRetentionMs, MAX_RUN_ENTRIES),
   };
   dispatcher.useHooks(new WorkflowDelivery(ctx));
@@ -157,6 +167,7 @@ async function assemble(
     },
   );
   tokens.start();
+  safety.start();
   dispatcher.start();
   scheduler.start();
   startRepair(ctx);
@@ -175,17 +186,19 @@ async function assemble(
     nextSigningKey: pair.next,
     pool,
     managed,
+    storeRefusal: () => safety.refusal(),
     // One grace period bounds both the HTTP requests and the deliveries in flight; the pool
     // closes only after the dispatcher recorded every attempt whose response arrived.
     close: async () => {
       clearInterval(expiry);
       tokens.stop();
+      const checks = safety.stop();
       await Promise.all([
         server.close(config.shutdownGraceMs),
         scheduler.stop(),
         dispatcher.stop(config.shutdownGraceMs),
       ]);
-      await client.close();
+      await Promise.all([client.close(), checks]);
       await pool.close();
       await managed?.stop();
     },

@@ -130,6 +130,7 @@ export async function startClockedQueue(
       queueNextSigningKey: TEST_KEYS.next,
       shutdownGraceMs: 1000,
       queueSchedulePollMs: 10,
+      queueAllowUnsafeRedis: true, // test Redis servers run without persistence
       ...FAST_QUEUE,
       ...overrides,
     },
