@@ -171,10 +171,15 @@ async function assemble(
   dispatcher.start();
   scheduler.start();
   startRepair(ctx);
+  let expiring: Promise<void> | undefined;
   const expiry = setInterval(() => {
-    dlq.expire(Date.now() - config.queueDlqRetentionMs).catch((err: unknown) => {
-      log.warn("dlq retention failed", { err: messageOf(err) });
-    });
+    expiring ??= dlq
+      .expire(Date.now() - config.queueDlqRetentionMs)
+      .then(
+        () => undefined,
+        (err: unknown) => log.warn("dlq retention failed", { err: messageOf(err) }),
+      )
+      .finally(() => (expiring = undefined));
   }, dlqExpiryEvery(config));
   log.info("queue listening", { url: server.url });
   return {
@@ -188,7 +193,8 @@ async function assemble(
     managed,
     storeRefusal: () => safety.refusal(),
     // One grace period bounds both the HTTP requests and the deliveries in flight; the pool
-    // closes only after the dispatcher recorded every attempt whose response arrived.
+    // closes only after the dispatcher recorded every attempt whose response arrived and every
+    // background command (claims, reaps, retention, store checks) came back.
     close: async () => {
       clearInterval(expiry);
       tokens.stop();
@@ -198,7 +204,7 @@ async function assemble(
         scheduler.stop(),
         dispatcher.stop(config.shutdownGraceMs),
       ]);
-      await Promise.all([client.close(), checks]);
+      await Promise.all([client.close(), checks, expiring]);
       await pool.close();
       await managed?.stop();
     },
