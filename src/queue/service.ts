@@ -1,6 +1,7 @@
 import path from "node:path";
 import type { Config } from "../config/schema.js";
 import { messageOf } from "../shared/errors.js";
+import { waitAtMost } from "../shared/wait.js";
 import { listen } from "../shared/http/server.js";
 import { instrument } from "../shared/instrument.js";
 import type { Logger } from "../shared/log.js";
@@ -198,13 +199,14 @@ async function assemble(
     close: async () => {
       clearInterval(expiry);
       tokens.stop();
-      const checks = safety.stop();
+      const grace = config.shutdownGraceMs;
       await Promise.all([
-        server.close(config.shutdownGraceMs),
+        server.close(grace),
         scheduler.stop(),
-        dispatcher.stop(config.shutdownGraceMs),
+        dispatcher.stop(grace),
+        waitAtMost(Promise.all([safety.stop(), expiring]), grace),
       ]);
-      await Promise.all([client.close(), checks, expiring]);
+      await client.close();
       await pool.close();
       await managed?.stop();
     },

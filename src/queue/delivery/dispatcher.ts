@@ -2,6 +2,7 @@ import type { Config } from "../../config/schema.js";
 import { messageOf } from "../../shared/errors.js";
 import type { Logger } from "../../shared/log.js";
 import { metrics } from "../../shared/metrics.js";
+import { waitAtMost } from "../../shared/wait.js";
 import { isConnectionHeader } from "../domain/headers.js";
 import { newDlqId } from "../domain/ids.js";
 import type { AttemptResult, DlqMeta, Headers, MessageMeta } from "../domain/message.js";
@@ -228,7 +229,8 @@ export class Dispatcher {
     clearInterval(this.reaper);
     // A claim or reap already sent must come back before the pool closes, or it fails (and
     // logs) on a closed connection; a claim's messages are then in flight, waited for below.
-    await Promise.all([this.pumping, this.reaping]);
+    // A stalled Redis is not waited for beyond the grace period.
+    await waitAtMost(Promise.all([this.pumping, this.reaping]), graceMs);
     // Leases stay renewed through the grace period: an attempt still running must not be handed
     // to another process meanwhile.
     await this.idle(graceMs);
