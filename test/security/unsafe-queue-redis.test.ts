@@ -77,6 +77,20 @@ describe("a queue Redis that may lose acknowledged messages", () => {
     );
   });
 
+  it("starts when neither CONFIG nor INFO may be read (it cannot tell; a warning)", async () => {
+    const redis = await ownRedis("--maxmemory-policy", "allkeys-lru");
+    cleanups.push(() => redis.stop());
+    const admin = testPool(redis.url);
+    const acl = ["ACL", "SETUSER", "app", "on", ">pw", "~*", "&*", "+@all", "-config", "-info"];
+    expect((await admin.exec(acl)).kind).toBe("simple");
+    await admin.close();
+    const stashd = await strictStashd({
+      ...redis,
+      url: redis.url.replace("redis://", "redis://app:pw@"),
+    });
+    expect((await publish(stashd)).status).toBe(201);
+  });
+
   it("starts with a warning when STASHD_QUEUE_ALLOW_UNSAFE_REDIS is set", async () => {
     const redis = await ownRedis("--appendonly", "no", "--save", "");
     cleanups.push(() => redis.stop());
