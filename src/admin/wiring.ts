@@ -63,6 +63,7 @@ function startProbes(
         registered: () => readRegistry(config.dataDir).map((r) => r.name),
         queuePool: everyPartition(queue.pool.partitions),
         queueManaged: queue.managed,
+        queueStoreRefusal: () => queue.storeRefusal(),
         timeoutMs,
       }),
   });

@@ -228,6 +228,18 @@ export const SETTINGS = {
     default: undefined,
     doc: "External Redis holding all queue state (unset: a managed redis-server, appendfsync always).",
   },
+  queueAllowUnsafeRedis: {
+    env: "STASHD_QUEUE_ALLOW_UNSAFE_REDIS",
+    kind: "bool",
+    default: false,
+    doc: "true: run the queue on a Redis that may lose acknowledged messages (`maxmemory-policy` other than `noeviction`, or persistence off), with a warning, instead of refusing (an ephemeral Redis in CI).",
+  },
+  queueStoreCheckMs: {
+    env: "STASHD_QUEUE_STORE_CHECK_MS",
+    kind: "int",
+    default: 10_000,
+    doc: "How often the queue Redis's eviction policy and persistence are checked again while running; while unsafe, writes answer 503 and /readyz is not ready.",
+  },
   queueToken: {
     env: "QSTASH_TOKEN",
     kind: "optional-string",

@@ -19,6 +19,7 @@ import {
   withoutWithType,
 } from "./gateway-commands.js";
 import { refusalOf, type CommandTable } from "./policy.js";
+import { isStorageRefusal } from "../shared/redis/refusal.js";
 import { upstashError } from "./reply.js";
 import { rewriteCommand } from "./rewrite.js";
 
@@ -72,7 +73,11 @@ export async function runTransaction(p: Principal, commands: RereadableCommands)
   const first = replies.find((r) => r.kind === "error");
   const text = exec.kind === "error" ? exec.value : "ERR transaction aborted";
   const cause = first?.kind === "error" && first !== exec ? ` (${upstashError(first.value)})` : "";
-  throw new AppError("redis_error", `${upstashError(text)}${cause}`);
+  const refused = [text, first?.kind === "error" ? first.value : ""].some(isStorageRefusal);
+  throw new AppError(
+    refused ? "insufficient_storage" : "redis_error",
+    `${upstashError(text)}${cause}`,
+  );
 }
 
 /** Refuses the transaction if any command is refused or has no valid emulation. */
