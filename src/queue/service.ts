@@ -1,11 +1,8 @@
 import path from "node:path";
 import type { Config } from "../config/schema.js";
 import { messageOf } from "../shared/errors.js";
-<<<<<<< HEAD
 import { BodyBudget } from "../shared/http/body.js";
-=======
 import { waitAtMost } from "../shared/wait.js";
->>>>>>> h2
 import { listen } from "../shared/http/server.js";
 import { instrument } from "../shared/instrument.js";
 import type { Logger } from "../shared/log.js";

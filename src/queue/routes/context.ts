@@ -37,13 +37,10 @@ export interface QueueContext {
   scheduler: Scheduler;
   /** Workflow runs (docs/workflow.md). */
   workflows: WorkflowStore;
-<<<<<<< HEAD
   /** Request body bytes in flight in this process (STASHD_MAX_INFLIGHT_BODY_BYTES). */
   bodies: BodyBudget;
-=======
   /** Refuses writes while the queue's Redis may lose them (store/safety.ts). */
   safety: Pick<StoreSafety, "assertWritable">;
->>>>>>> h2
 }
 
 /** One parsed request: raw path and query kept as sent (destinations must not be normalized). */
