@@ -37,7 +37,8 @@ beforeAll(async () => {
     await freePort(),
   );
   admin = testPool(redis.url);
-  stashd = await startStashd({ kvRedisUrl: redis.url, queueRedisUrl: redis.url });
+  // One Redis for both, in two database numbers (the same number is refused).
+  stashd = await startStashd({ kvRedisUrl: `${redis.url}/0`, queueRedisUrl: `${redis.url}/1` });
 });
 afterAll(async () => {
   await stashd.stop();
