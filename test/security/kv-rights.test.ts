@@ -216,7 +216,8 @@ describe("a Redis shared by the KV database and the queue (hole 3)", () => {
   beforeAll(async () => {
     shared = await startRedis(["--appendonly", "yes", "--appendfsync", "always"]);
     both = await startStashd({
-      kvRedisUrl: `${shared.url}/0`,
+      // KV in database 2: both tokens' users may select that number and no other.
+      kvRedisUrl: `${shared.url}/2`,
       queueRedisUrl: `${shared.url}/1`,
     });
   });
@@ -243,7 +244,7 @@ describe("a Redis shared by the KV database and the queue (hole 3)", () => {
     expect(before.length).toBeGreaterThan(0);
     const key = before.find((k) => k.endsWith(":keys")) ?? (before[0] as string);
     for (const script of [
-      `redis.call('SELECT', '1') return redis.call('GET', '${key}')`,
+      `redis.call('SELECT', '1') return redis.call('GET', 'anything')`,
       `return redis.call('COPY', 'a', '${key}', 'DB', '1', 'REPLACE')`,
       `return redis.call('GET', '${key}')`,
       "return redis.call('FLUSHALL')",
@@ -251,6 +252,10 @@ describe("a Redis shared by the KV database and the queue (hole 3)", () => {
       expect(await kv(["EVAL", script, "0"])).toEqual(refusedInScript);
     }
     expect((await kv(["SET", "shared:k", "v"])).body).toEqual({ result: "OK" });
+    const ro = await command(both, ["GET", "shared:k"], { token: both.kv.readonlyToken });
+    expect(ro.body).toEqual({ result: "v" });
+    const roQueue = await command(both, ["GET", key], { token: both.kv.readonlyToken });
+    expect(roQueue.body).toEqual({ error: expect.stringMatching(/NOPERM/) });
     expect((await kv(["FLUSHALL"])).body).toEqual({ result: "OK" });
     expect((await kv(["DBSIZE"])).body).toEqual({ result: 0 });
     expect(await queueKeys()).toEqual(before);
