@@ -36,6 +36,11 @@ function consoleFor(config: Config, kv: KvService, queue: QueueService, logger: 
     consoleToken: config.consoleToken,
     queueDepth: () => readQueueDepth(queue.pool.partitions),
     sessionTtlMs: config.consoleSessionTtlMs,
+    loginThrottle: {
+      perAddress: config.consoleLoginFailuresPerAddress,
+      global: config.consoleLoginFailuresGlobal,
+      windowMs: config.consoleLoginWindowMs,
+    },
     logger: logger.child("console"),
   });
 }

@@ -134,6 +134,30 @@ export const SETTINGS = {
     default: true,
     doc: "Redis < 7.4: emulate hash-field TTLs (docs/compatibility.md); same in every process.",
   },
+  kvExclusiveConnections: {
+    env: "STASHD_KV_EXCLUSIVE_CONNECTIONS",
+    kind: "int",
+    default: 32,
+    doc: "Most exclusive backend connections per database, all tokens together (transactions of over 1000 commands, or on a Redis Cluster); further requests wait in line.",
+  },
+  kvExclusiveQueue: {
+    env: "STASHD_KV_EXCLUSIVE_QUEUE",
+    kind: "int",
+    default: 1000,
+    doc: "Requests per database that may wait for an exclusive connection; past it they are answered 429 with Retry-After.",
+  },
+  kvExclusiveWaitMs: {
+    env: "STASHD_KV_EXCLUSIVE_WAIT_MS",
+    kind: "int",
+    default: 5_000,
+    doc: "Longest wait for an exclusive connection; past it the request is answered 503 with Retry-After.",
+  },
+  kvMaxStreams: {
+    env: "STASHD_KV_MAX_STREAMS",
+    kind: "int",
+    default: 500,
+    doc: "Most open event streams (subscribe, psubscribe, monitor; each holds a backend connection) per database, all tokens together; past it a new one is answered 429 with Retry-After.",
+  },
   sseKeepAliveMs: {
     env: "STASHD_SSE_KEEPALIVE_MS",
     kind: "int",
@@ -463,6 +487,24 @@ export const SETTINGS = {
     kind: "int",
     default: 8 * 60 * 60 * 1000,
     doc: "Idle time after which a web console session ends (sessions live in memory only).",
+  },
+  consoleLoginFailuresPerAddress: {
+    env: "STASHD_CONSOLE_LOGIN_FAILURES_PER_ADDRESS",
+    kind: "int",
+    default: 10,
+    doc: "Failed console logins one client address may make per window; then its logins are answered 429 until the window ends.",
+  },
+  consoleLoginFailuresGlobal: {
+    env: "STASHD_CONSOLE_LOGIN_FAILURES_GLOBAL",
+    kind: "int",
+    default: 100,
+    doc: "Failed console logins from all addresses together per window; then every login is answered 429 until the window ends.",
+  },
+  consoleLoginWindowMs: {
+    env: "STASHD_CONSOLE_LOGIN_WINDOW_MS",
+    kind: "int",
+    default: 60_000,
+    doc: "Window in which failed console logins are counted.",
   },
 } as const satisfies Record<string, SettingSpec>;
 

@@ -19,6 +19,7 @@ import {
 import type { DatabaseRecord } from "./registry.js";
 import { ScriptAliases } from "./rewrite.js";
 import { ScriptKiller } from "./script-killer.js";
+import { ExclusiveLimits } from "./exclusive-limits.js";
 import { readonlyUserPassword, standardUserPassword, type AclCredentials } from "./tokens.js";
 
 /**
@@ -92,6 +93,8 @@ export class KvDatabase {
   private dayCount = 0;
   /** Ends scripts past the time limit (SCRIPT/FUNCTION KILL, or SHUTDOWN NOSAVE). */
   private readonly killer: ScriptKiller;
+  /** Bounds on exclusive connections and event streams, all tokens together (exclusive-limits.ts). */
+  readonly limits: ExclusiveLimits;
 
   constructor(
     readonly record: DatabaseRecord,
@@ -102,6 +105,7 @@ export class KvDatabase {
     private readonly sharing: RedisSharing = { withQueue: false, queueUser: undefined },
   ) {
     this.killer = new ScriptKiller(this, config, logger);
+    this.limits = new ExclusiveLimits(record.name, config);
     const poolOpts = this.poolOptions(config.kvPoolSize);
     this.backends = new BackendFactory(endpoint, {
       connectTimeoutMs: config.redisConnectTimeoutMs,

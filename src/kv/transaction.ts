@@ -130,7 +130,9 @@ async function runMultiExec(
     const all = [["MULTI"], ...nextSlice(), ["EXEC"]];
     return budget.exchange(pool, all, scripts() ? new Set([all.length - 1]) : NONE_WATCHED);
   }
-  const conn = await pool.acquire();
+  // Bounded per database: past the limit this waits in line, or fails with 429 / 503.
+  const lease = await p.db.limits.lease(pool);
+  const { conn } = lease;
   const replies: Reply[] = [];
   try {
     replies.push(await conn.send(["MULTI"]));
@@ -140,9 +142,9 @@ async function runMultiExec(
     const [exec] = await budget.exchange(conn, [["EXEC"]], scripts() ? new Set([0]) : NONE_WATCHED);
     replies.push(exec as Reply);
   } catch (err) {
-    pool.discard(conn);
+    lease.discard();
     throw err;
   }
-  pool.release(conn);
+  lease.release();
   return replies;
 }

@@ -38,6 +38,7 @@ export async function listen(
     handler,
   );
   server.maxHeadersCount = 200;
+  server.on("request", countUnfinished);
   server.on("clientError", (err: NodeJS.ErrnoException, socket: Socket) =>
     answerClientError(err, socket, opts),
   );
@@ -79,21 +80,79 @@ const CLIENT_ERRORS: Record<string, [number, string]> = {
   ERR_HTTP_REQUEST_TIMEOUT: [408, "request timed out: it must arrive whole within"],
 };
 
+/** Responses of a connection not finished yet, and what waits for them all to finish. */
+interface Unfinished {
+  count: number;
+  onDone: (() => void) | undefined;
+}
+
+const unfinished = new WeakMap<Socket, Unfinished>();
+
+/**
+ * Counts each connection's unfinished responses: pipelined requests (several in one write) are
+ * all parsed and started before Node reports a malformed one after them, and their responses,
+ * queued by Node in order, must reach the client before that one's 400 closes the connection.
+ */
+function countUnfinished(req: http.IncomingMessage, res: http.ServerResponse): void {
+  const socket = req.socket;
+  let state = unfinished.get(socket);
+  if (!state) {
+    state = { count: 0, onDone: undefined };
+    unfinished.set(socket, state);
+  }
+  const own = state;
+  own.count++;
+  res.once("close", () => {
+    if (--own.count > 0 || !own.onDone) return;
+    const done = own.onDone;
+    own.onDone = undefined;
+    done();
+  });
+}
+
 function answerClientError(
   err: NodeJS.ErrnoException,
   socket: Socket,
   opts: HttpServerOptions,
 ): void {
-  const pending = (socket as Socket & { _httpMessage?: http.ServerResponse })._httpMessage;
-  if (err.code === "ECONNRESET" || !socket.writable || pending?.headersSent) {
+  const state = unfinished.get(socket);
+  if (err.code === "ECONNRESET" || !socket.writable) {
     socket.destroy();
     return;
   }
+  if (state && state.count > 0) {
+    // The parser repeats its error on more data: the first report is the one answered.
+    if (state.onDone) return;
+    const raw = (err as { rawPacket?: Buffer }).rawPacket;
+    // Bounded: a client that never reads its earlier responses is cut off after the deadline.
+    const timer = setTimeout(() => socket.destroy(), opts.requestTimeoutMs);
+    timer.unref();
+    state.onDone = () => {
+      clearTimeout(timer);
+      if (socket.writable) writeClientError(err, raw, socket, opts);
+      else socket.destroy();
+    };
+    return;
+  }
+  const pending = (socket as Socket & { _httpMessage?: http.ServerResponse })._httpMessage;
+  if (pending?.headersSent) {
+    socket.destroy();
+    return;
+  }
+  writeClientError(err, (err as { rawPacket?: Buffer }).rawPacket, socket, opts);
+}
+
+/** The JSON answer to what node:http refused, then the end of the connection. */
+function writeClientError(
+  err: NodeJS.ErrnoException,
+  raw: Buffer | undefined,
+  socket: Socket,
+  opts: HttpServerOptions,
+): void {
   const [status, text] = CLIENT_ERRORS[err.code ?? ""] ?? [400, "malformed HTTP request"];
   const detail = status === 408 ? ` ${opts.requestTimeoutMs} ms` : "";
   const json = JSON.stringify({ error: `${opts.errorPrefix ?? ""}${text}${detail}` });
   // A HEAD request gets the headers only (its client would read a body as a next response).
-  const raw = (err as { rawPacket?: Buffer }).rawPacket;
   const body = raw?.subarray(0, 5).toString("latin1") === "HEAD " ? "" : json;
   socket.end(
     `HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? ""}\r\n` +
