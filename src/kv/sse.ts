@@ -15,7 +15,8 @@ import type { StreamBacklog } from "./reply-buffers.js";
  *   data: psubscribe,<pattern>,<count>       data: pmessage,<pattern>,<channel>,<payload>
  *   data: "OK"  then one Redis MONITOR line per command, client address masked as 0.0.0.0:0
  * Channels, patterns and payloads are raw text; one containing CR or LF is sent JSON-quoted
- * instead (the SDK, JSON-parsing every payload, turns such a payload back into the exact original),
+ * instead, commas as `\u002c` (the SDK, JSON-parsing every payload, turns such a payload back into
+ * the exact original),
  * and `sseEvent` escapes any CR or LF left, so no content can end a line: every Redis push is
  * exactly one event, and none can be forged by a channel name or message. Idle streams get a
  * `: keepalive` comment every `sseKeepAliveMs`. Unsent bytes count against the process's budget of
@@ -138,9 +139,13 @@ function eventText(kind: StreamKind, reply: Reply): string | undefined {
   return [type, ...rest.map(oneLine)].join(",");
 }
 
-/** A channel, pattern or payload as sent: itself, or JSON-quoted when it holds CR or LF. */
+/**
+ * A channel, pattern or payload as sent: itself, or JSON-quoted when it holds CR or LF. A quoted
+ * one also spells its commas `\u002c` (JSON.parse restores them), so the SDK, which splits an
+ * event at its first commas, finds the fields where they are.
+ */
 function oneLine(text: string): string {
-  return /[\r\n]/.test(text) ? JSON.stringify(text) : text;
+  return /[\r\n]/.test(text) ? JSON.stringify(text).replace(/,/g, "\\u002c") : text;
 }
 
 /**
