@@ -3,7 +3,10 @@ import { AppError } from "../shared/errors.js";
 import type { ExclusiveConnection, RedisBackend } from "../shared/redis/backend.js";
 import { SlotGate, type LeaveSlot } from "../shared/slot-gate.js";
 
-/** An exclusive connection and the slot it holds; give both back with `release` or `discard`. */
+/**
+ * An exclusive connection and the slot it holds; give both back with `release` or `discard`
+ * (the first call counts, later ones do nothing).
+ */
 export interface ExclusiveLease {
   readonly conn: ExclusiveConnection;
   /** Returns the connection to its pool, clean (no MULTI open, no subscription). */
@@ -55,18 +58,16 @@ export class ExclusiveLimits {
       leave();
       throw err;
     }
-    return {
-      conn,
-      // The connection goes back before the slot, so the next in line finds it idle.
-      release: () => {
-        pool.release(conn);
-        leave();
-      },
-      discard: () => {
-        pool.discard(conn);
-        leave();
-      },
+    let done = false;
+    // The connection goes back before the slot, so the next in line finds it idle.
+    const giveBack = (keep: boolean): void => {
+      if (done) return;
+      done = true;
+      if (keep) pool.release(conn);
+      else pool.discard(conn);
+      leave();
     };
+    return { conn, release: () => giveBack(true), discard: () => giveBack(false) };
   }
 
   /**
