@@ -73,7 +73,7 @@ export class SlotGate {
         reject(
           new AppError(
             "server_busy",
-            `${errorPrefix}no ${what} became free within ${waitMs} ms; retry later`,
+            `${errorPrefix}waited ${waitMs} ms for ${what}, none became free; retry later`,
             { headers: { "retry-after": String(Math.max(1, Math.ceil(waitMs / 1000))) } },
           ),
         );

@@ -19,8 +19,8 @@ let admin: string;
 beforeAll(async () => {
   redis = await startRedis();
   s = await startStashd({
-    kvRedisUrl: redis.url,
-    queueRedisUrl: redis.url,
+    kvRedisUrl: `${redis.url}/0`,
+    queueRedisUrl: `${redis.url}/1`,
     consoleLoginFailuresPerAddress: PER_ADDRESS,
     consoleLoginFailuresGlobal: GLOBAL,
     consoleLoginWindowMs: WINDOW_MS,
@@ -127,14 +127,14 @@ describe("a malformed request pipelined after valid ones", () => {
     const auth = `authorization: Bearer ${s.kv.token}\r\n`;
     const text = await rawExchange(
       s.kv.port,
-      `GET /set/pipelined/1 HTTP/1.1\r\nhost: x\r\n${auth}\r\n` +
-        `GET /incr/pipelined HTTP/1.1\r\nhost: x\r\n${auth}\r\n` +
+      `GET /set/pipelined-a/1 HTTP/1.1\r\nhost: x\r\n${auth}\r\n` +
+        `GET /incr/pipelined-b HTTP/1.1\r\nhost: x\r\n${auth}\r\n` +
         "GARBAGE \x01\x02 nonsense\r\n\r\n",
     );
     const got = responses(text);
     expect(got.map((r) => r.status)).toEqual([200, 200, 400]);
     expect(JSON.parse(got[0]?.body ?? "")).toEqual({ result: "OK" });
-    expect(JSON.parse(got[1]?.body ?? "")).toEqual({ result: 2 });
+    expect(JSON.parse(got[1]?.body ?? "")).toEqual({ result: 1 });
     expect(JSON.parse(got[2]?.body ?? "")).toEqual({ error: "ERR malformed HTTP request" });
     await expectServing();
   });
