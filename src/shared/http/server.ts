@@ -38,7 +38,7 @@ export async function listen(
     handler,
   );
   server.maxHeadersCount = 200;
-  server.on("request", countUnfinished);
+  server.on("request", trackUnfinished);
   server.on("clientError", (err: NodeJS.ErrnoException, socket: Socket) =>
     answerClientError(err, socket, opts),
   );
@@ -80,34 +80,46 @@ const CLIENT_ERRORS: Record<string, [number, string]> = {
   ERR_HTTP_REQUEST_TIMEOUT: [408, "request timed out: it must arrive whole within"],
 };
 
-/** Responses of a connection not finished yet, and what waits for them all to finish. */
+/** The requests of a connection whose responses are not finished, and what waits for them. */
 interface Unfinished {
-  count: number;
+  requests: Set<http.IncomingMessage>;
   onDone: (() => void) | undefined;
 }
 
 const unfinished = new WeakMap<Socket, Unfinished>();
 
 /**
- * Counts each connection's unfinished responses: pipelined requests (several in one write) are
+ * Tracks each connection's unfinished responses: pipelined requests (several in one write) are
  * all parsed and started before Node reports a malformed one after them, and their responses,
  * queued by Node in order, must reach the client before that one's 400 closes the connection.
  */
-function countUnfinished(req: http.IncomingMessage, res: http.ServerResponse): void {
+function trackUnfinished(req: http.IncomingMessage, res: http.ServerResponse): void {
   const socket = req.socket;
   let state = unfinished.get(socket);
   if (!state) {
-    state = { count: 0, onDone: undefined };
+    state = { requests: new Set(), onDone: undefined };
     unfinished.set(socket, state);
   }
   const own = state;
-  own.count++;
+  own.requests.add(req);
   res.once("close", () => {
-    if (--own.count > 0 || !own.onDone) return;
+    own.requests.delete(req);
+    if (own.requests.size > 0 || !own.onDone) return;
     const done = own.onDone;
     own.onDone = undefined;
     done();
   });
+}
+
+/**
+ * Whether the error is about a request after those still being answered: each of them arrived
+ * whole. (A body that fails to parse or arrives too slowly belongs to an unfinished request: that
+ * one is answered at once, as before.)
+ */
+function followsAnswered(state: Unfinished | undefined): state is Unfinished {
+  if (!state || state.requests.size === 0) return false;
+  for (const req of state.requests) if (!req.complete) return false;
+  return true;
 }
 
 function answerClientError(
@@ -115,14 +127,13 @@ function answerClientError(
   socket: Socket,
   opts: HttpServerOptions,
 ): void {
-  const state = unfinished.get(socket);
   if (err.code === "ECONNRESET" || !socket.writable) {
     socket.destroy();
     return;
   }
-  if (state && state.count > 0) {
-    // The parser repeats its error on more data: the first report is the one answered.
-    if (state.onDone) return;
+  const state = unfinished.get(socket);
+  if (state?.onDone) return; // the parser repeats its error on more data: answered once
+  if (followsAnswered(state)) {
     const raw = (err as { rawPacket?: Buffer }).rawPacket;
     // Bounded: a client that never reads its earlier responses is cut off after the deadline.
     const timer = setTimeout(() => socket.destroy(), opts.requestTimeoutMs);
