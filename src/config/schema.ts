@@ -122,6 +122,18 @@ export const SETTINGS = {
     default: false,
     doc: "Let the read-only token run Lua (EVAL_RO, EVALSHA_RO, FCALL_RO). Off: one script from a public page could keep the database busy past any time limit (docs/reliability.md, threat model).",
   },
+  kvRestTokenFailures: {
+    env: "STASHD_KV_RESTTOKEN_FAILURES",
+    kind: "int",
+    default: 10,
+    doc: "Failed `ACL RESTTOKEN` logins per ACL user and database in one window (ten times as many for all users together); past it RESTTOKEN answers 429 with Retry-After until the window ends.",
+  },
+  kvRestTokenWindowMs: {
+    env: "STASHD_KV_RESTTOKEN_WINDOW_MS",
+    kind: "int",
+    default: 60_000,
+    doc: "The window `STASHD_KV_RESTTOKEN_FAILURES` counts in.",
+  },
   kvAllowSharedRedis: {
     env: "STASHD_KV_ALLOW_SHARED_REDIS",
     kind: "bool",

@@ -20,6 +20,7 @@ import type { DatabaseRecord } from "./registry.js";
 import { ScriptAliases } from "./rewrite.js";
 import { ScriptKiller } from "./script-killer.js";
 import { ExclusiveLimits } from "./exclusive-limits.js";
+import { FailureThrottle } from "../shared/failure-throttle.js";
 import { readonlyUserPassword, standardUserPassword, type AclCredentials } from "./tokens.js";
 
 /**
@@ -95,6 +96,8 @@ export class KvDatabase {
   private readonly killer: ScriptKiller;
   /** Bounds on exclusive connections and event streams, all tokens together (exclusive-limits.ts). */
   readonly limits: ExclusiveLimits;
+  /** Failed ACL RESTTOKEN logins, per ACL user (gateway-commands.ts): no password guessing. */
+  readonly restTokenGuesses: FailureThrottle;
 
   constructor(
     readonly record: DatabaseRecord,
@@ -106,6 +109,13 @@ export class KvDatabase {
   ) {
     this.killer = new ScriptKiller(this, config, logger);
     this.limits = new ExclusiveLimits(record.name, config);
+    this.restTokenGuesses = new FailureThrottle({
+      perKey: config.kvRestTokenFailures,
+      global: 10 * config.kvRestTokenFailures,
+      windowMs: config.kvRestTokenWindowMs,
+      what: "ACL RESTTOKEN",
+      errorPrefix: "ERR ",
+    });
     const poolOpts = this.poolOptions(config.kvPoolSize);
     this.backends = new BackendFactory(endpoint, {
       connectTimeoutMs: config.redisConnectTimeoutMs,

@@ -58,15 +58,19 @@ async function restToken(p: Principal, argv: Arg[]): Promise<Reply> {
     return errorReply("NOPERM the read-only token cannot mint ACL tokens (ACL RESTTOKEN)");
   }
   if (p.db.isReservedUser(username)) return reservedUser(username);
+  // Checked before the password is tried (429 with Retry-After), counted only on failure.
+  p.db.restTokenGuesses.check(username);
+  const login = () => RedisConnection.open({ ...p.db.endpoint, username, password }, 5_000);
   try {
-    const conn = await RedisConnection.open({ ...p.db.endpoint, username, password }, 5_000);
-    conn.destroy();
+    (await p.db.limits.withSlot(login)).destroy();
   } catch (err) {
     if (err instanceof LoginRefusedError) {
+      p.db.restTokenGuesses.fail(username);
       return errorReply(`ERR Wrong password or user "${username}" does not exist`);
     }
     throw err;
   }
+  p.db.restTokenGuesses.succeed(username);
   const token = mintAclToken(p.db.record.password, { username, password });
   return { kind: "bulk", value: Buffer.from(token) };
 }

@@ -176,6 +176,27 @@ describe("the read-only token (holes 2 and 5)", () => {
     });
   });
 
+  it("and the standard token's ACL RESTTOKEN guesses are throttled per user", async () => {
+    await standard(["ACL", "SETUSER", "rights:target", "on", ">right", "~*", "+@read"]);
+    const guess = (password: string) => standard(["ACL", "RESTTOKEN", "rights:target", password]);
+    for (let i = 0; i < 10; i++) {
+      expect((await guess(`wrong${i}`)).body).toEqual({
+        error: 'ERR Wrong password or user "rights:target" does not exist',
+      });
+    }
+    const res = await s.kvFetch("/", {
+      body: JSON.stringify(["ACL", "RESTTOKEN", "rights:target", "right"]),
+    });
+    expect(res.status).toBe(429);
+    expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect(await res.json()).toEqual({ error: expect.stringMatching(/ACL RESTTOKEN/) });
+    // Another user's token is still minted.
+    await standard(["ACL", "SETUSER", "rights:other", "on", ">pw", "~*", "+@read"]);
+    const other = (await standard(["ACL", "RESTTOKEN", "rights:other", "pw"])).body;
+    expect(other).toEqual({ result: expect.stringMatching(/^acl_/) });
+    await stillServing();
+  });
+
   it("runs no Lua by default: a backtracking pattern cannot hold the database", async () => {
     const slow = "return string.find(string.rep('a', 30000), '(.-)(.-)(.-)(.-)b')";
     const started = Date.now();
