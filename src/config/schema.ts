@@ -364,7 +364,7 @@ export const SETTINGS = {
     env: "STASHD_QUEUE_MAX_TIMEOUT_MS",
     kind: "int",
     default: 2 * 60 * 60 * 1000,
-    doc: "Ceiling of `Upstash-Timeout` (a longer one is cut to it).",
+    doc: "Longest `Upstash-Timeout` (and callback / failure-callback timeout) a publish may ask for; a longer one is refused with 400.",
   },
   queueDefaultTimeoutMs: {
     env: "STASHD_QUEUE_DEFAULT_TIMEOUT_MS",
