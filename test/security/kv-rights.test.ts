@@ -132,6 +132,12 @@ describe("scripts cannot do what commands may not (hole 4)", () => {
         error: `ERR ACL user '${user}' is reserved by stashd`,
       });
     }
+    // Their password hashes stay hidden.
+    expect((await standard(["ACL", "GETUSER", "default"])).body).toEqual({
+      error: "ERR ACL user 'default' is reserved by stashd",
+    });
+    const list = (await standard(["ACL", "LIST"])).body as { result: string[] };
+    expect(list.result.some((line) => /^user (default|stashd_standard) /.test(line))).toBe(false);
     expect((await standard(["ACL", "LOAD"])).body).toEqual({
       error: expect.stringMatching(/^ERR Command is not available: 'ACL LOAD'/),
     });
@@ -300,6 +306,9 @@ describe("a Redis shared by the KV database and the queue (hole 3)", () => {
     const monitor = await both.kvFetch("/monitor", { method: "GET" });
     expect(monitor.status).toBe(400);
     await monitor.body?.cancel();
+    for (const argv of [["SLOWLOG", "GET"], ["BGREWRITEAOF"]]) {
+      expect((await kv(argv)).body).toEqual({ error: expect.stringMatching(/NOPERM/) });
+    }
   });
 
   it("refuses to start a KV database on the queue's own database number", async () => {
