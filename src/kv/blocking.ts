@@ -64,7 +64,10 @@ function blockOptions(argv: readonly Arg[]): number[] {
 }
 
 /** The timeouts of a command that will block now (undefined: it does not, or is no command). */
-export function blockingCall(argv: readonly Arg[], table: CommandTable): BlockingTimeouts | undefined {
+export function blockingCall(
+  argv: readonly Arg[],
+  table: CommandTable,
+): BlockingTimeouts | undefined {
   const first = argv[0];
   if (first === undefined || first.length > 10) return undefined;
   const name = first.toString().toLowerCase();
@@ -156,9 +159,13 @@ export class BlockingHold {
         lease.conn.exchange(commands, { ...opts, replyTimeoutMs }).catch((err: unknown) => {
           throw this.interrupted === undefined
             ? err
-            : new AppError("backend_unavailable", `ERR blocking command ended: ${this.interrupted}`, {
-                cause: err,
-              });
+            : new AppError(
+                "backend_unavailable",
+                `ERR blocking command ended: ${this.interrupted}`,
+                {
+                  cause: err,
+                },
+              );
         }),
     };
   }

@@ -77,7 +77,6 @@ export class ExclusiveLimits {
     );
   }
 
-
   /**
    * Runs `open` (which opens a short-lived connection of its own, e.g. a login check) within an
    * exclusive-connection slot, so such connections count against the same bound.

@@ -378,7 +378,10 @@ export class RedisConnection {
   private armTimer(): void {
     if (this.timer !== undefined || this.closedError) return;
     const { stall } = this.options;
-    const delays = [this.replyDeadline(), stall && !this.stallReported ? stall.afterMs() : undefined];
+    const delays = [
+      this.replyDeadline(),
+      stall && !this.stallReported ? stall.afterMs() : undefined,
+    ];
     const next = Math.min(...delays.map((d) => (d === undefined ? Infinity : d)));
     if (next === Infinity) return;
     const wait = Math.max(1, this.waitingSince + next - Date.now());
