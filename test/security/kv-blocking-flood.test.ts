@@ -1,0 +1,248 @@
+import { spawn } from "node:child_process";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { credentialsOf } from "../../src/kv/database-manager.js";
+import { createDatabase } from "../../src/kv/registry.js";
+import type { RedisPool } from "../../src/shared/redis/pool.js";
+import { eventually } from "../harness/eventually.js";
+import { freePort, startRedis, testPool, type TestRedis } from "../harness/redis.js";
+import { startStashd, type TestStashd } from "../harness/stashd.js";
+
+/**
+ * Issue 27 item 2: a flood of blocking commands from both tokens (the read-only one included)
+ * must not open a Redis connection each, nor hold up anything else: the pooled path, another
+ * database, the queue and /healthz keep answering; past STASHD_KV_MAX_BLOCKED the flood gets 429
+ * JSON with Retry-After; clients that go away mid-wait leave nothing blocked in Redis. Counted on
+ * the real redis-server (INFO clients, CLIENT LIST) while the flood runs and after it.
+ */
+const FLOOD = 2_000;
+const MAX_BLOCKED = 100;
+const POOL = 2;
+const BLOCK_MS = 1_500;
+/** Every this many requests, the flood's client goes away 300 ms into the wait. */
+const ABORT_EVERY = 4;
+/**
+ * What stashd may hold open on the Redis: per token kind (standard, read-only) its shared pool
+ * and as many idle exclusive connections kept for reuse, the blocked requests' connections, and
+ * its own admin connection.
+ */
+const BOUND = 2 * (POOL + POOL) + MAX_BLOCKED + 1;
+let redis: TestRedis;
+let other: TestRedis;
+let s: TestStashd;
+let watch: RedisPool;
+let otherToken: string;
+
+beforeAll(async () => {
+  redis = await startRedis([], await freePort());
+  other = await startRedis();
+  s = await startStashd({
+    kvRedisUrl: redis.url,
+    kvPoolSize: POOL,
+    kvMaxBlocked: MAX_BLOCKED,
+    kvMaxBlockMs: 5_000,
+  });
+  watch = testPool(redis.url, 1);
+  otherToken = credentialsOf(createDatabase(s.dataDir, "other", { redisUrl: other.url })).token;
+  await eventually(async () => {
+    const res = await s.kvFetch("/set/o:k/v", { token: otherToken });
+    expect(res.status).toBe(200);
+  });
+});
+afterAll(async () => {
+  await watch?.close();
+  await s?.stop();
+  await other?.stop();
+  await redis?.stop();
+});
+
+async function info(): Promise<{ connected: number; blocked: number }> {
+  const reply = await watch.exec(["INFO", "clients"]);
+  const text = reply.kind === "bulk" ? reply.value.toString() : "";
+  return {
+    connected: Number(/connected_clients:(\d+)/.exec(text)?.[1]),
+    blocked: Number(/blocked_clients:(\d+)/.exec(text)?.[1]),
+  };
+}
+
+/** Samples INFO clients every few ms until `stop` is called; resolves with the maxima. */
+function sampleClients(): { stop: () => Promise<{ connected: number; blocked: number }> } {
+  const max = { connected: 0, blocked: 0 };
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      const now = await info();
+      max.connected = Math.max(max.connected, now.connected);
+      max.blocked = Math.max(max.blocked, now.blocked);
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  })();
+  return {
+    stop: async () => {
+      running = false;
+      await loop;
+      return max;
+    },
+  };
+}
+
+interface Outcome {
+  token: number;
+  status: number;
+  retryAfter: string | undefined;
+  body: string;
+  ms: number;
+}
+
+/**
+ * The flood runs in a child process, one connection per request (no agent), so it really is
+ * concurrent and does not share the in-process stashd's event loop; every ABORT_EVERY-th request
+ * is destroyed 300 ms in. The child prints the outcomes as one JSON array.
+ */
+const FLOOD_SCRIPT = `
+const { url, tokens, bodies, count, abortEvery } = JSON.parse(process.argv[1]);
+const one = (i) => new Promise((resolve) => {
+  const token = i % tokens.length;
+  const started = performance.now();
+  const done = (o) => resolve({ token, ms: performance.now() - started, ...o });
+  const req = http.request(url, { method: "POST", agent: false,
+    headers: { authorization: "Bearer " + tokens[token], "content-type": "application/json" } });
+  req.on("response", (res) => {
+    let text = "";
+    res.setEncoding("utf8");
+    res.on("data", (d) => (text += d));
+    res.on("end", () => done({ status: res.statusCode, retryAfter: res.headers["retry-after"], body: text }));
+  });
+  req.on("error", (err) => done({ status: 0, body: String(err) }));
+  req.end(bodies[token]);
+  if (i % abortEvery === abortEvery - 1) setTimeout(() => req.destroy(), 300);
+});
+const all = await Promise.all(Array.from({ length: count }, (_, i) => one(i)));
+process.stdout.write(JSON.stringify(all));
+`;
+
+function floodInChild(tokens: string[], bodies: string[]): Promise<Outcome[]> {
+  const args = JSON.stringify({
+    url: `${s.kv.url}/`,
+    tokens,
+    bodies,
+    count: FLOOD,
+    abortEvery: ABORT_EVERY,
+  });
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["--input-type=module", "-e", FLOOD_SCRIPT, args], {
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    let out = "";
+    child.stdout.setEncoding("utf8");
+    child.stdout.on("data", (d: string) => (out += d));
+    child.on("error", reject);
+    child.on("exit", (code) =>
+      code === 0 ? resolve(JSON.parse(out) as Outcome[]) : reject(new Error(`flood exit ${code}`)),
+    );
+  });
+}
+
+/** How long `request` took; it must answer `expected`. */
+async function timed(request: () => Promise<Response>, expected: number): Promise<number> {
+  const started = performance.now();
+  const res = await request();
+  await res.arrayBuffer();
+  expect(res.status).toBe(expected);
+  return performance.now() - started;
+}
+
+/** Everything that is not a blocked request, each timed, in turn while `busy()` holds. */
+async function probeWhile(busy: () => boolean): Promise<Record<string, number[]>> {
+  const times: Record<string, number[]> = { ping: [], get: [], other: [], queue: [], health: [] };
+  const probes: [string, () => Promise<Response>][] = [
+    ["ping", () => s.kvFetch("/ping")],
+    ["get", () => s.kvFetch("/get/o:k", { token: s.kv.readonlyToken })],
+    ["other", () => s.kvFetch("/get/o:k", { token: otherToken })],
+    [
+      "queue",
+      () =>
+        fetch(`${s.queue.url}/v2/topics`, {
+          headers: { authorization: `Bearer ${s.queue.token}` },
+        }),
+    ],
+    ["health", () => fetch(`${s.admin?.url}/healthz`)],
+  ];
+  while (busy()) {
+    for (const [name, request] of probes) times[name]?.push(await timed(request, 200));
+  }
+  return times;
+}
+
+describe("a flood of blocking commands", () => {
+  it("stays within its bound, leaves the rest answered and nothing blocked in Redis", async () => {
+    const bodies = [
+      JSON.stringify(["BLPOP", "f:list", String(BLOCK_MS / 1000)]),
+      JSON.stringify(["XREAD", "BLOCK", String(BLOCK_MS), "STREAMS", "f:stream", "$"]),
+    ];
+    const sampler = sampleClients();
+    let flooding = true;
+    const flood = floodInChild([s.kv.token, s.kv.readonlyToken], bodies).finally(
+      () => (flooding = false),
+    );
+    const probing = probeWhile(() => flooding);
+    const outcomes = await flood;
+    const times = await probing;
+    const max = await sampler.stop();
+
+    // Never more Redis connections than the bound (+1: the one counting them).
+    expect(max.connected).toBeLessThanOrEqual(BOUND + 1);
+    expect(max.blocked).toBeGreaterThan(MAX_BLOCKED / 2);
+    expect(max.blocked).toBeLessThanOrEqual(MAX_BLOCKED);
+    expect(outcomes).toHaveLength(FLOOD);
+
+    const served = outcomes.filter((o) => o.status === 200);
+    const refused = outcomes.filter((o) => o.status === 429);
+    const gone = outcomes.filter((o) => o.status === 0);
+    expect(served.length).toBeGreaterThanOrEqual(MAX_BLOCKED / 2);
+    for (const o of served) {
+      expect(JSON.parse(o.body)).toEqual({ result: null });
+      expect(o.ms).toBeGreaterThanOrEqual(BLOCK_MS - 50);
+    }
+    expect(refused.length).toBeGreaterThan(FLOOD / 2);
+    for (const o of refused) {
+      expect(Number(o.retryAfter)).toBeGreaterThanOrEqual(1);
+      expect(JSON.parse(o.body)).toEqual({
+        error: expect.stringMatching(/^ERR too many blocked requests on database default/),
+      });
+    }
+    // Every answer is one of those; the rest are the requests whose client went away.
+    expect(served.length + refused.length + gone.length).toBe(FLOOD);
+    expect(gone.length).toBeLessThanOrEqual(FLOOD / ABORT_EVERY);
+
+    // The rest kept answering during the flood.
+    for (const [name, list] of Object.entries(times)) {
+      expect(list.length, name).toBeGreaterThan(0);
+      expect(Math.max(...list), name).toBeLessThan(1_500);
+    }
+    console.log(
+      JSON.stringify({
+        maxConnected: max.connected,
+        maxBlocked: max.blocked,
+        served: served.length,
+        refused: refused.length,
+        gone: gone.length,
+        probes: Object.fromEntries(
+          Object.entries(times).map(([k, v]) => [
+            k,
+            { n: v.length, maxMs: Math.round(Math.max(...v)) },
+          ]),
+        ),
+      }),
+    );
+
+    // Afterwards nothing of stashd's is blocked in Redis, and blocking works again.
+    await eventually(async () => expect((await info()).blocked).toBe(0), { timeoutMs: 2_000 });
+    const list = await watch.exec(["CLIENT", "LIST"]);
+    const lines = list.kind === "bulk" ? list.value.toString().trim().split("\n") : [];
+    // (Idle connections kept for reuse still show their last command, so flags are what count.)
+    expect(lines.filter((l) => /flags=\S*b/.test(l))).toEqual([]);
+    await watch.exec(["RPUSH", "f:list", "after"]);
+    const res = await s.kvFetch("/blpop/f:list/1");
+    expect(await res.json()).toEqual({ result: ["f:list", "after"] });
+  });
+});
