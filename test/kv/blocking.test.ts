@@ -3,6 +3,7 @@ import { Redis } from "@upstash/redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RedisPool } from "../../src/shared/redis/pool.js";
 import { eventually } from "../harness/eventually.js";
+import { redisClients } from "../harness/flood.js";
 import { startRedis, testPool, type TestRedis } from "../harness/redis.js";
 import { startStashd, type TestStashd } from "../harness/stashd.js";
 import { bodyOf, command } from "./helpers.js";
@@ -34,16 +35,7 @@ afterAll(async () => {
   await redis?.stop();
 });
 
-async function infoClients(): Promise<{ blocked: number; connected: number }> {
-  const reply = await watch.exec(["INFO", "clients"]);
-  const text = reply.kind === "bulk" ? reply.value.toString() : "";
-  return {
-    blocked: Number(/blocked_clients:(\d+)/.exec(text)?.[1]),
-    connected: Number(/connected_clients:(\d+)/.exec(text)?.[1]),
-  };
-}
-
-const blockedNow = async (): Promise<number> => (await infoClients()).blocked;
+const blockedNow = async (): Promise<number> => (await redisClients(watch)).blocked;
 
 /** Runs `push` on the watch connection once a client is blocked in Redis. */
 async function whenBlocked(push: () => Promise<unknown>): Promise<void> {

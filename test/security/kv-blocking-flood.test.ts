@@ -1,9 +1,9 @@
-import { spawn } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { credentialsOf } from "../../src/kv/database-manager.js";
 import { createDatabase } from "../../src/kv/registry.js";
 import type { RedisPool } from "../../src/shared/redis/pool.js";
 import { eventually } from "../harness/eventually.js";
+import { floodInChild, redisClients, sampleClients } from "../harness/flood.js";
 import { freePort, startRedis, testPool, type TestRedis } from "../harness/redis.js";
 import { startStashd, type TestStashd } from "../harness/stashd.js";
 
@@ -55,93 +55,6 @@ afterAll(async () => {
   await redis?.stop();
 });
 
-async function info(): Promise<{ connected: number; blocked: number }> {
-  const reply = await watch.exec(["INFO", "clients"]);
-  const text = reply.kind === "bulk" ? reply.value.toString() : "";
-  return {
-    connected: Number(/connected_clients:(\d+)/.exec(text)?.[1]),
-    blocked: Number(/blocked_clients:(\d+)/.exec(text)?.[1]),
-  };
-}
-
-/** Samples INFO clients every few ms until `stop` is called; resolves with the maxima. */
-function sampleClients(): { stop: () => Promise<{ connected: number; blocked: number }> } {
-  const max = { connected: 0, blocked: 0 };
-  let running = true;
-  const loop = (async () => {
-    while (running) {
-      const now = await info();
-      max.connected = Math.max(max.connected, now.connected);
-      max.blocked = Math.max(max.blocked, now.blocked);
-      await new Promise((r) => setTimeout(r, 5));
-    }
-  })();
-  return {
-    stop: async () => {
-      running = false;
-      await loop;
-      return max;
-    },
-  };
-}
-
-interface Outcome {
-  token: number;
-  status: number;
-  retryAfter: string | undefined;
-  body: string;
-  ms: number;
-}
-
-/**
- * The flood runs in a child process, one connection per request (no agent), so it really is
- * concurrent and does not share the in-process stashd's event loop; every ABORT_EVERY-th request
- * is destroyed 300 ms in. The child prints the outcomes as one JSON array.
- */
-const FLOOD_SCRIPT = `
-const { url, tokens, bodies, count, abortEvery } = JSON.parse(process.argv[1]);
-const one = (i) => new Promise((resolve) => {
-  const token = i % tokens.length;
-  const started = performance.now();
-  const done = (o) => resolve({ token, ms: performance.now() - started, ...o });
-  const req = http.request(url, { method: "POST", agent: false,
-    headers: { authorization: "Bearer " + tokens[token], "content-type": "application/json" } });
-  req.on("response", (res) => {
-    let text = "";
-    res.setEncoding("utf8");
-    res.on("data", (d) => (text += d));
-    res.on("end", () => done({ status: res.statusCode, retryAfter: res.headers["retry-after"], body: text }));
-  });
-  req.on("error", (err) => done({ status: 0, body: String(err) }));
-  req.end(bodies[token]);
-  if (i % abortEvery === abortEvery - 1) setTimeout(() => req.destroy(), 300);
-});
-const all = await Promise.all(Array.from({ length: count }, (_, i) => one(i)));
-process.stdout.write(JSON.stringify(all));
-`;
-
-function floodInChild(tokens: string[], bodies: string[]): Promise<Outcome[]> {
-  const args = JSON.stringify({
-    url: `${s.kv.url}/`,
-    tokens,
-    bodies,
-    count: FLOOD,
-    abortEvery: ABORT_EVERY,
-  });
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--input-type=module", "-e", FLOOD_SCRIPT, args], {
-      stdio: ["ignore", "pipe", "inherit"],
-    });
-    let out = "";
-    child.stdout.setEncoding("utf8");
-    child.stdout.on("data", (d: string) => (out += d));
-    child.on("error", reject);
-    child.on("exit", (code) =>
-      code === 0 ? resolve(JSON.parse(out) as Outcome[]) : reject(new Error(`flood exit ${code}`)),
-    );
-  });
-}
-
 /** How long `request` took; it must answer `expected`. */
 async function timed(request: () => Promise<Response>, expected: number): Promise<number> {
   const started = performance.now();
@@ -179,11 +92,15 @@ describe("a flood of blocking commands", () => {
       JSON.stringify(["BLPOP", "f:list", String(BLOCK_MS / 1000)]),
       JSON.stringify(["XREAD", "BLOCK", String(BLOCK_MS), "STREAMS", "f:stream", "$"]),
     ];
-    const sampler = sampleClients();
+    const sampler = sampleClients(watch);
     let flooding = true;
-    const flood = floodInChild([s.kv.token, s.kv.readonlyToken], bodies).finally(
-      () => (flooding = false),
-    );
+    const flood = floodInChild({
+      url: `${s.kv.url}/`,
+      tokens: [s.kv.token, s.kv.readonlyToken],
+      bodies,
+      count: FLOOD,
+      abortEvery: ABORT_EVERY,
+    }).finally(() => (flooding = false));
     const probing = probeWhile(() => flooding);
     const outcomes = await flood;
     const times = await probing;
@@ -236,7 +153,9 @@ describe("a flood of blocking commands", () => {
     );
 
     // Afterwards nothing of stashd's is blocked in Redis, and blocking works again.
-    await eventually(async () => expect((await info()).blocked).toBe(0), { timeoutMs: 2_000 });
+    await eventually(async () => expect((await redisClients(watch)).blocked).toBe(0), {
+      timeoutMs: 2_000,
+    });
     const list = await watch.exec(["CLIENT", "LIST"]);
     const lines = list.kind === "bulk" ? list.value.toString().trim().split("\n") : [];
     // (Idle connections kept for reuse still show their last command, so flags are what count.)
