@@ -1,4 +1,4 @@
-import { AppError } from "../shared/errors.js";
+import { AppError, type ErrorCode } from "../shared/errors.js";
 import type { Exchange, ExchangeOptions } from "../shared/redis/connection.js";
 import type { RedisBackend } from "../shared/redis/backend.js";
 import type { Arg } from "../shared/redis/resp.js";
@@ -12,9 +12,13 @@ import type { CommandTable } from "./policy.js";
  * its own (never a pooled one other requests share), taken within the database's bound on
  * blocked requests (STASHD_KV_MAX_BLOCKED, exclusive-limits.ts; past it 429). Its blocking
  * commands wait at most STASHD_KV_MAX_BLOCK_MS together: each timeout (0, forever, included) is
- * cut to what is left of that, and one with nothing left is answered with an error, unsent. When
- * the client goes away or stashd stops, the connection is closed: Redis frees a blocked client
- * whose socket closed at once, and the connection never goes back to the pool.
+ * cut to what is left of that, and one with nothing left is answered with an error, unsent.
+ * Redis ends waits only at its cron's pace (every 100 ms at hz 10: BLPOP with 0.001 s waits
+ * 100 ms), so the declared timeouts alone do not bound a pipeline of thousands of tiny ones: the
+ * connection is also held at most STASHD_KV_MAX_BLOCK_MS + STASHD_KV_COMMAND_TIMEOUT_MS of wall
+ * time. When that passes, the client goes away or stashd stops, the connection is closed: Redis
+ * frees a blocked client whose socket closed at once, and the connection never goes back to the
+ * pool.
  */
 
 /** Where a blocking command's timeouts are, and whether they count seconds (a float) or ms. */
@@ -114,8 +118,9 @@ export class BlockingHold {
   private left: number;
   private sliceWait = 0;
   private lease: ExclusiveLease | undefined;
-  private interrupted: string | undefined;
+  private interrupted: { code: ErrorCode; why: string } | undefined;
   private unwatch: (() => void) | undefined;
+  private deadline: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly p: Principal,
@@ -157,15 +162,11 @@ export class BlockingHold {
     return {
       exchange: (commands, opts: ExchangeOptions): Promise<Exchange> =>
         lease.conn.exchange(commands, { ...opts, replyTimeoutMs }).catch((err: unknown) => {
-          throw this.interrupted === undefined
-            ? err
-            : new AppError(
-                "backend_unavailable",
-                `ERR blocking command ended: ${this.interrupted}`,
-                {
-                  cause: err,
-                },
-              );
+          const ended = this.interrupted;
+          if (ended === undefined) throw err;
+          throw new AppError(ended.code, `ERR blocking command ended: ${ended.why}`, {
+            cause: err,
+          });
         }),
     };
   }
@@ -173,6 +174,7 @@ export class BlockingHold {
   /** Gives the connection back: to the pool when its replies are all in, else closed. */
   end(): void {
     this.unwatch?.();
+    clearTimeout(this.deadline);
     const lease = this.lease;
     if (!lease) return;
     if (lease.conn.alive && this.interrupted === undefined) lease.release();
@@ -182,13 +184,29 @@ export class BlockingHold {
   private async take(): Promise<void> {
     if (this.lease) return;
     this.lease = await this.p.db.limits.leaseBlocked(this.pool);
-    const lease = this.lease;
-    // Closing the connection ends the wait on Redis at once (it frees a client whose socket
-    // closed, blocked or not) and keeps a connection in an unknown state out of the pool.
-    this.unwatch = this.interrupts?.watch((why) => {
-      this.interrupted = why;
-      lease.discard();
-    });
+    this.unwatch = this.interrupts?.watch((why) => this.interrupt("backend_unavailable", why));
+    const { maxBlockMs, commandTimeoutMs } = this.p.db;
+    const limit = maxBlockMs + commandTimeoutMs;
+    this.deadline = setTimeout(
+      () =>
+        this.interrupt(
+          "request_too_large",
+          `the request held its own connection for ${limit} ms (STASHD_KV_MAX_BLOCK_MS + STASHD_KV_COMMAND_TIMEOUT_MS); send fewer blocking commands in one request`,
+        ),
+      limit,
+    );
+    this.deadline.unref();
+  }
+
+  /**
+   * Closes the connection: that ends the wait on Redis at once (it frees a client whose socket
+   * closed, blocked or not) and keeps a connection in an unknown state out of the pool. The
+   * request's pending exchange then fails with `why`.
+   */
+  private interrupt(code: ErrorCode, why: string): void {
+    if (this.interrupted !== undefined) return;
+    this.interrupted = { code, why };
+    this.lease?.discard();
   }
 
   private spent(): string {

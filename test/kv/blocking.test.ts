@@ -302,6 +302,23 @@ describe("transactions and pipelines", () => {
     expect(ms).toBeGreaterThanOrEqual(CAP_MS - 50);
     expect(ms).toBeLessThan(CAP_MS + 1_000);
   });
+  it("holds its connection at most the cap plus the command deadline, whatever the timeouts", async () => {
+    // Redis ends a wait only at its cron's pace (100 ms at hz 10): 40 BLPOPs of 1 ms take 4 s.
+    const started = performance.now();
+    const res = await s.kvFetch("/pipeline", {
+      body: JSON.stringify(Array.from({ length: 40 }, () => ["BLPOP", "b:none", "0.001"])),
+    });
+    expect(res.status).toBe(400);
+    expect(await bodyOf(res)).toEqual({
+      error: expect.stringMatching(
+        /^ERR blocking command ended: the request held its own connection for 1800 ms/,
+      ),
+    });
+    const ms = performance.now() - started;
+    expect(ms).toBeGreaterThanOrEqual(1_750);
+    expect(ms).toBeLessThan(2_500);
+    await eventually(async () => expect(await blockedNow()).toBe(0), { timeoutMs: 1_000 });
+  });
 });
 
 describe("official clients", () => {
