@@ -170,6 +170,18 @@ export const SETTINGS = {
     default: 500,
     doc: "Most open event streams (subscribe, psubscribe, monitor; each holds a backend connection) per database, all tokens together; past it a new one is answered 429 with Retry-After.",
   },
+  kvMaxBlocked: {
+    env: "STASHD_KV_MAX_BLOCKED",
+    kind: "int",
+    default: 200,
+    doc: "Most requests per database, all tokens together, running blocking commands (BLPOP & co., XREAD/XREADGROUP with BLOCK; each holds a backend connection of its own); past it one more is answered 429 with Retry-After. 0 refuses them all.",
+  },
+  kvMaxBlockMs: {
+    env: "STASHD_KV_MAX_BLOCK_MS",
+    kind: "int",
+    default: 30_000,
+    doc: "Longest a request's blocking commands may wait, together: a longer timeout, or 0 (forever), is cut to it (below the 60 s after which proxies cut idle HTTP).",
+  },
   sseKeepAliveMs: {
     env: "STASHD_SSE_KEEPALIVE_MS",
     kind: "int",

@@ -154,6 +154,16 @@ export class KvDatabase {
     return this.config.kvMaxCommandsPerRequest;
   }
 
+  /** What a request's blocking commands may wait together (STASHD_KV_MAX_BLOCK_MS), at least 1 ms. */
+  get maxBlockMs(): number {
+    return Math.max(1, this.config.kvMaxBlockMs);
+  }
+
+  /** How long a backend connection owing replies may receive nothing (STASHD_KV_COMMAND_TIMEOUT_MS). */
+  get commandTimeoutMs(): number {
+    return this.config.kvCommandTimeoutMs;
+  }
+
   get scriptTimeLimitMs(): number {
     return this.record.scriptTimeLimitMs ?? this.config.kvScriptTimeLimitMs;
   }

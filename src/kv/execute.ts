@@ -17,6 +17,7 @@ import { EmulationBatch } from "./emulate/batch.js";
 import { mayEmulate } from "./emulate/route.js";
 import { encodePipelineBody } from "./encoded-pipeline.js";
 import { readOnlyFcallRefusal, retryReadOnlyFcalls } from "./emulate/fcall-ro.js";
+import { BlockingHold, blockingCall, type Interrupts } from "./blocking.js";
 
 /**
  * The guard chain every command goes through, in this order: daily limit → command table →
@@ -89,8 +90,13 @@ export function isScriptCall(argv: readonly Arg[]): boolean {
   return name !== undefined && name.length <= 10 && SCRIPT_CALLS.has(name.toString().toLowerCase());
 }
 
-export async function runSingle(p: Principal, argv: Arg[]): Promise<Reply> {
-  const [reply] = await runPipeline(p, [argv]);
+/** `interrupts` end a blocking command's wait early (blocking.ts). */
+export async function runSingle(
+  p: Principal,
+  argv: Arg[],
+  interrupts?: Interrupts,
+): Promise<Reply> {
+  const [reply] = await runPipeline(p, [argv], interrupts);
   return reply as Reply;
 }
 
@@ -209,10 +215,19 @@ export function replyList(replies: SliceReplies): Reply[] {
  * the backend as it came (no refusal, gateway command or emulation) and none is an error: the
  * usual pipeline, whose replies are then rendered without a Reply object each (http.ts).
  */
-export async function runShortPipeline(p: Principal, commands: Arg[][]): Promise<SliceReplies> {
+export async function runShortPipeline(
+  p: Principal,
+  commands: Arg[][],
+  interrupts?: Interrupts,
+): Promise<SliceReplies> {
   if (commands.length > SLICE) throw new Error(`runShortPipeline: over ${SLICE} commands`);
   countCommands(p, commands.length);
-  return runSlice(p, commands, await startSlices(p, true));
+  const slices = await startSlices(p, true, interrupts);
+  try {
+    return await runSlice(p, commands, slices);
+  } finally {
+    slices.blocking.end();
+  }
 }
 
 /**
@@ -241,7 +256,11 @@ export async function runEncodedPipeline(
   return new RequestReplies(p).exchangeEncoded(pool, pipeline.commands);
 }
 
-export async function runPipeline(p: Principal, commands: Arg[][]): Promise<Reply[]> {
+export async function runPipeline(
+  p: Principal,
+  commands: Arg[][],
+  interrupts?: Interrupts,
+): Promise<Reply[]> {
   const replies: Reply[] = [];
   let from = 0;
   await runPipelineSlices(
@@ -253,6 +272,7 @@ export async function runPipeline(p: Principal, commands: Arg[][]): Promise<Repl
     (slice) => {
       for (const reply of slice) replies.push(reply);
     },
+    interrupts,
   );
   return replies;
 }
@@ -278,22 +298,34 @@ export async function runPipelineSlices(
   p: Principal,
   commands: CommandSource,
   done: (replies: Reply[]) => void,
+  interrupts?: Interrupts,
 ): Promise<void> {
   countCommands(p, commands.length);
-  const slices = await startSlices(p, false);
-  for (let from = 0; from < commands.length; from += SLICE) {
-    done(replyList(await runSlice(p, commands.take(SLICE), slices)));
+  const slices = await startSlices(p, false, interrupts);
+  try {
+    for (let from = 0; from < commands.length; from += SLICE) {
+      done(replyList(await runSlice(p, commands.take(SLICE), slices)));
+    }
+  } finally {
+    slices.blocking.end();
   }
 }
 
-async function startSlices(p: Principal, raw: boolean): Promise<PipelineSlices> {
+async function startSlices(
+  p: Principal,
+  raw: boolean,
+  interrupts: Interrupts | undefined,
+): Promise<PipelineSlices> {
   const table = p.db.loadedTable ?? (await p.db.commandTable());
+  const pool = p.db.poolFor(p);
   return {
     table,
     emulated: new EmulationBatch(p.db, table, p.db.emulatesFieldTtl),
     budget: new RequestReplies(p),
-    pool: p.db.poolFor(p),
-    policy: { allowMigrate: p.db.allowMigrate },
+    pool,
+    // Blocking commands are served, on the request's own connection (blocking.ts).
+    policy: { allowMigrate: p.db.allowMigrate, blocking: "exclusive" },
+    blocking: new BlockingHold(p, pool, interrupts),
     raw,
   };
 }
@@ -304,7 +336,9 @@ interface PipelineSlices {
   emulated: EmulationBatch;
   budget: RequestReplies;
   pool: RedisBackend;
-  policy: { allowMigrate: boolean };
+  policy: { allowMigrate: boolean; blocking: "exclusive" };
+  /** The request's blocking commands; from the first on, its slices go to their connection. */
+  blocking: BlockingHold;
   /** The caller takes RawReplies (see runShortPipeline). */
   raw: boolean;
 }
@@ -339,7 +373,16 @@ async function runSlice(p: Principal, commands: Arg[][], s: PipelineSlices): Pro
     else if (handler) special.push([i, handler]);
     else if (script !== undefined && !Array.isArray(script)) replies[i] = script;
     else {
-      const out = script ?? (steps.rewritten ? rewriteCommand(argv, p.db.aliases) : argv);
+      let out = script ?? (steps.rewritten ? rewriteCommand(argv, p.db.aliases) : argv);
+      const timeouts = plain ? undefined : blockingCall(out, s.table);
+      if (timeouts) {
+        const admitted = await s.blocking.admit(out, timeouts);
+        if (typeof admitted === "string") {
+          replies[i] = errorReply(admitted);
+          continue;
+        }
+        out = admitted;
+      }
       // A plain command sent as it is is never a script call (ARGUMENT_STEPS).
       if ((!plain || out !== argv) && isScriptCall(out)) (watched ??= new Set()).add(toSend.length);
       toSend.push(out);
@@ -350,9 +393,10 @@ async function runSlice(p: Principal, commands: Arg[][], s: PipelineSlices): Pro
   // exchange (an error reply, for the FCALL retry, makes exchange give Reply objects).
   const whole = s.raw && toSend.length === commands.length && !s.emulated.pending;
   if (toSend.length > 0) {
+    const target = s.blocking.target();
     const sent = whole
-      ? await s.budget.exchangeRaw(s.pool, toSend, watched ?? NONE_WATCHED)
-      : await s.budget.exchange(s.pool, toSend, watched ?? NONE_WATCHED);
+      ? await s.budget.exchangeRaw(target, toSend, watched ?? NONE_WATCHED)
+      : await s.budget.exchange(target, toSend, watched ?? NONE_WATCHED);
     if (!Array.isArray(sent)) return sent;
     for (let j = 0; j < sent.length; j++) replies[sendIndex[j] as number] = sent[j];
     // Per slice, so the next slices call scripts by SHA once Redis holds them. Both steps are

@@ -32,6 +32,7 @@ import { renderList, renderRaw } from "./reply-bytes.js";
 import { heldBytes, ReplyBuffers, StreamBacklog } from "./reply-buffers.js";
 import { openStream, type StreamKind } from "./sse.js";
 import { parseUrl, type UrlParts } from "./url-args.js";
+import type { Interrupts } from "./blocking.js";
 
 /**
  * The KV gateway's HTTP edge. Order for every request: CORS preflight → method → token →
@@ -80,6 +81,8 @@ export class KvHttpHandler {
   private syncCounter = 0;
   private readonly syncPrefix = randomBytes(6).toString("hex");
   private readonly streams = new Set<() => void>();
+  /** Ends the wait of each request blocked in Redis (blocking.ts), for shutdown. */
+  private readonly blocked = new Set<(why: string) => void>();
 
   private readonly buffers: ReplyBuffers;
 
@@ -104,9 +107,41 @@ export class KvHttpHandler {
     });
   };
 
-  /** Ends every open event stream (on shutdown, so the server can close). */
-  endStreams(): void {
+  /**
+   * Ends every open event stream and every blocked request's wait (on shutdown, so the server
+   * can close and no Redis client stays blocked).
+   */
+  endHeld(): void {
     for (const end of [...this.streams]) end();
+    for (const end of [...this.blocked]) end("stashd is shutting down; retry");
+  }
+
+  /**
+   * What ends a request's blocked wait early (blocking.ts): its client going away (the socket
+   * closes; watched on the socket, since a response queued behind others on a keep-alive
+   * connection has none yet), or shutdown. Watching starts only when a request blocks.
+   */
+  private interruptsOf(req: IncomingMessage): Interrupts {
+    const socket = req.socket;
+    return {
+      watch: (end) => {
+        let ended = false;
+        const once = (why: string): void => {
+          if (ended) return;
+          ended = true;
+          end(why);
+        };
+        const gone = (): void => once("the client went away");
+        socket.once("close", gone);
+        this.blocked.add(once);
+        // A client gone before watching began fired its close already.
+        if (socket.destroyed) gone();
+        return () => {
+          socket.off("close", gone);
+          this.blocked.delete(once);
+        };
+      },
+    };
   }
 
   private async route(
@@ -174,16 +209,23 @@ export class KvHttpHandler {
           method,
         );
       } else if (commands.length <= SLICE) {
-        const replies = await runShortPipeline(principal, commands.rest());
+        const replies = await runShortPipeline(principal, commands.rest(), this.interruptsOf(req));
         await sendList(this.out(res), replies, format, headers, method);
       } else {
-        await sendSlicedPipeline(this.out(res), principal, commands, format, headers, method);
+        await sendSlicedPipeline(
+          this.out(res),
+          principal,
+          commands,
+          { format, headers, method },
+          this.interruptsOf(req),
+        );
       }
       return;
     }
     const argv = commandOf(url, body) ?? (await parseCommand(body ?? Buffer.alloc(0)));
     labelRequest(req, argv[0]?.toString().toUpperCase() ?? "", true);
-    await sendSingle(this.out(res), await runSingle(principal, argv), format, headers, method);
+    const reply = await runSingle(principal, argv, this.interruptsOf(req));
+    await sendSingle(this.out(res), reply, format, headers, method);
   }
 
   /**
@@ -378,14 +420,17 @@ async function sendSlicedPipeline(
   out: ReplyOut,
   p: Principal,
   commands: CommandList,
-  format: Format,
-  headers: Record<string, string>,
-  method: string,
+  to: { format: Format; headers: Record<string, string>; method: string },
+  interrupts: Interrupts,
 ): Promise<void> {
+  const { format, headers, method } = to;
   const rendered: (string | Buffer | Reply)[] = [];
-  await runPipelineSlices(p, commands, (replies) => {
-    renderSlice(replies, format, rendered.length === 0, rendered);
-  });
+  await runPipelineSlices(
+    p,
+    commands,
+    (replies) => renderSlice(replies, format, rendered.length === 0, rendered),
+    interrupts,
+  );
   const pieces = format.resp2 ? slicedBytes(rendered) : slicedJson(rendered, format.base64);
   const bytes = rendered.reduce(
     (sum: number, part) =>

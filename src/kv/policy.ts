@@ -1,4 +1,5 @@
 import type { Arg, Reply } from "../shared/redis/resp.js";
+import { blockingForm } from "./blocking.js";
 
 /**
  * What the gateway refuses, derived from the backend's own `COMMAND` table (flags and ACL
@@ -113,6 +114,12 @@ const notAvailable = (name: string, why: string): string =>
 export interface PolicyOptions {
   /** MIGRATE makes Redis connect to any host and send it keys; off unless the database says so. */
   allowMigrate?: boolean;
+  /**
+   * Where a blocking command would run: "shared", a pooled connection (refused: the default);
+   * "exclusive", the request's own connection (blocking.ts), where those whose timeouts stashd
+   * knows how to cut are served; "transaction", inside MULTI, where Redis never blocks.
+   */
+  blocking?: "shared" | "exclusive" | "transaction";
 }
 
 /** Why the gateway refuses this command, or undefined when it may run. */
@@ -149,8 +156,9 @@ export function refusalOf(
   }
   if (info?.categories.has("pubsub") && !PUBSUB_ALLOWED.has(name))
     return notInRest(upper) + "; use /subscribe or /psubscribe";
-  if (info?.flags.has("blocking") && !isNonBlockingRead(name, argv)) {
-    return notAvailable(upper, "Blocking commands are not supported over REST.");
+  if (info?.flags.has("blocking")) {
+    const why = blockingRefusal(name, argv, opts.blocking ?? "shared");
+    if (why !== undefined) return notAvailable(upper, why);
   }
   return serverRefusal(name, argv, table) ?? subcommandRefusal(name, argv);
 }
@@ -194,10 +202,20 @@ function crossDatabaseCopy(argv: readonly Arg[]): boolean {
   return argv.some((a, i) => i > 2 && a.length === 2 && a.toString().toLowerCase() === "db");
 }
 
-/** XREAD and XREADGROUP are flagged blocking but only block with a BLOCK option. */
-function isNonBlockingRead(name: string, argv: readonly Arg[]): boolean {
-  if (name !== "xread" && name !== "xreadgroup") return false;
-  return !argv.some((a) => a.length === 5 && a.toString().toLowerCase() === "block");
+/**
+ * Why a command flagged `blocking` may not run where `where` says, or undefined when it may
+ * (XREAD and XREADGROUP only block with a BLOCK option). WAIT and WAITAOF never get here: they
+ * are refused as connection-state commands.
+ */
+function blockingRefusal(
+  name: string,
+  argv: readonly Arg[],
+  where: "shared" | "exclusive" | "transaction",
+): string | undefined {
+  const form = blockingForm(name, argv);
+  if (form === "none" || where === "transaction") return undefined;
+  if (form === "unknown") return "This blocking command is not supported over REST.";
+  return where === "shared" ? "Blocking commands need a connection of their own." : undefined;
 }
 
 function subcommandRefusal(name: string, argv: readonly Arg[]): string | undefined {

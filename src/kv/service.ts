@@ -49,7 +49,7 @@ export async function startKvService(
     databases: () => manager.credentials(),
     close: async () => {
       const closing = http.close(config.shutdownGraceMs);
-      handler.endStreams();
+      handler.endHeld();
       await closing;
       await manager.close();
     },

@@ -109,7 +109,8 @@ async function checkAll(
   table: CommandTable,
   commands: RereadableCommands,
 ): Promise<void> {
-  const policy = { allowMigrate: p.db.allowMigrate };
+  // Inside MULTI Redis runs blocking commands without blocking.
+  const policy = { allowMigrate: p.db.allowMigrate, blocking: "transaction" as const };
   const emulated = new EmulationBatch(p.db, table, p.db.emulatesFieldTtl, true);
   // A refusal anywhere is reported before an emulation's error.
   let emulationError: string | undefined;

@@ -5,11 +5,9 @@ const { stashd } = useGateway();
 
 describe("refused commands", () => {
   it.each([
-    ["BLPOP", "k", "0"],
-    ["BRPOP", "k", "0"],
-    ["BZPOPMIN", "k", "0"],
-    ["BLMOVE", "a", "b", "LEFT", "LEFT", "0"],
-    ["XREAD", "BLOCK", "0", "STREAMS", "s", "$"],
+    // Blocking commands are served on a connection of their own (test/kv/blocking.test.ts).
+    ["WAIT", "0", "0"],
+    ["WAITAOF", "0", "0", "0"],
     ["WATCH", "k"],
     ["UNWATCH"],
     ["DISCARD"],

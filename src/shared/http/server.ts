@@ -172,10 +172,20 @@ function writeClientError(
   );
 }
 
+/**
+ * Stops accepting, closes idle keep-alive connections at once and each busy one as soon as its
+ * last response is sent (checked every IDLE_CHECK_MS: a response finished during the grace, such
+ * as a blocked command ended by the shutdown, would otherwise keep its socket open until the
+ * client's keep-alive ends), and every connection left after `graceMs`.
+ */
 async function closeServer(server: http.Server, graceMs: number): Promise<void> {
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
   server.closeIdleConnections();
+  const idle = setInterval(() => server.closeIdleConnections(), IDLE_CHECK_MS);
   const timer = setTimeout(() => server.closeAllConnections(), graceMs);
   await closed;
+  clearInterval(idle);
   clearTimeout(timer);
 }
+
+const IDLE_CHECK_MS = 20;

@@ -91,6 +91,12 @@ export interface ExchangeOptions {
    * there rather than as Reply objects. A backend that does not (a cluster) ignores it.
    */
   raw?: boolean;
+  /**
+   * The reply deadline (ConnectionOptions.replyTimeoutMs) while this call's replies are the next
+   * owed, instead of the connection's: for commands that wait on purpose (a blocking command on
+   * an exclusive connection, see kv/blocking.ts).
+   */
+  replyTimeoutMs?: number;
 }
 
 export interface Exchange {
@@ -112,6 +118,8 @@ interface Batch {
   readonly budget: number;
   /** Index of the last watched command, -1 for none. */
   readonly lastWatched: number;
+  /** ExchangeOptions.replyTimeoutMs, when the call set one. */
+  readonly replyTimeoutMs: number | undefined;
   readonly resolve: (result: Exchange) => void;
   readonly reject: (err: Error) => void;
 }
@@ -245,6 +253,7 @@ export class RedisConnection {
         bytes: 0,
         budget: opts.maxReplyBytes ?? Infinity,
         lastWatched: lastOf(opts.watched),
+        replyTimeoutMs: opts.replyTimeoutMs,
         resolve,
         reject,
       });
@@ -368,8 +377,11 @@ export class RedisConnection {
   /** One timer per connection, re-armed lazily: checks the reply deadline and the stall hook. */
   private armTimer(): void {
     if (this.timer !== undefined || this.closedError) return;
-    const { replyTimeoutMs, stall } = this.options;
-    const delays = [replyTimeoutMs, stall && !this.stallReported ? stall.afterMs() : undefined];
+    const { stall } = this.options;
+    const delays = [
+      this.replyDeadline(),
+      stall && !this.stallReported ? stall.afterMs() : undefined,
+    ];
     const next = Math.min(...delays.map((d) => (d === undefined ? Infinity : d)));
     if (next === Infinity) return;
     const wait = Math.max(1, this.waitingSince + next - Date.now());
@@ -382,7 +394,8 @@ export class RedisConnection {
     const batch = this.queue[this.head];
     if (!batch || this.closedError) return;
     const waited = Date.now() - this.waitingSince;
-    const { replyTimeoutMs, stall } = this.options;
+    const { stall } = this.options;
+    const replyTimeoutMs = this.replyDeadline();
     if (replyTimeoutMs !== undefined && waited >= replyTimeoutMs) {
       this.fail(new Error(`no reply within ${replyTimeoutMs} ms`));
       return;
@@ -393,6 +406,11 @@ export class RedisConnection {
     }
     this.armTimer();
   };
+
+  /** The reply deadline now: the next owed call's own (ExchangeOptions.replyTimeoutMs) or ours. */
+  private replyDeadline(): number | undefined {
+    return this.queue[this.head]?.replyTimeoutMs ?? this.options.replyTimeoutMs;
+  }
 
   /** Whether a watched command is still unanswered (in any waiting call: see `watched`). */
   private awaitsWatched(): boolean {
