@@ -14,7 +14,7 @@ import { managedQueueDir } from "./queue/service.js";
 
 /**
  * The vendor dev server's user 1, as `DEV_CREDENTIALS` in @upstash/qstash (src/dev-server/
- * constants.ts; test/queue/dev-mode.test.ts checks that the installed SDK still ships them).
+ * constants.ts; test/ops/dev-mode.test.ts checks that the installed SDK still ships them).
  * Public values: anyone can sign for them, so `stashd dev` listens on loopback only.
  */
 export const DEV_CREDENTIALS = {

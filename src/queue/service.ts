@@ -188,10 +188,10 @@ async function assemble(
   };
   dispatcher.useHooks(new WorkflowDelivery(ctx));
   const server = await listen(
-    instrument(
-      QUEUE_CORS.wrap(createQueueHandler(ctx, () => tokens.current())),
-      { service: "queue", logger: log },
-    ),
+    instrument(QUEUE_CORS.wrap(createQueueHandler(ctx, () => tokens.current())), {
+      service: "queue",
+      logger: log,
+    }),
     {
       host: config.host,
       port: config.queuePort,
