@@ -9,10 +9,10 @@ import { AppError } from "../../shared/errors.js";
  * number, so a cursor must be all digits (a `<ms>-<n>` stream id is NaN to `>` and ends the loop
  * after one page). The cursor handed out is therefore a decimal number:
  *
- *   `<ms><seq><partition, 2 digits><length of seq, 2 digits>` for stream id `<ms>-<seq>`
+ *   `<ms, at least 13 digits><seq><partition, 2 digits><length of seq, 2 digits>`
  *
- * exact for every id (read from the right), and never shorter than 18 digits, so it cannot be
- * taken for a time. It is a string and must go back as one: as a JS number it would lose digits
+ * for stream id `<ms>-<seq>`: exact for every id (read from the right), and never shorter than
+ * 18 digits, so it cannot be taken for a time. It is a string and must go back as one: as a JS number it would lose digits
  * (the SDK's own type comment says so). Accepted:
  *
  * - that form, and the earlier `<ms>-<seq>` and `<ms>-<seq>~<partition>` stream-id forms: the
@@ -32,12 +32,14 @@ const DIGITS = /^\d+$/;
 const MAX_TIME_DIGITS = 16;
 /** Digits of the partition and of the seq's length at the end of a numeric cursor. */
 const PART_DIGITS = 2;
+/** The ms part is written with at least this many digits (a Date.now() has 13). */
+const MS_DIGITS = 13;
 const LENGTH_DIGITS = 2;
 
 /** The numeric cursor of stream entry `id` (`<ms>-<seq>`) of partition `part`. */
 export function encodeLogCursor(id: string, part: number): string {
   const [ms = "0", seq = "0"] = id.split("-");
-  return `${ms}${seq}${pad(part, PART_DIGITS)}${pad(seq.length, LENGTH_DIGITS)}`;
+  return `${ms.padStart(MS_DIGITS, "0")}${seq}${pad(part, PART_DIGITS)}${pad(seq.length, LENGTH_DIGITS)}`;
 }
 
 /** The position a cursor stands for; 400 `invalid cursor` for anything else. */
@@ -58,7 +60,8 @@ function decodeNumeric(raw: string): LogPosition {
   const head = raw.slice(0, -(LENGTH_DIGITS + PART_DIGITS));
   const msLength = head.length - seqLength;
   if (seqLength < 1 || seqLength > 20 || msLength < 1 || msLength > 20) throw invalid(raw);
-  return { kind: "after", id: `${head.slice(0, msLength)}-${head.slice(msLength)}`, part };
+  const ms = String(BigInt(head.slice(0, msLength)));
+  return { kind: "after", id: `${ms}-${head.slice(msLength)}`, part };
 }
 
 function pad(n: number, digits: number): string {
