@@ -158,7 +158,7 @@ describe("stashd dev", () => {
         });
       }).handler,
     );
-    const client = new WorkflowClient();
+    const client = new WorkflowClient({});
     const { workflowRunId } = await client.trigger({ url, body: { n: 21 } });
     expect(workflowRunId).toMatch(/^wfr_/);
     await eventually(() => expect(steps).toEqual(["record 42"]), { timeoutMs: 15_000 });
