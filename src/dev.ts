@@ -2,7 +2,10 @@ import { rmSync } from "node:fs";
 import { loadConfig, type ConfigOverrides, type FlagValues } from "./config/load.js";
 import type { Config } from "./config/schema.js";
 import { managedDir, readRegistry } from "./kv/registry.js";
+import { queueCredentialsFile } from "./queue/credentials.js";
+import { AppError } from "./shared/errors.js";
 import { managedQueueDir } from "./queue/service.js";
+import { readJsonFile, withFileLock, writeJsonFile } from "./shared/files.js";
 
 /**
  * `stashd dev`: stashd in the place of the vendor's QStash dev server (`npx @upstash/qstash-cli
@@ -43,6 +46,15 @@ export interface DevInput {
  */
 export function devOverrides(input: DevInput = {}): ConfigOverrides {
   const base = loadConfig({}, input.env ?? process.env, input.flags ?? {});
+  if (base.queueRedisUrl !== undefined) {
+    // The dev key pair is written over the keys stored in the queue's Redis: on a shared one,
+    // every process using it would sign with public keys from then on.
+    throw new AppError(
+      "invalid_config",
+      "stashd dev keeps its queue in its own managed Redis, and STASHD_QUEUE_REDIS_URL is set: " +
+        "unset it for `stashd dev` (an external queue Redis would get the public dev signing keys)",
+    );
+  }
   return {
     host: LOOPBACK,
     adminHost: LOOPBACK,
@@ -53,6 +65,32 @@ export function devOverrides(input: DevInput = {}): ConfigOverrides {
     queueNextSigningKey: DEV_CREDENTIALS.nextSigningKey,
     queueKeyRotation: false,
   };
+}
+
+/**
+ * Writes the dev credentials into a data dir that has no queue credentials yet, so `stashd
+ * credentials --data-dir .stashd-dev` prints what `stashd dev` serves. Refuses (409) a data dir
+ * holding other queue credentials: one that `stashd start` used.
+ */
+export function seedDevCredentials(dataDir: string): void {
+  const file = queueCredentialsFile(dataDir);
+  withFileLock(file, () => {
+    const stored = readJsonFile(file) as { token?: unknown } | undefined;
+    if (stored === undefined) writeJsonFile(file, { ...DEV_CREDENTIALS });
+    else if (stored.token !== DEV_CREDENTIALS.token) throw notDevDir(dataDir);
+  });
+}
+
+/**
+ * A data dir with other queue credentials belongs to `stashd start`: `stashd dev` on it would
+ * write the public dev keys into its queue Redis, and the next `stashd start` would sign with them.
+ */
+function notDevDir(dataDir: string): AppError {
+  return new AppError(
+    "conflict",
+    `${dataDir} holds the queue credentials of a \`stashd start\` deployment: stashd dev would ` +
+      `replace its signing keys with the public dev keys. Use another --data-dir (default ${DEV_DATA_DIR}).`,
+  );
 }
 
 /**

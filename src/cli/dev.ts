@@ -1,3 +1,4 @@
+import { seedDevCredentials } from "../dev.js";
 import { devOverrides, start, type Stashd } from "../index.js";
 import { envLines } from "./credentials.js";
 import type { Invocation } from "./main.js";
@@ -14,7 +15,11 @@ export function runDev(inv: Invocation): Promise<number> {
     dataDir: typeof dataDir === "string" ? dataDir : undefined,
   });
   const fresh = inv.values.fresh === true;
-  return runUntilStopped(inv, () => start({ ...overrides, flags: inv.flags, fresh }), devBanner);
+  const begin = () => {
+    seedDevCredentials(String(overrides.dataDir));
+    return start({ ...overrides, flags: inv.flags, fresh });
+  };
+  return runUntilStopped(inv, begin, devBanner);
 }
 
 /**

@@ -1,4 +1,5 @@
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import net from "node:net";
 import os from "node:os";
@@ -9,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { DEV_CREDENTIALS } from "../../src/dev.js";
 import { eventually } from "../harness/eventually.js";
 import { startApp, type App } from "../workflow/harness.js";
-import { spawnStashd, type Spawned } from "./helpers.js";
+import { BIN, spawnStashd, type Spawned } from "./helpers.js";
 
 /**
  * `stashd dev` in the place of the vendor's QStash dev server: an app whose only setting is
@@ -106,6 +107,17 @@ describe("stashd dev", () => {
     expect(out).toContain(`# QSTASH_URL=http://127.0.0.1:${port}`);
     expect(out).toContain(`# QSTASH_TOKEN=${DEV_CREDENTIALS.token}`);
     expect(out).not.toContain("0.0.0.0");
+    const creds = JSON.parse(
+      spawnSync(process.execPath, [BIN, "credentials", "--json", "--data-dir", dataDir], {
+        encoding: "utf8",
+        env: {},
+      }).stdout,
+    ) as { queue: { url: string; token: string; currentSigningKey: string } };
+    expect(creds.queue).toMatchObject({
+      url: `http://127.0.0.1:${port}`,
+      token: DEV_CREDENTIALS.token,
+      currentSigningKey: DEV_CREDENTIALS.currentSigningKey,
+    });
   });
 
   it("is adopted by the SDK's dev mode: publish, then verify with the dev keys", async () => {
@@ -179,6 +191,34 @@ describe("stashd dev", () => {
       current: DEV_CREDENTIALS.currentSigningKey,
       next: DEV_CREDENTIALS.nextSigningKey,
     });
+  });
+
+  it("refuses a data dir of `stashd start` and an external queue Redis", () => {
+    const other = mkdtempSync(path.join(os.tmpdir(), "stashd-dev-other-"));
+    try {
+      const keys = { currentSigningKey: "sig_a", nextSigningKey: "sig_b" };
+      writeFileSync(
+        path.join(other, "queue-credentials.json"),
+        JSON.stringify({ token: "cHJvZA==", ...keys }),
+      );
+      const args = ["dev", "--data-dir", other, "--kv-port", "0", "--admin-port", "0"];
+      const refused = spawnSync(process.execPath, [BIN, ...args], {
+        encoding: "utf8",
+        env: { QSTASH_DEV_PORT: "0" },
+      });
+      expect(refused.status).toBe(1);
+      expect(refused.stderr).toContain(
+        "holds the queue credentials of a `stashd start` deployment",
+      );
+      const external = spawnSync(process.execPath, [BIN, ...args], {
+        encoding: "utf8",
+        env: { QSTASH_DEV_PORT: "0", STASHD_QUEUE_REDIS_URL: "redis://127.0.0.1:1" },
+      });
+      expect(external.status).toBe(1);
+      expect(external.stderr).toContain("STASHD_QUEUE_REDIS_URL is set");
+    } finally {
+      rmSync(other, { recursive: true, force: true });
+    }
   });
 
   it("keeps its store across restarts, and --fresh starts empty", async () => {
