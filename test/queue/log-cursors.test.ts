@@ -76,6 +76,7 @@ describe("log cursors", () => {
       (await rawLogs(`cursor=${before - 1}&order=earliestFirst&count=1000`)).logs,
     ).toHaveLength(MESSAGES);
     expect((await rawLogs(`cursor=${Date.now()}&count=1000`)).logs).toHaveLength(MESSAGES);
+    expect((await rawLogs("cursor=0&count=1000")).logs).toHaveLength(MESSAGES);
     const later = await rawLogs(`cursor=${Date.now() + 1000}&order=earliestFirst`);
     expect(later.logs).toHaveLength(0);
     expect(later.cursor).toBeUndefined();

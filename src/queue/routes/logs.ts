@@ -56,10 +56,13 @@ function renderEvent(e: LogEvent): Record<string, unknown> {
   };
 }
 
-/** The `cursor` parameter, checked now (400 `invalid cursor`); undefined when absent or empty. */
+/**
+ * The `cursor` parameter, checked now (400 `invalid cursor`); undefined when absent, empty or 0
+ * (a loop's `cursor ?? 0` sent as a start: the first page, not "before 1970").
+ */
 function logCursorParam(q: URLSearchParams): string | undefined {
   const raw = q.get("cursor");
-  if (raw === null || raw === "") return undefined;
+  if (raw === null || /^0*$/.test(raw)) return undefined;
   parseLogCursor(raw);
   return raw;
 }
