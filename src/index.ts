@@ -11,15 +11,22 @@ import { BodyBudget } from "./shared/http/body.js";
 import { createLogger, type Logger } from "./shared/log.js";
 import { acquireInstanceLock, runtimeFile, writeRuntime } from "./runtime.js";
 import { adminFor } from "./admin/wiring.js";
+import { emptyManagedStores } from "./dev.js";
 
 export type { Config } from "./config/schema.js";
 export type { DatabaseCredentials } from "./kv/database-manager.js";
+export { DEV_CREDENTIALS, DEV_DATA_DIR, devOverrides } from "./dev.js";
 
 export interface StartOptions extends ConfigOverrides {
   /** Environment to read settings from (default: process.env). */
   env?: NodeJS.ProcessEnv;
   /** Command-line values as typed (the CLI), validated like environment variables. */
   flags?: FlagValues;
+  /**
+   * Start from empty managed stores (queue and KV data deleted, tokens kept), as `stashd dev
+   * --fresh` does; see dev.ts `emptyManagedStores`. Done once the data dir is locked.
+   */
+  fresh?: boolean;
 }
 
 export interface Stashd {
@@ -70,11 +77,12 @@ export interface Stashd {
  * process) is refused with the running one's pid and URLs.
  */
 export async function start(options: StartOptions = {}): Promise<Stashd> {
-  const { env, flags, ...overrides } = options;
+  const { env, flags, fresh, ...overrides } = options;
   const config = loadConfig(overrides, env, flags);
   const logger = createLogger(config.logLevel, "stashd", { format: config.logFormat });
   const release = acquireInstanceLock(config.dataDir);
   try {
+    if (fresh) emptyManagedStores(config);
     ensureDefaultDatabase(config);
     return await startServices(config, logger, release);
   } catch (err) {

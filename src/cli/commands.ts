@@ -62,6 +62,30 @@ export const COMMANDS: CommandSpec[] = [
     ],
   },
   {
+    name: "dev",
+    args: "",
+    summary:
+      "Stand in for the QStash dev server: apps with QSTASH_DEV=true use it with no other setting.",
+    options: [
+      setting("qstashDevPort", "PORT"),
+      setting("kvPort", "PORT"),
+      setting("adminPort", "PORT"),
+      {
+        flag: "data-dir",
+        type: "string",
+        arg: "DIR",
+        doc: "Directory for dev state. Default ./.stashd-dev (STASHD_DATA_DIR is not read, so dev state stays apart from `stashd start`'s).",
+      },
+      {
+        flag: "fresh",
+        type: "boolean",
+        doc: "Start with empty queue and KV stores (tokens kept), as the vendor dev server does on every start.",
+      },
+      setting("logLevel", "LEVEL"),
+      setting("logFormat", "FORMAT"),
+    ],
+  },
+  {
     name: "credentials",
     args: "",
     summary: "Print the URLs and tokens as .env lines (the `default` database's as the main ones).",

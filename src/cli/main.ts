@@ -14,6 +14,7 @@ import {
 import { runCluster } from "./cluster.js";
 import { printCredentials } from "./credentials.js";
 import { runDb } from "./db.js";
+import { runDev } from "./dev.js";
 import { runQueue } from "./queue.js";
 import { runStart } from "./start.js";
 
@@ -73,6 +74,7 @@ export async function main(argv: string[]): Promise<number> {
 function run(inv: Invocation): Promise<number> | number {
   const [group] = inv.cmd.name.split(" ");
   if (group === "start") return runStart(inv);
+  if (group === "dev") return runDev(inv);
   if (group === "credentials") return printCredentials(inv);
   if (group === "db") return runDb(inv);
   if (group === "cluster") return runCluster(inv);

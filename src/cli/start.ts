@@ -12,7 +12,19 @@ const PARENT_POLL_MS = 200;
  * before anything starts, so a signal during startup still stops the managed redis-servers. A
  * second signal exits at once. Returns the exit code; bin/stashd exits with it right away.
  */
-export async function runStart(inv: Invocation): Promise<number> {
+export function runStart(inv: Invocation): Promise<number> {
+  return runUntilStopped(inv, () => start({ flags: inv.flags }), banner);
+}
+
+/**
+ * Starts stashd with `begin`, shows `announce` once it runs, and stops it on a signal (or when
+ * the launcher or parent goes away): the life cycle of `stashd start` and `stashd dev`.
+ */
+export async function runUntilStopped(
+  inv: Invocation,
+  begin: () => Promise<Stashd>,
+  announce: (stashd: Stashd) => void,
+): Promise<number> {
   let stopRequested: ((reason: string) => void) | undefined;
   const requested = new Promise<string>((resolve) => (stopRequested = resolve));
   let signals = 0;
@@ -28,7 +40,7 @@ export async function runStart(inv: Invocation): Promise<number> {
     process.channel?.unref();
   }
   if (inv.config().stopWithParent) watchParent(() => onSignal("parent process exited"));
-  const starting = start({ flags: inv.flags });
+  const starting = begin();
   const first = await Promise.race([starting, requested]);
   if (typeof first === "string") {
     // A signal during startup: stop as soon as it is up (or report why it could not start).
@@ -36,7 +48,7 @@ export async function runStart(inv: Invocation): Promise<number> {
     return 0;
   }
   const stashd = first;
-  banner(stashd);
+  announce(stashd);
   await requested;
   try {
     await stashd.stop();

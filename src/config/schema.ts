@@ -306,6 +306,18 @@ export const SETTINGS = {
     default: undefined,
     doc: "Next signing key, becomes current on rotation (unset: generated at first start).",
   },
+  queueKeyRotation: {
+    env: "STASHD_QUEUE_KEY_ROTATION",
+    kind: "bool",
+    default: true,
+    doc: "false: `POST /v2/keys/rotate` is refused (403) and the signing keys stay as configured. `stashd dev` always sets it: the SDKs' dev mode trusts only the dev server's fixed key pair.",
+  },
+  qstashDevPort: {
+    env: "QSTASH_DEV_PORT",
+    kind: "port",
+    default: 8080,
+    doc: "`stashd dev` only: port of the message queue API, the one the SDKs' dev mode (`QSTASH_DEV=true`) calls on 127.0.0.1 (STASHD_QUEUE_PORT is not used there).",
+  },
   queuePoolSize: {
     env: "STASHD_QUEUE_POOL_SIZE",
     kind: "int",

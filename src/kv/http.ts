@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { AppError } from "../shared/errors.js";
 import { readBody, type BodyBudget } from "../shared/http/body.js";
+import { Cors } from "../shared/http/cors.js";
 import { closingIfUnread, sendError, streamBody } from "../shared/http/respond.js";
 import { labelRequest } from "../shared/instrument.js";
 import type { Logger } from "../shared/log.js";
@@ -44,17 +45,24 @@ const BODY_METHODS = new Set(["POST", "PUT"]);
 const STREAMS = new Set(["monitor", "subscribe", "psubscribe"]);
 const UNAUTHORIZED =
   "WRONGPASS invalid or missing auth token. See https://docs.upstash.com/redis/troubleshooting/http_unauthorized for details.";
-const CORS = {
-  "access-control-allow-origin": "*",
-  "access-control-expose-headers": "upstash-sync-token",
-};
-const PREFLIGHT = {
-  ...CORS,
-  "access-control-allow-methods": "GET, HEAD, POST, PUT, OPTIONS",
-  "access-control-allow-headers":
-    "authorization, content-type, accept, cache-control, upstash-encoding, upstash-response-format, upstash-sync-token, upstash-telemetry-sdk, upstash-telemetry-platform, upstash-telemetry-runtime",
-  "access-control-max-age": "86400",
-};
+/** The headers @upstash/redis sends (`upstash-telemetry-retry` on its retries, from 1.39). */
+const CORS = new Cors({
+  methods: ["GET", "HEAD", "POST", "PUT"],
+  allowHeaders: [
+    "authorization",
+    "content-type",
+    "accept",
+    "cache-control",
+    "upstash-encoding",
+    "upstash-response-format",
+    "upstash-sync-token",
+    "upstash-telemetry-sdk",
+    "upstash-telemetry-platform",
+    "upstash-telemetry-runtime",
+    "upstash-telemetry-retry",
+  ],
+  exposeHeaders: ["upstash-sync-token"],
+});
 
 interface Format {
   readonly base64: boolean;
@@ -96,8 +104,7 @@ export class KvHttpHandler {
 
   readonly handle = (req: IncomingMessage, res: ServerResponse): void => {
     const headers = {
-      "access-control-allow-origin": CORS["access-control-allow-origin"],
-      "access-control-expose-headers": CORS["access-control-expose-headers"],
+      ...CORS.headers,
       "upstash-sync-token": `${this.syncPrefix}-${++this.syncCounter}`,
     };
     this.route(req, res, headers).catch((err: unknown) => {
@@ -151,9 +158,7 @@ export class KvHttpHandler {
   ): Promise<void> {
     const method = req.method ?? "GET";
     if (method === "OPTIONS") {
-      const answer = closingIfUnread(req, PREFLIGHT);
-      req.resume();
-      res.writeHead(204, answer).end();
+      CORS.answerPreflight(req, res);
       return;
     }
     if (!METHODS.has(method)) {

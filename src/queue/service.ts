@@ -2,6 +2,7 @@ import path from "node:path";
 import type { Config } from "../config/schema.js";
 import { messageOf } from "../shared/errors.js";
 import { BodyBudget } from "../shared/http/body.js";
+import { Cors } from "../shared/http/cors.js";
 import { waitAtMost } from "../shared/wait.js";
 import { listen } from "../shared/http/server.js";
 import { instrument } from "../shared/instrument.js";
@@ -85,15 +86,39 @@ export async function startQueueService(
   }
 }
 
+/**
+ * CORS on the queue API, the KV gateway's rules (shared/http/cors.ts), so qstash-js works from a
+ * browser. Request headers are allowed as the preflight asks: a publish carries any
+ * `Upstash-Forward-*` header its caller chose. The rate-limit headers are those the SDK reads.
+ */
+const QUEUE_CORS = new Cors({
+  methods: ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"],
+  allowHeaders: "requested",
+  exposeHeaders: [
+    "ratelimit-limit",
+    "ratelimit-remaining",
+    "ratelimit-reset",
+    "burst-ratelimit-limit",
+    "burst-ratelimit-remaining",
+    "burst-ratelimit-reset",
+    "retry-after",
+  ],
+});
+
 /** DLQ retention runs every minute, or more often when the retention itself is short (tests). */
 function dlqExpiryEvery(config: Config): number {
   const tenth = Math.floor(config.queueDlqRetentionMs / 10);
   return Math.min(60_000, Math.max(config.queueReapMs, tenth));
 }
 
+/** Where the managed queue redis-server keeps its files (AOF, RDB, pid). */
+export function managedQueueDir(dataDir: string): string {
+  return path.join(dataDir, "queue-redis");
+}
+
 function managedRedis(config: Config, log: Logger): ManagedRedis {
   return new ManagedRedis({
-    dir: path.join(config.dataDir, "queue-redis"),
+    dir: managedQueueDir(config.dataDir),
     bin: config.redisServerBin,
     appendfsync: "always",
     maxRestartBackoffMs: config.managedRestartMaxBackoffMs,
@@ -163,10 +188,10 @@ async function assemble(
   };
   dispatcher.useHooks(new WorkflowDelivery(ctx));
   const server = await listen(
-    instrument(
-      createQueueHandler(ctx, () => tokens.current()),
-      { service: "queue", logger: log },
-    ),
+    instrument(QUEUE_CORS.wrap(createQueueHandler(ctx, () => tokens.current())), {
+      service: "queue",
+      logger: log,
+    }),
     {
       host: config.host,
       port: config.queuePort,

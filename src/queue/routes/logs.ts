@@ -2,13 +2,14 @@ import { filterFromQuery, matches } from "../domain/filters.js";
 import { redactHeaders } from "../domain/render.js";
 import type { LogEvent } from "../store/log-store.js";
 import type { Handler } from "./context.js";
-import { countParam, cursorParam, multi, reply } from "./util.js";
+import { parseLogCursor } from "../domain/log-cursor.js";
+import { countParam, multi, reply } from "./util.js";
 
 /**
  * GET /v2/events → `{events, cursor?}` and GET /v2/logs → `{logs, cursor?}`
  * (docs/qstash-protocol.md §2.9): newest first by default, `messageIds` or filters (state accepts
  * IN_PROGRESS and CANCELLED), cursor omitted on the last page. The time, messageId, state and url
- * fields are always present.
+ * fields are always present. Cursors: domain/log-cursor.ts (a time in ms starts the listing there).
  */
 export const listLogs: Handler = async (ctx, r) => {
   const filter = filterFromQuery(r.query, "logs");
@@ -18,7 +19,7 @@ export const listLogs: Handler = async (ctx, r) => {
   const page = await ctx.logs.list(
     latestFirst,
     countParam(r.query, 100, 1000),
-    cursorParam(r.query),
+    logCursorParam(r.query),
     (e) => matches(filter, e.meta, { time: e.time, state: e.state }),
   );
   const key = (r.segments[0] ?? "").toLowerCase() === "logs" ? "logs" : "events";
@@ -53,4 +54,15 @@ function renderEvent(e: LogEvent): Record<string, unknown> {
     ...x,
     ...(x["responseHeader"] ? { responseHeaders: x["responseHeader"] } : {}),
   };
+}
+
+/**
+ * The `cursor` parameter, checked now (400 `invalid cursor`); undefined when absent, empty or 0
+ * (a loop's `cursor ?? 0` sent as a start: the first page, not "before 1970").
+ */
+function logCursorParam(q: URLSearchParams): string | undefined {
+  const raw = q.get("cursor");
+  if (raw === null || /^0*$/.test(raw)) return undefined;
+  parseLogCursor(raw);
+  return raw;
 }

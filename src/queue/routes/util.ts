@@ -71,8 +71,9 @@ export function countParam(q: URLSearchParams, dflt: number, max: number): numbe
 }
 
 /**
- * The `cursor` query parameter (a stream-style id `<ms>-<n>`, for logs of several queue
- * partitions `<ms>-<n>~<partition>`, see LogStore), or undefined for the first page.
+ * The `cursor` query parameter of the DLQ listings (a stream-style id `<ms>-<n>`, optionally
+ * `~<partition>`), or undefined for the first page. The logs take more forms
+ * (domain/log-cursor.ts).
  */
 export function cursorParam(q: URLSearchParams): string | undefined {
   const raw = q.get("cursor");

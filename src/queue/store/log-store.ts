@@ -1,5 +1,6 @@
 import type { Reply } from "../../shared/redis/resp.js";
 import type { MessageMeta, MessageState } from "../domain/message.js";
+import { encodeLogCursor, parseLogCursor, type LogPosition } from "../domain/log-cursor.js";
 import { collectPage, type Page } from "./paging.js";
 import type { Partition, Partitions } from "./partitions.js";
 import { asArray, asText, checked } from "./replies.js";
@@ -18,12 +19,6 @@ export interface LogEvent {
   bytes: number;
 }
 
-/** Where a listing stands: after stream id `id` of partition `part` (any partition: -1). */
-interface Position {
-  id: string;
-  part: number;
-}
-
 /** An event as listed, with the partition whose stream holds it. */
 interface Listed {
   event: LogEvent;
@@ -33,11 +28,11 @@ interface Listed {
 /**
  * Reads of the log streams (written inside the Lua transitions, trimmed there by retention), one
  * per partition. A listing merges them in stream-id order, ties (the same id in two partitions'
- * streams) broken by partition. Cursors are read exclusively, so they stay valid while new events
- * arrive: with one partition the stream id, as ever; with more `<stream id>~<partition>`, from
- * which each partition's range starts at the id, inclusive or not by whether the partition comes
- * after the cursor's at that id. A bare stream id given to several partitions is read exclusively
- * in each.
+ * streams) broken by partition. Cursors (domain/log-cursor.ts: the stream id and partition of the
+ * last entry examined, as digits) are read exclusively, so they stay valid while new events
+ * arrive: each partition's range starts at the id, inclusive or not by whether the partition
+ * comes after the cursor's at that id. A bare stream id given to several partitions is read
+ * exclusively in each; a time cursor starts every partition at that millisecond, inclusive.
  */
 export class LogStore {
   constructor(
@@ -74,12 +69,12 @@ export class LogStore {
   }
 
   private cursorOf(id: string, part: number): string {
-    return this.parts.count === 1 ? id : `${id}~${part}`;
+    return encodeLogCursor(id, part);
   }
 
   /** The first `size` events after cursor `after` over every partition, in listing order. */
   private async read(latestFirst: boolean, after: string | undefined, size: number) {
-    const at = after === undefined ? undefined : positionOf(after);
+    const at = after === undefined ? undefined : parseLogCursor(after);
     const lists = await this.parts.each(async (p): Promise<Listed[]> => {
       const reply = await p.redis.exec([...rangeOf(p, latestFirst, at), "COUNT", String(size)]);
       return asArray(checked(reply, "logs")).map((e) => ({ event: parseEvent(e), part: p.index }));
@@ -91,22 +86,23 @@ export class LogStore {
   }
 }
 
-const positionOf = (cursor: string): Position => {
-  const [id = "", part] = cursor.split("~");
-  return { id, part: part === undefined ? -1 : Number(part) };
-};
-
 /**
  * The XRANGE / XREVRANGE of partition `p` after position `at`: its own entries at the cursor's id
- * come after the cursor when `p` follows the cursor's partition in the listing order.
+ * come after the cursor when `p` follows the cursor's partition in the listing order. A time
+ * (an incomplete id) includes its whole millisecond: XREVRANGE reads `<ms>` as `<ms>-<max>`,
+ * XRANGE as `<ms>-0`.
  */
-function rangeOf(p: Partition, latestFirst: boolean, at: Position | undefined): string[] {
+function rangeOf(p: Partition, latestFirst: boolean, at: LogPosition | undefined): string[] {
   const log = p.keys.log;
   if (at === undefined)
     return latestFirst ? ["XREVRANGE", log, "+", "-"] : ["XRANGE", log, "-", "+"];
-  const follows = at.part >= 0 && (latestFirst ? p.index < at.part : p.index > at.part);
-  const from = follows ? at.id : `(${at.id}`;
+  const from = at.kind === "time" ? at.ms : afterId(p, latestFirst, at);
   return latestFirst ? ["XREVRANGE", log, from, "-"] : ["XRANGE", log, from, "+"];
+}
+
+function afterId(p: Partition, latestFirst: boolean, at: { id: string; part: number }): string {
+  const follows = at.part >= 0 && (latestFirst ? p.index < at.part : p.index > at.part);
+  return follows ? at.id : `(${at.id}`;
 }
 
 /** Stream ids (`<ms>-<seq>`) in stream order. */
