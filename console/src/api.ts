@@ -102,3 +102,44 @@ export async function kvWrite(db: string, ...commands: string[][]): Promise<unkn
     return r.result;
   });
 }
+
+/**
+ * Compare-and-write (one Lua script, so atomic): runs `read` and, only when it still answers
+ * `expected` (what the page showed), the `writes`. Answers whether it wrote. Every command works
+ * on `key` alone (KEYS[1]); the key also appears in the commands' own arguments.
+ */
+const COMPARE_AND_WRITE = `local i = 1
+local function take()
+  local n = tonumber(ARGV[i])
+  local out = {}
+  for j = 1, n do out[j] = ARGV[i + j] end
+  i = i + n + 1
+  return out
+end
+local current = redis.call(unpack(take()))
+local expected = ARGV[i]
+i = i + 1
+if type(current) == 'number' then current = tostring(current) end
+if current ~= expected then return 0 end
+while i <= #ARGV do redis.call(unpack(take())) end
+return 1`;
+
+/** Thrown when a compare-and-write found a value other than the one the page showed. */
+export class ChangedError extends ApiError {
+  constructor() {
+    super(409, "the value changed since it was loaded: nothing was written; refresh to see it");
+  }
+}
+
+export async function kvCompareAndWrite(
+  db: string,
+  key: string,
+  read: string[],
+  expected: string,
+  ...writes: string[][]
+): Promise<void> {
+  const args = [String(read.length), ...read, expected];
+  for (const w of writes) args.push(String(w.length), ...w);
+  const [wrote] = await kvWrite(db, ["EVAL", COMPARE_AND_WRITE, "1", key, ...args]);
+  if (Number(wrote) !== 1) throw new ChangedError();
+}

@@ -84,7 +84,7 @@ interface ActionProps {
   label: string;
   run: () => Promise<unknown>;
   /** Shown in a confirm() box first. */
-  confirm?: string;
+  confirm?: string | undefined;
   kind?: "primary" | "danger" | "plain";
   /** Toast on success. */
   done?: string;
