@@ -18,22 +18,33 @@ export function whenLoggedOut(fn: () => void): void {
   onUnauthorized = fn;
 }
 
+/** Status of an ApiError when stashd did not answer at all (down, or no answer in time). */
+export const UNREACHABLE = 0;
+
 export async function request<T = unknown>(
   method: string,
   path: string,
   body?: unknown,
   headers: Record<string, string> = {},
+  timeoutMs?: number,
 ): Promise<T> {
   const init: RequestInit = {
     method,
     credentials: "same-origin",
     headers: { "x-stashd-console": "1", ...headers },
+    ...(timeoutMs === undefined ? {} : { signal: AbortSignal.timeout(timeoutMs) }),
   };
   if (body !== undefined) {
     init.body = typeof body === "string" ? body : JSON.stringify(body);
     (init.headers as Record<string, string>)["content-type"] ??= "application/json";
   }
-  const res = await fetch(`/console/api/${path}`, init);
+  let res: Response;
+  try {
+    res = await fetch(`/console/api/${path}`, init);
+  } catch {
+    // fetch only rejects when there is no HTTP answer: say so instead of "Failed to fetch".
+    throw new ApiError(UNREACHABLE, "stashd is unreachable (no answer): is it running?");
+  }
   const text = await res.text();
   const parsed: unknown = text === "" ? undefined : safeJson(text);
   if (!res.ok) {
@@ -55,7 +66,8 @@ function safeJson(text: string): unknown {
   }
 }
 
-export const get = <T = unknown>(path: string) => request<T>("GET", path);
+export const get = <T = unknown>(path: string, timeoutMs?: number) =>
+  request<T>("GET", path, undefined, {}, timeoutMs);
 
 /** A query string from the non-empty values (repeated keys for arrays). */
 export function query(params: Record<string, string | string[] | undefined>): string {

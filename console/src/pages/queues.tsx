@@ -1,17 +1,6 @@
 import { useState } from "preact/hooks";
 import { queue, queueSend } from "../api.js";
-import {
-  Action,
-  PauseToggle,
-  Badge,
-  ErrorLine,
-  Field,
-  fmtTime,
-  Form,
-  Page,
-  Table,
-  useLoad,
-} from "../ui.js";
+import { Action, PauseToggle, Badge, Field, fmtTime, Form, Page, Table, useLoad } from "../ui.js";
 
 interface Queue {
   name: string;
@@ -53,8 +42,8 @@ export function QueuesPage() {
           }
         />
       </Form>
-      <ErrorLine error={list.error} />
       <Table
+        error={list.error}
         label="queues"
         rows={list.data ?? []}
         rowKey={(q) => q.name}

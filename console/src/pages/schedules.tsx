@@ -4,7 +4,6 @@ import {
   Action,
   PauseToggle,
   Badge,
-  ErrorLine,
   Field,
   fmtTime,
   Form,
@@ -47,8 +46,8 @@ export function SchedulesPage() {
       }
     >
       <NewSchedule onCreated={list.reload} />
-      <ErrorLine error={list.error} />
       <Table
+        error={list.error}
         label="schedules"
         rows={rows}
         rowKey={(s) => s.scheduleId}

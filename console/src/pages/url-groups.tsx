@@ -1,6 +1,6 @@
 import { useState } from "preact/hooks";
 import { queue, queueSend } from "../api.js";
-import { Action, ErrorLine, Field, Form, Page, Table, useLoad } from "../ui.js";
+import { Action, Field, Form, Page, Table, useLoad } from "../ui.js";
 
 interface Endpoint {
   name?: string;
@@ -46,8 +46,8 @@ export function UrlGroupsPage() {
           }
         />
       </Form>
-      <ErrorLine error={list.error} />
       <Table
+        error={list.error}
         label="url groups"
         rows={list.data ?? []}
         rowKey={(g) => g.name}
