@@ -103,6 +103,7 @@ export function Toasts() {
 
 interface ActionProps {
   label: string;
+  /** The action; resolving `false` means it did nothing (declined in a question): no toast. */
   run: () => Promise<unknown>;
   /** Shown in a confirm() box first. */
   confirm?: string | undefined;
@@ -113,32 +114,68 @@ interface ActionProps {
   title?: string;
 }
 
-/** A button that runs an async action once at a time and reports its outcome as a toast. */
-export function Action(p: ActionProps) {
+/** Runs an action once at a time: confirm first, then its outcome as a toast. */
+function useRunner(p: ActionProps): [boolean, () => Promise<void>] {
   const [busy, setBusy] = useState(false);
-  const click = async (e: Event) => {
-    e.stopPropagation();
+  const go = async () => {
+    if (busy || p.disabled) return;
     if (p.confirm && !window.confirm(p.confirm)) return;
     setBusy(true);
     try {
-      await p.run();
-      if (p.done) toast(p.done);
+      const outcome = await p.run();
+      if (p.done && outcome !== false) toast(p.done);
     } catch (err) {
       toast(messageOf(err), "error");
     } finally {
       setBusy(false);
     }
   };
+  return [busy, go];
+}
+
+/** A button that runs an async action once at a time and reports its outcome as a toast. */
+export function Action(p: ActionProps) {
+  const [busy, go] = useRunner(p);
   return (
     <button
       type="button"
       class={`btn ${p.kind ?? "plain"}`}
       disabled={busy || p.disabled}
-      onClick={click}
+      onClick={(e) => {
+        e.stopPropagation();
+        void go();
+      }}
       title={p.title}
     >
       {busy ? "…" : p.label}
     </button>
+  );
+}
+
+/**
+ * A form whose action runs on Enter in any of its fields or on its submit button (labelled
+ * `label`), once at a time, with the outcome as a toast (as Action).
+ */
+export function ActionForm(p: ActionProps & { children: ComponentChildren; class?: string }) {
+  const [busy, go] = useRunner(p);
+  return (
+    <form
+      class={p.class ?? "bar card"}
+      onSubmit={(e) => {
+        e.preventDefault();
+        void go();
+      }}
+    >
+      {p.children}
+      <button
+        type="submit"
+        class={`btn ${p.kind ?? "primary"}`}
+        disabled={busy || p.disabled}
+        title={p.title}
+      >
+        {busy ? "…" : p.label}
+      </button>
+    </form>
   );
 }
 

@@ -1,6 +1,6 @@
 import { useState } from "preact/hooks";
 import { queue, queueSend } from "../api.js";
-import { Action, Field, Form, Page, Table, useLoad } from "../ui.js";
+import { Action, ActionForm, Field, Page, Table, useLoad } from "../ui.js";
 
 interface Endpoint {
   name?: string;
@@ -21,7 +21,19 @@ export function UrlGroupsPage() {
   const endpoints = (g: string) => `topics/${encodeURIComponent(g)}/endpoints`;
   return (
     <Page title="URL groups">
-      <Form onSubmit={() => undefined} class="bar card">
+      <ActionForm
+        label="Add endpoint"
+        disabled={!group || !url}
+        done="Endpoint added"
+        run={async () => {
+          await queueSend("POST", endpoints(group), {
+            endpoints: [{ url, ...(name ? { name } : {}) }],
+          });
+          setUrl("");
+          setName("");
+          list.reload();
+        }}
+      >
         <Field label="Group" value={group} onInput={setGroup} name="group" />
         <Field
           label="Endpoint name (optional)"
@@ -30,22 +42,7 @@ export function UrlGroupsPage() {
           name="endpointName"
         />
         <Field label="Endpoint URL" value={url} onInput={setUrl} width="20rem" name="endpointUrl" />
-        <Action
-          label="Add endpoint"
-          kind="primary"
-          disabled={!group || !url}
-          done="Endpoint added"
-          run={() =>
-            queueSend("POST", endpoints(group), {
-              endpoints: [{ url, ...(name ? { name } : {}) }],
-            }).then(() => {
-              setUrl("");
-              setName("");
-              list.reload();
-            })
-          }
-        />
-      </Form>
+      </ActionForm>
       <Table
         error={list.error}
         label="url groups"
