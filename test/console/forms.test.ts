@@ -112,3 +112,26 @@ test("Cancel all matching with the page's message-id filter cancels that message
     page.getByRole("button", { name: "Cancel all matching" }).isDisabled(),
   ).resolves.toBe(true);
 });
+
+test("no horizontal overflow at 1280 and 1440 px with a side panel open", async () => {
+  const { messageId } = await env.q.client.publishJSON({
+    url: `${rx.url}/a-rather-long-path/that/goes/on/and/on?with=query&and=more`,
+    body: { wide: "x".repeat(300) },
+    delay: 3600,
+  });
+  for (const width of [1280, 1440]) {
+    await page.setViewportSize({ width, height: 800 });
+    await page.goto(`${env.url}#/messages`);
+    await page.fill("input[name='Message id']", messageId);
+    await page.getByRole("button", { name: "Search", exact: true }).click();
+    await page.locator("table[aria-label=events] tbody tr").first().click();
+    await page.locator("aside.panel").waitFor();
+    const overflow = await page.evaluate(() =>
+      [...document.querySelectorAll<HTMLElement>("body, .content, .page, .main, .panel")]
+        .filter((el) => el.scrollWidth > el.clientWidth + 1)
+        .map((el) => `${el.className || el.tagName}: ${el.scrollWidth} > ${el.clientWidth}`),
+    );
+    await env.shot(page, `layout-${width}`);
+    expect(overflow).toEqual([]);
+  }
+});
