@@ -163,7 +163,6 @@ function navCount(id: string, s: Summary | undefined): string {
   if (!s) return "";
   const n: Record<string, number | null | undefined> = {
     messages: s.queue?.pending,
-    dlq: s.queue?.dlq,
     schedules: s.schedules,
     queues: s.queues,
     "url-groups": s.urlGroups,
@@ -209,7 +208,9 @@ function StatusBar(p: { summary: Summary | undefined; conn: Connection }) {
     ["ready", q?.ready],
     ["delayed", q?.delayed],
     ["in flight", q?.inFlight],
-    ["DLQ", q?.dlq],
+    // The queue's DLQ count holds the workflow DLQ's entries too (one store): labelled as such,
+    // and not put next to the DLQ page, which lists message entries only.
+    ["failed (DLQ + workflow DLQ)", q?.dlq],
   ];
   return (
     <div class="status" aria-label="Live counts">

@@ -126,11 +126,12 @@ test("no horizontal overflow at 1280 and 1440 px with a side panel open", async 
     await page.getByRole("button", { name: "Search", exact: true }).click();
     await page.locator("table[aria-label=events] tbody tr").first().click();
     await page.locator("aside.panel").waitFor();
-    const overflow = await page.evaluate(() =>
-      [...document.querySelectorAll<HTMLElement>("body, .content, .page, .main, .panel")]
+    // Elements wider than their box (run in the page: the test's TypeScript has no DOM types).
+    const overflow = (await page.evaluate(`
+      [...document.querySelectorAll("body, .content, .page, .main, .panel")]
         .filter((el) => el.scrollWidth > el.clientWidth + 1)
-        .map((el) => `${el.className || el.tagName}: ${el.scrollWidth} > ${el.clientWidth}`),
-    );
+        .map((el) => (el.className || el.tagName) + ": " + el.scrollWidth + " > " + el.clientWidth)
+    `)) as string[];
     await env.shot(page, `layout-${width}`);
     expect(overflow).toEqual([]);
   }
