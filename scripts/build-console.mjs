@@ -26,3 +26,4 @@ await build({
   legalComments: "none",
 });
 copyFileSync(path.join(root, "console", "index.html"), path.join(out, "index.html"));
+copyFileSync(path.join(root, "console", "favicon.svg"), path.join(out, "favicon.svg"));

@@ -18,22 +18,33 @@ export function whenLoggedOut(fn: () => void): void {
   onUnauthorized = fn;
 }
 
+/** Status of an ApiError when stashd did not answer at all (down, or no answer in time). */
+export const UNREACHABLE = 0;
+
 export async function request<T = unknown>(
   method: string,
   path: string,
   body?: unknown,
   headers: Record<string, string> = {},
+  timeoutMs?: number,
 ): Promise<T> {
   const init: RequestInit = {
     method,
     credentials: "same-origin",
     headers: { "x-stashd-console": "1", ...headers },
+    ...(timeoutMs === undefined ? {} : { signal: AbortSignal.timeout(timeoutMs) }),
   };
   if (body !== undefined) {
     init.body = typeof body === "string" ? body : JSON.stringify(body);
     (init.headers as Record<string, string>)["content-type"] ??= "application/json";
   }
-  const res = await fetch(`/console/api/${path}`, init);
+  let res: Response;
+  try {
+    res = await fetch(`/console/api/${path}`, init);
+  } catch {
+    // fetch only rejects when there is no HTTP answer: say so instead of "Failed to fetch".
+    throw new ApiError(UNREACHABLE, "stashd is unreachable (no answer): is it running?");
+  }
   const text = await res.text();
   const parsed: unknown = text === "" ? undefined : safeJson(text);
   if (!res.ok) {
@@ -55,7 +66,8 @@ function safeJson(text: string): unknown {
   }
 }
 
-export const get = <T = unknown>(path: string) => request<T>("GET", path);
+export const get = <T = unknown>(path: string, timeoutMs?: number) =>
+  request<T>("GET", path, undefined, {}, timeoutMs);
 
 /** A query string from the non-empty values (repeated keys for arrays). */
 export function query(params: Record<string, string | string[] | undefined>): string {
@@ -101,4 +113,45 @@ export async function kvWrite(db: string, ...commands: string[][]): Promise<unkn
     if ("error" in r) throw new ApiError(400, r.error);
     return r.result;
   });
+}
+
+/**
+ * Compare-and-write (one Lua script, so atomic): runs `read` and, only when it still answers
+ * `expected` (what the page showed), the `writes`. Answers whether it wrote. Every command works
+ * on `key` alone (KEYS[1]); the key also appears in the commands' own arguments.
+ */
+const COMPARE_AND_WRITE = `local i = 1
+local function take()
+  local n = tonumber(ARGV[i])
+  local out = {}
+  for j = 1, n do out[j] = ARGV[i + j] end
+  i = i + n + 1
+  return out
+end
+local current = redis.call(unpack(take()))
+local expected = ARGV[i]
+i = i + 1
+if type(current) == 'number' then current = tostring(current) end
+if current ~= expected then return 0 end
+while i <= #ARGV do redis.call(unpack(take())) end
+return 1`;
+
+/** Thrown when a compare-and-write found a value other than the one the page showed. */
+export class ChangedError extends ApiError {
+  constructor() {
+    super(409, "the value changed since it was loaded: nothing was written; refresh to see it");
+  }
+}
+
+export async function kvCompareAndWrite(
+  db: string,
+  key: string,
+  read: string[],
+  expected: string,
+  ...writes: string[][]
+): Promise<void> {
+  const args = [String(read.length), ...read, expected];
+  for (const w of writes) args.push(String(w.length), ...w);
+  const [wrote] = await kvWrite(db, ["EVAL", COMPARE_AND_WRITE, "1", key, ...args]);
+  if (Number(wrote) !== 1) throw new ChangedError();
 }

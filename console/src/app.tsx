@@ -1,5 +1,5 @@
-import { useEffect, useState } from "preact/hooks";
-import { get, request, whenLoggedOut } from "./api.js";
+import { useEffect, useRef, useState } from "preact/hooks";
+import { ApiError, get, request, UNREACHABLE, whenLoggedOut } from "./api.js";
 import { Login } from "./login.js";
 import { DlqPage } from "./pages/dlq.js";
 import { FlowControlPage } from "./pages/flow-control.js";
@@ -11,7 +11,7 @@ import { SchedulesPage } from "./pages/schedules.js";
 import { SigningKeysPage } from "./pages/signing-keys.js";
 import { UrlGroupsPage } from "./pages/url-groups.js";
 import { WorkflowsPage } from "./pages/workflows.js";
-import { fmtCount, Toasts, useInterval } from "./ui.js";
+import { announceReconnect, fmtCount, fmtTime, messageOf, Toasts, useInterval } from "./ui.js";
 
 export interface Summary {
   queue: { ready: number; delayed: number; inFlight: number; pending: number; dlq: number } | null;
@@ -20,6 +20,17 @@ export interface Summary {
   urlGroups: number | null;
   flowControlKeys: number | null;
   databases: { name: string; keys: number | null }[];
+  /** Sources that did not answer (src/admin/console/summary.ts). */
+  down: string[];
+}
+
+/** What the top bar says about the connection to stashd and its databases. */
+interface Connection {
+  state: "connecting" | "live" | "offline";
+  /** Why offline: "stashd is unreachable", "queue not answering", ... */
+  detail: string;
+  /** When the last complete summary came (ms). */
+  lastLive: number | undefined;
 }
 
 interface Session {
@@ -28,6 +39,11 @@ interface Session {
 
 /** Live counts refresh this often (the summary is a handful of O(1)-ish reads). */
 const SUMMARY_EVERY_MS = 3000;
+/**
+ * A summary not answered within this is "offline" (the server gives each source 2 s), so a
+ * stopped stashd or database shows within SUMMARY_EVERY_MS + this.
+ */
+const SUMMARY_TIMEOUT_MS = 4000;
 
 const NAV: [string, string][] = [
   ["messages", "Messages"],
@@ -75,7 +91,24 @@ export function App() {
 function Shell(p: { session: Session; onLogout: () => void }) {
   const route = useHashRoute();
   const [summary, setSummary] = useState<Summary | undefined>();
-  const poll = () => void get<Summary>("summary").then(setSummary, () => undefined);
+  const [conn, setConn] = useState<Connection>({
+    state: "connecting",
+    detail: "",
+    lastLive: undefined,
+  });
+  const wasOffline = useRef(false);
+  const update = (next: Connection, counts: Summary | undefined) => {
+    // Counts are shown only from a summary of now: offline shows "—", never the last numbers.
+    setSummary(counts);
+    setConn(next);
+    if (wasOffline.current && next.state === "live") announceReconnect();
+    wasOffline.current = next.state === "offline";
+  };
+  const poll = () =>
+    void get<Summary>("summary", SUMMARY_TIMEOUT_MS).then(
+      (s) => update(connectionOf(s, conn.lastLive), s),
+      (err: unknown) => update(offline(err, conn.lastLive), undefined),
+    );
   const page = route[0] || "messages";
   // Counts refresh on every page change too, so a page never opens next to stale numbers.
   useEffect(poll, [page]);
@@ -113,7 +146,13 @@ function Shell(p: { session: Session; onLogout: () => void }) {
         </button>
       </nav>
       <main class="content">
-        <StatusBar summary={summary} />
+        <StatusBar summary={summary} conn={conn} />
+        {conn.state === "offline" && (
+          <p class="offline-banner" role="alert">
+            Offline ({conn.detail}): what this page shows was loaded before and may be out of date;
+            it loads again when the connection is back.
+          </p>
+        )}
         <PageFor route={route} page={page} session={p.session} />
       </main>
     </div>
@@ -124,7 +163,6 @@ function navCount(id: string, s: Summary | undefined): string {
   if (!s) return "";
   const n: Record<string, number | null | undefined> = {
     messages: s.queue?.pending,
-    dlq: s.queue?.dlq,
     schedules: s.schedules,
     queues: s.queues,
     "url-groups": s.urlGroups,
@@ -133,14 +171,46 @@ function navCount(id: string, s: Summary | undefined): string {
   return id in n ? fmtCount(n[id]) : "";
 }
 
-function StatusBar(p: { summary: Summary | undefined }) {
+function connectionOf(s: Summary, lastLive: number | undefined): Connection {
+  if (s.down.length === 0) return { state: "live", detail: "", lastLive: Date.now() };
+  return { state: "offline", detail: `${s.down.join(", ")} not answering`, lastLive };
+}
+
+function offline(err: unknown, lastLive: number | undefined): Connection {
+  const unreachable = err instanceof ApiError && err.status === UNREACHABLE;
+  return {
+    state: "offline",
+    detail: unreachable ? "stashd is unreachable" : messageOf(err),
+    lastLive,
+  };
+}
+
+/** The connection indicator: green "live", red "offline" with the reason, grey "connecting". */
+function ConnectionBadge(p: { conn: Connection }) {
+  const { state, detail, lastLive } = p.conn;
+  const label = state === "live" ? "live" : state === "offline" ? "offline" : "connecting…";
+  const title =
+    state === "live"
+      ? `counts refreshed every ${SUMMARY_EVERY_MS / 1000} s`
+      : `${detail}${lastLive ? `; last live ${fmtTime(lastLive)}` : ""}`;
+  return (
+    <span class={`conn ${state}`} data-connection={state} title={title} role="status">
+      ● {label}
+      {state === "offline" && <span class="conn-detail">{detail}</span>}
+    </span>
+  );
+}
+
+function StatusBar(p: { summary: Summary | undefined; conn: Connection }) {
   const q = p.summary?.queue;
   const items: [string, number | null | undefined][] = [
     ["pending", q?.pending],
     ["ready", q?.ready],
     ["delayed", q?.delayed],
     ["in flight", q?.inFlight],
-    ["DLQ", q?.dlq],
+    // The queue's DLQ count holds the workflow DLQ's entries too (one store): labelled as such,
+    // and not put next to the DLQ page, which lists message entries only.
+    ["failed (DLQ + workflow DLQ)", q?.dlq],
   ];
   return (
     <div class="status" aria-label="Live counts">
@@ -152,9 +222,7 @@ function StatusBar(p: { summary: Summary | undefined }) {
           <span class="l">{label}</span>
         </div>
       ))}
-      <span class="live" title="refreshed every 3 s">
-        ● live
-      </span>
+      <ConnectionBadge conn={p.conn} />
     </div>
   );
 }

@@ -10,24 +10,45 @@ export interface Loaded<T> {
   reload: () => void;
 }
 
-/** Runs `fn` now and whenever `deps` change; a stale answer never overwrites a newer one. */
+const reconnectListeners = new Set<() => void>();
+
+/** Called when the console is back online: every list shown loads again (useLoad). */
+export function announceReconnect(): void {
+  for (const again of reconnectListeners) again();
+}
+
+/**
+ * Runs `fn` now and whenever `deps` change; a stale answer never overwrites a newer one. New deps
+ * (other filters, another page) drop the old data at once, and an error drops it too: rows are
+ * never shown under an error or next to filters they were not loaded with. `reload` (a refresh of
+ * the same list) keeps the rows until the answer comes.
+ */
 export function useLoad<T>(fn: () => Promise<T>, deps: unknown[]): Loaded<T> {
   const [state, setState] = useState<{ data?: T; error?: string; loading: boolean }>({
     loading: true,
   });
   const seq = useRef(0);
-  const run = useCallback(() => {
+  const run = useCallback((fresh: boolean) => {
     const mine = ++seq.current;
-    setState((s) => ({ ...s, loading: true }));
+    setState((s) => (fresh ? { loading: true } : { ...s, loading: true }));
     fn().then(
       (data) => mine === seq.current && setState({ data, loading: false }),
-      (err: unknown) =>
-        mine === seq.current && setState((s) => ({ ...s, error: messageOf(err), loading: false })),
+      (err: unknown) => mine === seq.current && setState({ error: messageOf(err), loading: false }),
     );
     // The caller lists fn's inputs in deps (fn itself is a new closure on every render).
   }, deps);
-  useEffect(run, [run]);
-  return { data: state.data, error: state.error, loading: state.loading, reload: run };
+  useEffect(() => run(true), [run]);
+  useEffect(() => {
+    const again = () => run(false);
+    reconnectListeners.add(again);
+    return () => void reconnectListeners.delete(again);
+  }, [run]);
+  return {
+    data: state.data,
+    error: state.error,
+    loading: state.loading,
+    reload: () => run(false),
+  };
 }
 
 /** Calls `fn` every `ms` while the page is visible. */
@@ -82,9 +103,10 @@ export function Toasts() {
 
 interface ActionProps {
   label: string;
+  /** The action; resolving `false` means it did nothing (declined in a question): no toast. */
   run: () => Promise<unknown>;
   /** Shown in a confirm() box first. */
-  confirm?: string;
+  confirm?: string | undefined;
   kind?: "primary" | "danger" | "plain";
   /** Toast on success. */
   done?: string;
@@ -92,32 +114,68 @@ interface ActionProps {
   title?: string;
 }
 
-/** A button that runs an async action once at a time and reports its outcome as a toast. */
-export function Action(p: ActionProps) {
+/** Runs an action once at a time: confirm first, then its outcome as a toast. */
+function useRunner(p: ActionProps): [boolean, () => Promise<void>] {
   const [busy, setBusy] = useState(false);
-  const click = async (e: Event) => {
-    e.stopPropagation();
+  const go = async () => {
+    if (busy || p.disabled) return;
     if (p.confirm && !window.confirm(p.confirm)) return;
     setBusy(true);
     try {
-      await p.run();
-      if (p.done) toast(p.done);
+      const outcome = await p.run();
+      if (p.done && outcome !== false) toast(p.done);
     } catch (err) {
       toast(messageOf(err), "error");
     } finally {
       setBusy(false);
     }
   };
+  return [busy, go];
+}
+
+/** A button that runs an async action once at a time and reports its outcome as a toast. */
+export function Action(p: ActionProps) {
+  const [busy, go] = useRunner(p);
   return (
     <button
       type="button"
       class={`btn ${p.kind ?? "plain"}`}
       disabled={busy || p.disabled}
-      onClick={click}
+      onClick={(e) => {
+        e.stopPropagation();
+        void go();
+      }}
       title={p.title}
     >
       {busy ? "…" : p.label}
     </button>
+  );
+}
+
+/**
+ * A form whose action runs on Enter in any of its fields or on its submit button (labelled
+ * `label`), once at a time, with the outcome as a toast (as Action).
+ */
+export function ActionForm(p: ActionProps & { children: ComponentChildren; class?: string }) {
+  const [busy, go] = useRunner(p);
+  return (
+    <form
+      class={p.class ?? "bar card"}
+      onSubmit={(e) => {
+        e.preventDefault();
+        void go();
+      }}
+    >
+      {p.children}
+      <button
+        type="submit"
+        class={`btn ${p.kind ?? "primary"}`}
+        disabled={busy || p.disabled}
+        title={p.title}
+      >
+        {busy ? "…" : p.label}
+      </button>
+    </form>
   );
 }
 
@@ -215,7 +273,16 @@ export function Table<T>(p: {
   selected?: string | undefined;
   empty?: string;
   label?: string;
+  /** When set, shown instead of the rows (and never "empty"): the list could not be loaded. */
+  error?: string | undefined;
 }) {
+  if (p.error) {
+    return (
+      <p class="error-line" role="alert" data-list-error={p.label}>
+        {p.error}
+      </p>
+    );
+  }
   if (p.rows.length === 0) return <p class="empty">{p.empty ?? "Nothing here."}</p>;
   return (
     <table class="grid" aria-label={p.label}>

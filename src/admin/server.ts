@@ -71,6 +71,13 @@ export async function startAdmin(opts: AdminOptions): Promise<AdminListener> {
       return sendJson(res, 405, JSON.stringify({ error: "use GET" }));
     }
     if (path === "/healthz") return sendJson(res, 200, JSON.stringify({ status: "ok" }));
+    // A person opening the admin address lands on the web console when one is mounted.
+    const home = mounts[0]?.[0];
+    if (path === "/" && home) {
+      res.writeHead(302, { location: home, "content-length": 0 });
+      res.end();
+      return;
+    }
     if (path === "/readyz" && stopping) {
       return sendJson(res, 503, JSON.stringify({ error: "stashd is stopping" }));
     }

@@ -69,7 +69,12 @@ function banner(stashd: Stashd): void {
     "stashd is running",
     `  Redis REST API (UPSTASH_REDIS_REST_URL): ${stashd.kv.url}`,
     `  message queue (QSTASH_URL): ${stashd.queue.url}`,
-    ...(stashd.admin ? [`  admin (health, readiness, metrics): ${stashd.admin.url}`] : []),
+    ...(stashd.admin
+      ? [
+          `  web console: ${stashd.admin.url}/console`,
+          `  admin (health, readiness, metrics): ${stashd.admin.url}`,
+        ]
+      : []),
   ];
   const creds = `stashd credentials --data-dir ${dataDir}`;
   const tail = process.stderr.isTTY

@@ -2,6 +2,7 @@ import type { Page } from "playwright-core";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { eventually } from "../harness/eventually.js";
 import { consoleEnv, type ConsoleEnv } from "./harness.js";
+import { openKeyOn, redisOn } from "./kv-helpers.js";
 
 /** The KV data browser in chromium against a real stashd database. */
 let env: ConsoleEnv;
@@ -25,24 +26,13 @@ beforeAll(async () => {
 });
 afterAll(() => env?.close());
 
-/** A command on the default database with the standard token, straight through the REST API. */
-async function redis(...args: string[]): Promise<unknown> {
-  const res = await env.q.stashd.kvFetch("/", { body: JSON.stringify(args) });
-  return ((await res.json()) as { result: unknown }).result;
-}
+const redis = (...args: string[]) => redisOn(env, ...args);
 
 const button = (name: string) => page.getByRole("button", { name, exact: true });
 const panel = () => page.locator("aside.panel");
 const keyRows = () => page.locator("table[aria-label=keys] tbody tr");
 
-async function openKey(key: string): Promise<void> {
-  await page.goto(`${env.url}#/kv/default`);
-  await page.fill("input[name=pattern]", key);
-  await page.selectOption("select[name=Type]", "");
-  await button("Scan").click();
-  await keyRows().filter({ hasText: key }).first().click();
-  await panel().locator("h2", { hasText: key }).waitFor();
-}
+const openKey = (key: string) => openKeyOn(env, page, key);
 
 test("scan by pattern and by type; live key count", async () => {
   await page.goto(`${env.url}#/kv/default`);

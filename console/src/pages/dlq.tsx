@@ -9,18 +9,7 @@ import {
   useCursorPages,
   type Filters,
 } from "../filters.js";
-import {
-  Action,
-  ErrorLine,
-  Facts,
-  fmtTime,
-  Page,
-  HeaderList,
-  Panel,
-  Pre,
-  Table,
-  useLoad,
-} from "../ui.js";
+import { Action, Facts, fmtTime, Page, HeaderList, Panel, Pre, Table, useLoad } from "../ui.js";
 
 interface DlqMessage extends Message {
   dlqId: string;
@@ -95,8 +84,8 @@ export function DlqPage() {
           run={() => queueSend("DELETE", "dlq", { dlqIds: ids }).then(after)}
         />
       </div>
-      <ErrorLine error={list.error} />
       <Table
+        error={list.error}
         label="dlq"
         rows={rows}
         rowKey={(m) => m.dlqId}

@@ -8,7 +8,7 @@ import {
   useCursorPages,
   type Filters,
 } from "../filters.js";
-import { Badge, ErrorLine, fmtTime, Table, useInterval, useLoad, type Children } from "../ui.js";
+import { Badge, fmtTime, Table, useInterval, useLoad, type Children } from "../ui.js";
 
 /** One log event as GET /v2/events lists it. */
 export interface LogEvent {
@@ -64,8 +64,8 @@ export function EventList(p: {
         }}
       />
       {p.toolbar?.(filters)}
-      <ErrorLine error={list.error} />
       <Table
+        error={list.error}
         label="events"
         rows={rows}
         rowKey={(e) => `${e.messageId}:${e.state}:${e.time}`}

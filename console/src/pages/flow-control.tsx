@@ -4,7 +4,6 @@ import {
   Action,
   PauseToggle,
   Badge,
-  ErrorLine,
   Field,
   Form,
   Page,
@@ -45,8 +44,8 @@ export function FlowControlPage() {
           Search
         </button>
       </Form>
-      <ErrorLine error={list.error} />
       <Table
+        error={list.error}
         label="flow control keys"
         rows={list.data ?? []}
         rowKey={(k) => k.flowControlKey}

@@ -1,5 +1,5 @@
-import { useEffect, useState } from "preact/hooks";
-import { get, kvWrite, query } from "../api.js";
+import { useEffect, useRef, useState } from "preact/hooks";
+import { ChangedError, get, kvCompareAndWrite, kvWrite, query } from "../api.js";
 import { Action, ErrorLine, Facts, fmtTtl, messageOf, Panel } from "../ui.js";
 import { ValueEditor } from "./kv-values.js";
 
@@ -11,9 +11,18 @@ export interface KeyView {
   length: number;
   cursor: string;
   value: unknown;
+  /** Strings: "hex" when the value is binary (not UTF-8) and shown as hex. */
+  encoding?: "utf8" | "hex";
+  /** Strings: the bytes of the value shown (fewer than `length` when cut). */
+  shownBytes?: number;
 }
 
-/** The selected key: facts, TTL, delete, and the value editor of its type (members paged). */
+/**
+ * The selected key: facts, TTL, delete, and the value editor of its type (members paged with
+ * "Load more"). Refresh (and every write) reloads as many pages as are shown, so an edit on the
+ * second page stays there. Edits compare before they write: when the value changed since it was
+ * loaded, nothing is written and the panel says so until refreshed.
+ */
 export function KeyDetail(p: {
   db: string;
   name: string;
@@ -21,28 +30,68 @@ export function KeyDetail(p: {
   onDeleted: () => void;
 }) {
   const [view, setView] = useState<KeyView | undefined>();
+  const [pages, setPages] = useState(1);
   const [error, setError] = useState<string | undefined>();
+  const [stale, setStale] = useState(false);
   const base = `kv/${encodeURIComponent(p.db)}/key`;
-  const load = async (cursor = "0", append = false) => {
+  const page = (cursor: string) => get<KeyView>(`${base}${query({ key: p.name, cursor })}`);
+  // Only the newest reload may fill the panel (an older one can answer later, with older data).
+  const latest = useRef(0);
+  /** Loads the first `count` pages again (fewer if the value shrank). */
+  const reload = async (count = pages) => {
+    const mine = ++latest.current;
     try {
-      const next = await get<KeyView>(`${base}${query({ key: p.name, cursor })}`);
-      setView((old) =>
-        append && old ? { ...next, value: mergePages(old.value, next.value) } : next,
-      );
+      let next = await page("0");
+      let loaded = 1;
+      while (loaded < count && next.cursor !== "" && next.cursor !== "0") {
+        const more = await page(next.cursor);
+        next = { ...more, value: mergePages(next.value, more.value) };
+        loaded++;
+      }
+      if (mine !== latest.current) return;
+      setView(next);
+      setPages(loaded);
       setError(undefined);
+      setStale(false);
+    } catch (err) {
+      if (mine !== latest.current) return;
+      setView(undefined); // an error never sits above a value that may be stale
+      setError(messageOf(err));
+    }
+  };
+  const loadMore = async (cursor: string) => {
+    try {
+      const more = await page(cursor);
+      setView((old) => (old ? { ...more, value: mergePages(old.value, more.value) } : more));
+      setPages((n) => n + 1);
     } catch (err) {
       setError(messageOf(err));
     }
   };
-  useEffect(() => void load(), [p.db, p.name]);
+  useEffect(() => void reload(1), [p.db, p.name]);
   const write = async (...commands: string[][]) => {
     await kvWrite(p.db, ...commands);
-    await load();
+    await reload();
+  };
+  const cas = async (read: string[], expected: string, ...writes: string[][]) => {
+    try {
+      await kvCompareAndWrite(p.db, p.name, read, expected, ...writes);
+    } catch (err) {
+      if (err instanceof ChangedError) setStale(true);
+      throw err;
+    }
+    await reload();
   };
   const more = view && view.cursor !== "" && view.cursor !== "0";
   return (
     <Panel title={p.name} onClose={p.onClose}>
       <ErrorLine error={error} />
+      {stale && (
+        <p class="error-line" data-stale>
+          This value changed since it was loaded; nothing was written. Refresh to see the current
+          value.
+        </p>
+      )}
       {view && (
         <>
           <Facts
@@ -61,6 +110,7 @@ export function KeyDetail(p: {
             onPersist={() => write(["PERSIST", p.name])}
           />
           <div class="bar">
+            <Action label="Refresh" done="Refreshed" run={() => reload()} />
             <Action
               label="Delete key"
               kind="danger"
@@ -72,9 +122,9 @@ export function KeyDetail(p: {
               }}
             />
           </div>
-          <ValueEditor view={view} write={write} />
+          <ValueEditor view={view} write={write} cas={cas} />
           {more && (
-            <button type="button" class="btn plain" onClick={() => void load(view.cursor, true)}>
+            <button type="button" class="btn plain" onClick={() => void loadMore(view.cursor)}>
               Load more
             </button>
           )}
@@ -108,6 +158,7 @@ function TtlEditor(p: {
       <Action
         label="Set TTL"
         disabled={!/^\d+$/.test(secs)}
+        confirm={Number(secs) === 0 ? "A TTL of 0 deletes the key now. Delete it?" : undefined}
         done="TTL set"
         run={async () => {
           await p.onSet(secs);

@@ -3,23 +3,37 @@ import { Action, Pre } from "../ui.js";
 import type { KeyView } from "./kv-key.js";
 
 type Write = (...commands: string[][]) => Promise<void>;
+/** Runs `writes` only if `read` still answers `expected` (api.ts kvCompareAndWrite). */
+type CompareAndWrite = (read: string[], expected: string, ...writes: string[][]) => Promise<void>;
 
-/** The value of a key, editable in the way its type allows. */
-export function ValueEditor(p: { view: KeyView; write: Write }) {
-  const { view, write } = p;
+/** A value no list element holds: an element removed by index is first set to it. */
+const removedMark = () => `\u0000stashd-console-removed-${crypto.randomUUID()}`;
+
+/**
+ * The value of a key, editable in the way its type allows. Edits of a value the page shows (a
+ * string, a hash field, a list element, a score) are compare-and-writes: when the value changed
+ * since it was loaded nothing is written (the caller says so). List elements go by index.
+ */
+export function ValueEditor(p: { view: KeyView; write: Write; cas: CompareAndWrite }) {
+  const { view, write, cas } = p;
   const k = view.key;
   switch (view.type) {
     case "string":
       return (
         <StringEditor
+          // A refreshed value restarts the editor from it.
+          key={String(view.value ?? "")}
           value={String(view.value ?? "")}
+          binary={view.encoding === "hex"}
           length={view.length}
-          save={(v) => write(["SET", k, v, "KEEPTTL"])}
+          shownBytes={view.shownBytes ?? view.length}
+          save={(v) => cas(["GET", k], String(view.value ?? ""), ["SET", k, v, "KEEPTTL"])}
         />
       );
     case "ReJSON-RL":
       return (
         <JsonEditor
+          key={String(view.value ?? "")}
           value={String(view.value ?? "[]")}
           save={(v) => write(["JSON.SET", k, "$", v])}
         />
@@ -30,9 +44,12 @@ export function ValueEditor(p: { view: KeyView; write: Write }) {
           kind="hash"
           rows={(view.value as [string, string][]).map(([f, v]) => ({ id: f, label: f, value: v }))}
           labels={["Field", "Value"]}
-          save={(r, v) => write(["HSET", k, r.id, v])}
-          remove={(r) => write(["HDEL", k, r.id])}
-          add={(f, v) => write(["HSET", k, f, v])}
+          save={(r, v) => cas(["HGET", k, r.id], r.value, ["HSET", k, r.id, v])}
+          remove={(r) => cas(["HGET", k, r.id], r.value, ["HDEL", k, r.id])}
+          add={(f, v) => {
+            if (f === "") throw new Error("a hash field needs a name");
+            return write(["HSET", k, f, v]);
+          }}
         />
       );
     case "list":
@@ -45,8 +62,16 @@ export function ValueEditor(p: { view: KeyView; write: Write }) {
             value: v,
           }))}
           labels={["Index", "Value"]}
-          save={(r, v) => write(["LSET", k, r.id, v])}
-          remove={(r) => write(["LREM", k, "1", r.value])}
+          save={(r, v) => cas(["LINDEX", k, r.id], r.value, ["LSET", k, r.id, v])}
+          remove={(r) => {
+            const mark = removedMark();
+            return cas(
+              ["LINDEX", k, r.id],
+              r.value,
+              ["LSET", k, r.id, mark],
+              ["LREM", k, "1", mark],
+            );
+          }}
           add={(_f, v) => write(["RPUSH", k, v])}
           addField={false}
         />
@@ -93,33 +118,47 @@ export function ValueEditor(p: { view: KeyView; write: Write }) {
   }
 }
 
-/** A string value; one that is JSON can be re-formatted before saving. */
-function StringEditor(p: { value: string; length: number; save: (v: string) => Promise<void> }) {
+/**
+ * A string value (sizes in bytes, as STRLEN counts them); one that is JSON can be re-formatted
+ * before saving. A value cut at the size limit, or binary (not UTF-8, shown as hex), is read-only.
+ */
+function StringEditor(p: {
+  value: string;
+  binary: boolean;
+  length: number;
+  shownBytes: number;
+  save: (v: string) => Promise<void>;
+}) {
   const [text, setText] = useState(p.value);
-  const cut = p.length > p.value.length;
+  const cut = p.shownBytes < p.length;
+  const readOnly = cut || p.binary;
   return (
     <div class="editor">
       <h3>Value</h3>
+      {p.binary && <p class="hint">Binary value (not UTF-8), shown as hex; read-only.</p>}
       {cut && (
         <p class="hint">
-          Showing the first {p.value.length} of {p.length} bytes; saving is off.
+          Showing the first {p.shownBytes.toLocaleString("en-US")} of{" "}
+          {p.length.toLocaleString("en-US")} bytes; saving is off.
         </p>
       )}
       <textarea
         name="value"
         rows={8}
         value={text}
+        readOnly={readOnly}
+        class={p.binary ? "hex" : undefined}
         onInput={(e) => setText((e.target as HTMLTextAreaElement).value)}
       />
       <div class="bar">
         <Action
           label="Save"
           kind="primary"
-          disabled={cut || text === p.value}
+          disabled={readOnly || text === p.value}
           done="Saved"
           run={() => p.save(text)}
         />
-        {isJson(text) && (
+        {!readOnly && isJson(text) && (
           <button
             type="button"
             class="btn plain"
@@ -210,7 +249,8 @@ function Rows(p: {
         <tbody>
           {p.rows.map((r) => (
             <MemberRow
-              key={r.id}
+              // A refreshed value is a new row: the input restarts from it.
+              key={`${r.id}\u0000${r.value}`}
               row={r}
               save={p.readOnlyValues ? undefined : p.save}
               remove={p.remove}

@@ -1,17 +1,6 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 import { get, kvWrite, query } from "../api.js";
-import {
-  Action,
-  Badge,
-  ErrorLine,
-  Field,
-  fmtTtl,
-  Form,
-  Page,
-  Select,
-  Table,
-  toast,
-} from "../ui.js";
+import { Action, Badge, Field, fmtTtl, Form, Page, Select, Table, toast } from "../ui.js";
 import { CommandBox } from "./kv-command.js";
 import { KeyDetail } from "./kv-key.js";
 
@@ -63,6 +52,9 @@ export function KvPage(p: { db: string }) {
       setRows((old) => (append ? [...old, ...page.keys] : page.keys));
       setCursor(page.cursor);
     } catch (err) {
+      if (mine !== latest.current) return;
+      setRows([]); // never keys under an error: they may be gone or from another search
+      setCursor("0");
       setError(err instanceof Error ? err.message : String(err));
     } finally {
       setLoading(false);
@@ -111,8 +103,8 @@ export function KvPage(p: { db: string }) {
           Scan
         </button>
       </Form>
-      <ErrorLine error={error} />
       <Table
+        error={error}
         label="keys"
         rows={rows}
         rowKey={(r) => r.key}

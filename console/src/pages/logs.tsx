@@ -3,11 +3,16 @@ import type { Filters } from "../filters.js";
 import { Page, Panel, Pre } from "../ui.js";
 import { EventList, type LogEvent } from "./events.js";
 
+/** The filters GET /v2/events accepts (src/queue/domain/filters.ts, scope "logs"). */
 const FIELDS: (keyof Filters)[] = [
   "messageId",
   "state",
   "url",
-  "responseStatus",
+  "queueName",
+  "topicName",
+  "scheduleId",
+  "label",
+  "flowControlKey",
   "fromDate",
   "toDate",
 ];

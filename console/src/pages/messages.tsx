@@ -1,7 +1,7 @@
 import { useState } from "preact/hooks";
 import { queueSend } from "../api.js";
 import { filterParams, type Filters } from "../filters.js";
-import { Action, Page } from "../ui.js";
+import { Action, Page, toast } from "../ui.js";
 import { EventList, type LogEvent } from "./events.js";
 import { MessageDetail } from "./message-detail.js";
 
@@ -17,6 +17,25 @@ const FIELDS: (keyof Filters)[] = [
   "fromDate",
   "toDate",
 ];
+
+/**
+ * The body of DELETE /v2/messages for "Cancel all matching" with the page's filters, or why it
+ * cannot be sent. The cancel API takes ids (`messageIds`, then every other filter is ignored) or
+ * filters without `messageId` and `state` (src/queue/domain/filters.ts, scope "messages"), so a
+ * message id goes alone as `messageIds`, and a state (cancelling applies to pending messages
+ * whatever their state) is refused rather than dropped: a bulk action never widens silently.
+ */
+export function cancelBody(f: Filters): { body: Record<string, unknown> } | { refused: string } {
+  const { messageId, state, ...rest } = filterParams(f);
+  if (state !== undefined) {
+    return { refused: "Cancel cannot filter by state (it cancels pending messages): clear State." };
+  }
+  if (messageId === undefined) return { body: rest };
+  if (Object.keys(rest).length > 0) {
+    return { refused: "Cancel by message id cannot be combined with other filters." };
+  }
+  return { body: { messageIds: [messageId] } };
+}
 
 /** Messages: search by the SDKs' filters, open one for its headers and body, cancel. */
 export function MessagesPage() {
@@ -42,25 +61,30 @@ export function MessagesPage() {
         live={false}
         selected={selected?.messageId}
         onSelect={setSelected}
-        toolbar={(filters) => (
-          <div class="bar">
-            <Action
-              label="Cancel all matching"
-              kind="danger"
-              confirm="Cancel every pending message matching these filters (all of them when none are set)?"
-              run={async () => {
-                const r = await queueSend<{ cancelled: number }>(
-                  "DELETE",
-                  "messages",
-                  filterParams(filters),
-                );
-                setVersion(version + 1);
-                return r;
-              }}
-              done="Matching messages cancelled"
-            />
-          </div>
-        )}
+        toolbar={(filters) => {
+          const cancel = cancelBody(filters);
+          return (
+            <div class="bar">
+              <Action
+                label="Cancel all matching"
+                kind="danger"
+                disabled={"refused" in cancel}
+                confirm="Cancel every pending message matching these filters (all of them when none are set)?"
+                run={async () => {
+                  if ("refused" in cancel) throw new Error(cancel.refused);
+                  const r = await queueSend<{ cancelled: number }>(
+                    "DELETE",
+                    "messages",
+                    cancel.body,
+                  );
+                  setVersion(version + 1);
+                  toast(`${r.cancelled} ${r.cancelled === 1 ? "message" : "messages"} cancelled`);
+                }}
+              />
+              {"refused" in cancel && <span class="hint">{cancel.refused}</span>}
+            </div>
+          );
+        }}
       />
     </Page>
   );

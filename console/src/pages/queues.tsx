@@ -2,12 +2,11 @@ import { useState } from "preact/hooks";
 import { queue, queueSend } from "../api.js";
 import {
   Action,
+  ActionForm,
   PauseToggle,
   Badge,
-  ErrorLine,
   Field,
   fmtTime,
-  Form,
   Page,
   Table,
   useLoad,
@@ -21,6 +20,16 @@ interface Queue {
   createdAt: number;
 }
 
+/** A queue's parallelism as typed: a whole number of 1 or more, else an error saying so. */
+export function parseParallelism(text: string): number {
+  const t = text.trim();
+  const n = Number(t);
+  if (!/^\d+$/.test(t) || !Number.isSafeInteger(n) || n < 1) {
+    throw new Error(`parallelism must be a whole number of 1 or more, not "${text}"`);
+  }
+  return n;
+}
+
 /** FIFO queues: list with lag, create or change parallelism, pause, resume, delete. */
 export function QueuesPage() {
   const list = useLoad(() => queue<Queue[]>("queues"), []);
@@ -29,7 +38,19 @@ export function QueuesPage() {
   const path = (q: Queue, verb = "") => `queues/${encodeURIComponent(q.name)}${verb}`;
   return (
     <Page title="Queues">
-      <Form onSubmit={() => undefined} class="bar card">
+      <ActionForm
+        label="Create / update"
+        disabled={!name}
+        done="Queue saved"
+        run={async () => {
+          await queueSend("POST", "queues", {
+            queueName: name,
+            parallelism: parseParallelism(parallelism),
+          });
+          setName("");
+          list.reload();
+        }}
+      >
         <Field label="Queue name" value={name} onInput={setName} name="queueName" />
         <Field
           label="Parallelism"
@@ -38,23 +59,9 @@ export function QueuesPage() {
           width="7rem"
           name="parallelism"
         />
-        <Action
-          label="Create / update"
-          kind="primary"
-          disabled={!name}
-          done="Queue saved"
-          run={() =>
-            queueSend("POST", "queues", { queueName: name, parallelism: Number(parallelism) }).then(
-              () => {
-                setName("");
-                list.reload();
-              },
-            )
-          }
-        />
-      </Form>
-      <ErrorLine error={list.error} />
+      </ActionForm>
       <Table
+        error={list.error}
         label="queues"
         rows={list.data ?? []}
         rowKey={(q) => q.name}

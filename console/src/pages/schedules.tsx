@@ -1,13 +1,12 @@
 import { useState } from "preact/hooks";
-import { queue, queueSend } from "../api.js";
+import { ApiError, queue, queueSend } from "../api.js";
 import {
   Action,
   PauseToggle,
   Badge,
-  ErrorLine,
   Field,
   fmtTime,
-  Form,
+  ActionForm,
   Page,
   Panel,
   Pre,
@@ -47,8 +46,8 @@ export function SchedulesPage() {
       }
     >
       <NewSchedule onCreated={list.reload} />
-      <ErrorLine error={list.error} />
       <Table
+        error={list.error}
         label="schedules"
         rows={rows}
         rowKey={(s) => s.scheduleId}
@@ -92,19 +91,40 @@ function NewSchedule(p: { onCreated: () => void }) {
   const [cron, setCron] = useState("*/5 * * * *");
   const [body, setBody] = useState("");
   const [scheduleId, setScheduleId] = useState("");
-  const create = () =>
-    queueSend<{ scheduleId: string }>("POST", `schedules/${destination}`, body, {
+  /** Asks before a schedule id in use is replaced (the API replaces it silently). */
+  const replaceAllowed = async (): Promise<boolean> => {
+    if (!scheduleId) return true;
+    let old: Schedule;
+    try {
+      old = await queue<Schedule>(`schedules/${encodeURIComponent(scheduleId)}`);
+    } catch (err) {
+      if (err instanceof ApiError && err.status === 404) return true;
+      throw err;
+    }
+    return window.confirm(
+      `Schedule ${scheduleId} exists (${old.cron} → ${old.destination}). Replace it?`,
+    );
+  };
+  const create = async () => {
+    if (!(await replaceAllowed())) return false;
+    await queueSend<{ scheduleId: string }>("POST", `schedules/${destination}`, body, {
       "content-type": "text/plain",
       "upstash-cron": cron,
       ...(scheduleId ? { "upstash-schedule-id": scheduleId } : {}),
-    }).then(() => {
-      setDestination("");
-      setBody("");
-      setScheduleId("");
-      p.onCreated();
     });
+    setDestination("");
+    setBody("");
+    setScheduleId("");
+    p.onCreated();
+    return true;
+  };
   return (
-    <Form onSubmit={() => undefined} class="bar card">
+    <ActionForm
+      label="Create schedule"
+      disabled={!destination || !cron}
+      done="Schedule created"
+      run={create}
+    >
       <Field
         label="Destination URL"
         value={destination}
@@ -120,13 +140,6 @@ function NewSchedule(p: { onCreated: () => void }) {
         onInput={setScheduleId}
         name="scheduleId"
       />
-      <Action
-        label="Create schedule"
-        kind="primary"
-        disabled={!destination || !cron}
-        done="Schedule created"
-        run={create}
-      />
-    </Form>
+    </ActionForm>
   );
 }

@@ -1,6 +1,6 @@
 import { useState } from "preact/hooks";
 import { queue, queueSend } from "../api.js";
-import { Action, ErrorLine, Field, Form, Page, Table, useLoad } from "../ui.js";
+import { Action, ActionForm, Field, Page, Table, useLoad } from "../ui.js";
 
 interface Endpoint {
   name?: string;
@@ -21,7 +21,19 @@ export function UrlGroupsPage() {
   const endpoints = (g: string) => `topics/${encodeURIComponent(g)}/endpoints`;
   return (
     <Page title="URL groups">
-      <Form onSubmit={() => undefined} class="bar card">
+      <ActionForm
+        label="Add endpoint"
+        disabled={!group || !url}
+        done="Endpoint added"
+        run={async () => {
+          await queueSend("POST", endpoints(group), {
+            endpoints: [{ url, ...(name ? { name } : {}) }],
+          });
+          setUrl("");
+          setName("");
+          list.reload();
+        }}
+      >
         <Field label="Group" value={group} onInput={setGroup} name="group" />
         <Field
           label="Endpoint name (optional)"
@@ -30,24 +42,9 @@ export function UrlGroupsPage() {
           name="endpointName"
         />
         <Field label="Endpoint URL" value={url} onInput={setUrl} width="20rem" name="endpointUrl" />
-        <Action
-          label="Add endpoint"
-          kind="primary"
-          disabled={!group || !url}
-          done="Endpoint added"
-          run={() =>
-            queueSend("POST", endpoints(group), {
-              endpoints: [{ url, ...(name ? { name } : {}) }],
-            }).then(() => {
-              setUrl("");
-              setName("");
-              list.reload();
-            })
-          }
-        />
-      </Form>
-      <ErrorLine error={list.error} />
+      </ActionForm>
       <Table
+        error={list.error}
         label="url groups"
         rows={list.data ?? []}
         rowKey={(g) => g.name}

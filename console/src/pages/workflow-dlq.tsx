@@ -1,6 +1,6 @@
 import { query, queue, queueSend } from "../api.js";
 import { Pager, useCursorPages } from "../filters.js";
-import { Action, ErrorLine, fmtTime, Page, Table, useLoad, type Children } from "../ui.js";
+import { Action, fmtTime, Page, Table, useLoad, type Children } from "../ui.js";
 
 /** One failed run as GET /v2/workflows/dlq lists it (docs/workflow.md, workflow DLQ). */
 interface WorkflowDlqEntry {
@@ -25,8 +25,8 @@ export function WorkflowDlq(p: { tabs: Children }) {
   const act = (method: string, path: string) => () => queueSend(method, path).then(list.reload);
   return (
     <Page title="Workflow DLQ" actions={p.tabs}>
-      <ErrorLine error={list.error} />
       <Table
+        error={list.error}
         label="workflow dlq"
         rows={list.data?.messages ?? []}
         rowKey={(m) => m.dlqId}

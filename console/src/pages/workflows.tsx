@@ -1,18 +1,7 @@
 import { useState } from "preact/hooks";
 import { query, queue, queueSend } from "../api.js";
 import { Pager, SearchButtons, useCursorPages } from "../filters.js";
-import {
-  Action,
-  Badge,
-  ErrorLine,
-  Field,
-  Form,
-  fmtTime,
-  Page,
-  Select,
-  Table,
-  useLoad,
-} from "../ui.js";
+import { Action, Badge, Field, Form, fmtTime, Page, Select, Table, useLoad } from "../ui.js";
 import { WorkflowDlq } from "./workflow-dlq.js";
 import { RunDetail, stepCount, type Run } from "./workflow-run.js";
 
@@ -94,8 +83,8 @@ function RunsList() {
       <div class="bar">
         <Action label="Refresh" run={async () => list.reload()} />
       </div>
-      <ErrorLine error={list.error} />
       <Table
+        error={list.error}
         label="workflow runs"
         rows={rows}
         rowKey={(r) => r.workflowRunId}

@@ -1,5 +1,5 @@
 import { AppError } from "../../shared/errors.js";
-import { kvCommands, resultOf } from "./upstream.js";
+import { decodeBase64Result, kvCommands, resultOf } from "./upstream.js";
 
 /** Keys per page of the browser. */
 const PAGE = 100;
@@ -93,6 +93,13 @@ export interface KeyView {
   /** Where the next page of members starts ("0" or "" when there is none). */
   cursor: string;
   value: unknown;
+  /**
+   * Strings only: "utf8" when `value` is the text of the bytes (valid UTF-8), "hex" when the
+   * bytes are not UTF-8 (binary) and `value` is their hex.
+   */
+  encoding?: "utf8" | "hex";
+  /** Strings only: how many of the `length` bytes `value` holds (fewer when cut). */
+  shownBytes?: number;
 }
 
 /**
@@ -107,6 +114,7 @@ export async function readKey(db: Db, key: string, cursor: string): Promise<KeyV
   const type = String(resultOf(head[0]));
   const ttl = Number(resultOf(head[1]));
   if (type === "none") throw new AppError("not_found", `no key ${key}`);
+  if (type === "string") return { key, type, ttl, cursor: "", ...(await readString(db, key)) };
   const page = PAGES[type];
   if (!page) return { key, type, ttl, length: 0, cursor: "", value: null };
   const [len, body] = await kvCommands(db.kvUrl, db.token, page(key, cursor || "0"));
@@ -118,11 +126,52 @@ export async function readKey(db: Db, key: string, cursor: string): Promise<KeyV
 
 type PageCommands = (key: string, cursor: string) => string[][];
 
+/**
+ * A string's first MAX_STRING bytes, read base64-encoded so that binary survives the JSON: as
+ * text when they are UTF-8 (a character cut at the end by the limit is dropped whole), as hex
+ * otherwise. `length` is STRLEN (bytes), `shownBytes` what `value` holds.
+ */
+async function readString(
+  db: Db,
+  key: string,
+): Promise<Pick<KeyView, "length" | "value" | "encoding" | "shownBytes">> {
+  const [len, range] = await kvCommands(
+    db.kvUrl,
+    db.token,
+    [
+      ["STRLEN", key],
+      ["GETRANGE", key, "0", String(MAX_STRING - 1)],
+    ],
+    { base64: true },
+  );
+  const length = Number(resultOf(len));
+  const bytes = decodeBase64Result(resultOf(range));
+  const text = utf8Prefix(bytes, bytes.length < length);
+  if (text === undefined) {
+    return { length, value: bytes.toString("hex"), encoding: "hex", shownBytes: bytes.length };
+  }
+  return { length, value: text.text, encoding: "utf8", shownBytes: text.bytes };
+}
+
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+
+/**
+ * The text of `bytes` if they are UTF-8, with how many bytes it covers; when `cut`, up to three
+ * trailing bytes of a character the cut split are left out. Undefined for non-UTF-8 (binary).
+ */
+function utf8Prefix(bytes: Buffer, cut: boolean): { text: string; bytes: number } | undefined {
+  for (let drop = 0; drop <= (cut ? 3 : 0) && drop <= bytes.length; drop++) {
+    const part = bytes.subarray(0, bytes.length - drop);
+    try {
+      return { text: strictUtf8.decode(part), bytes: part.length };
+    } catch {
+      // Not UTF-8 (yet): when cut, try without the last byte.
+    }
+  }
+  return undefined;
+}
+
 const PAGES: Record<string, PageCommands> = {
-  string: (k) => [
-    ["STRLEN", k],
-    ["GETRANGE", k, "0", String(MAX_STRING - 1)],
-  ],
   hash: (k, c) => [
     ["HLEN", k],
     ["HSCAN", k, c, "COUNT", String(MEMBERS)],

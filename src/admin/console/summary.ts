@@ -10,6 +10,11 @@ export interface Summary {
   urlGroups: number | null;
   flowControlKeys: number | null;
   databases: { name: string; keys: number | null }[];
+  /**
+   * The sources that did not answer within SOURCE_TIMEOUT_MS ("queue" for the queue's Redis,
+   * "queue API", "KV <name>"): the console shows itself offline while any is listed.
+   */
+  down: string[];
 }
 
 export interface SummarySources {
@@ -20,24 +25,42 @@ export interface SummarySources {
   queueDepth: (() => Promise<QueueDepth>) | undefined;
 }
 
-/** Gathers every count in parallel; one failing source leaves its count null, not the page. */
+/**
+ * Longest a source may take: a Redis that is down can leave a command waiting for a reconnect,
+ * and the console must say "offline" within a few seconds, not after the API's 30 s timeout.
+ */
+const SOURCE_TIMEOUT_MS = 2000;
+
+/**
+ * Gathers every count in parallel; one failing (or slow) source leaves its count null and its
+ * name in `down`, not the page.
+ */
 export async function summarize(s: SummarySources): Promise<Summary> {
-  const listLength = async (path: string): Promise<number | null> => {
+  const listLength = async (path: string): Promise<number> => {
     const reply = await callApi(`${s.queueUrl}/v2/${path}`, s.queueToken, { method: "GET" });
     const parsed: unknown = JSON.parse(reply.body.toString("utf8"));
-    return reply.status === 200 && Array.isArray(parsed) ? parsed.length : null;
+    if (reply.status !== 200 || !Array.isArray(parsed)) {
+      throw new Error(`GET /v2/${path} answered ${reply.status}`);
+    }
+    return parsed.length;
   };
   const dbSize = async (db: DatabaseCredentials): Promise<number | null> => {
     const [reply] = await kvCommands(s.kvUrl, db.readonlyToken, [["DBSIZE"]]);
     return Number(resultOf(reply));
   };
+  const down = new Set<string>();
+  const settle = <T>(name: string, p: Promise<T>): Promise<T | null> =>
+    withTimeout(p, SOURCE_TIMEOUT_MS).catch(() => {
+      down.add(name);
+      return null;
+    });
   const [queue, schedules, queues, urlGroups, flowControlKeys, ...sizes] = await Promise.all([
-    orNull(s.queueDepth ? s.queueDepth() : Promise.resolve(null)),
-    orNull(listLength("schedules")),
-    orNull(listLength("queues")),
-    orNull(listLength("topics")),
-    orNull(listLength("flowControl")),
-    ...s.databases.map((db) => orNull(dbSize(db))),
+    s.queueDepth ? settle("queue", s.queueDepth()) : Promise.resolve(null),
+    settle("queue API", listLength("schedules")),
+    settle("queue API", listLength("queues")),
+    settle("queue API", listLength("topics")),
+    settle("queue API", listLength("flowControl")),
+    ...s.databases.map((db) => settle(`KV ${db.name}`, dbSize(db))),
   ]);
   return {
     queue: queue as QueueDepth | null,
@@ -46,9 +69,14 @@ export async function summarize(s: SummarySources): Promise<Summary> {
     urlGroups: urlGroups as number | null,
     flowControlKeys: flowControlKeys as number | null,
     databases: s.databases.map((db, i) => ({ name: db.name, keys: sizes[i] as number | null })),
+    down: [...down],
   };
 }
 
-function orNull<T>(p: Promise<T>): Promise<T | null> {
-  return p.catch(() => null);
+function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
 }

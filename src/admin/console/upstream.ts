@@ -40,16 +40,22 @@ export async function callApi(
 /** One KV REST reply: `{result}` or `{error}`, as the Upstash REST API answers. */
 export type KvResult = { result: unknown } | { error: string };
 
-/** Runs commands on a KV database through the REST API (one call, or one /pipeline call). */
+/**
+ * Runs commands on a KV database through the REST API (one call, or one /pipeline call). With
+ * `base64`, string results come base64-encoded (`Upstash-Encoding: base64`), so binary values
+ * survive; see decodeBase64Result.
+ */
 export async function kvCommands(
   kvUrl: string,
   token: string,
   commands: readonly (readonly string[])[],
+  opts: { base64?: boolean } = {},
 ): Promise<KvResult[]> {
   const single = commands.length === 1;
+  const encoding: Record<string, string> = opts.base64 ? { "upstash-encoding": "base64" } : {};
   const reply = await callApi(single ? `${kvUrl}/` : `${kvUrl}/pipeline`, token, {
     method: "POST",
-    headers: { "content-type": "application/json" },
+    headers: { "content-type": "application/json", ...encoding },
     body: JSON.stringify(single ? commands[0] : commands),
   });
   let parsed: unknown;
@@ -68,4 +74,13 @@ export function resultOf(r: KvResult | undefined): unknown {
   if (!r) throw new AppError("backend_unavailable", "KV API gave no reply");
   if ("error" in r) throw new AppError("redis_error", r.error);
   return r.result;
+}
+
+/**
+ * The bytes of a string result read with `base64`. The REST API leaves a top-level `OK` as is
+ * (docs/redis-rest-protocol.md §2.2); no base64 text is "OK" (its length is a multiple of 4).
+ */
+export function decodeBase64Result(result: unknown): Buffer {
+  const text = String(result ?? "");
+  return text === "OK" ? Buffer.from("OK") : Buffer.from(text, "base64");
 }
