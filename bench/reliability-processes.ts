@@ -178,6 +178,7 @@ function startProc(p: Proc): void {
       stdio: ["ignore", "ignore", "pipe"],
       env: {
         STASHD_QUEUE_REDIS_URL: redis.url,
+        STASHD_QUEUE_ALLOW_UNSAFE_REDIS: "true", // the harness's Redis runs without persistence
         STASHD_KV_REDIS_URL: `${redis.url}/1`,
         QSTASH_TOKEN: TOKEN,
         QSTASH_CURRENT_SIGNING_KEY: "sig_reliability_current",

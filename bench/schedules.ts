@@ -80,6 +80,7 @@ async function service(): Promise<QueueService> {
       dataDir,
       queuePort: 0,
       queueRedisUrl: redis.url,
+      queueAllowUnsafeRedis: true, // the harness's Redis runs without persistence
       queueToken: TOKEN,
       queueCurrentSigningKey: "sig_bench_current",
       queueNextSigningKey: "sig_bench_next",

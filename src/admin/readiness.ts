@@ -12,6 +12,8 @@ export interface ReadinessSources {
   /** Every queue partition's Redis behind one `exec` (see admin/wiring.ts). */
   queuePool: Pick<QueueRedis, "exec">;
   queueManaged: ManagedRedis | undefined;
+  /** Why the queue refuses writes (its Redis may lose them), or undefined. */
+  queueStoreRefusal(): string | undefined;
   /** Per-check deadline, so a stalled Redis answers "not ready" instead of hanging the probe. */
   timeoutMs: number;
 }
@@ -23,8 +25,8 @@ export interface Readiness {
 }
 
 /**
- * Ready = every database's Redis and the queue Redis answer PING, and every managed redis-server
- * is running. Checks run in parallel; each is bounded by `timeoutMs`.
+ * Ready = every database's Redis and the queue Redis answer PING, every managed redis-server
+ * is running, and the queue Redis keeps what it acknowledges (`queue-store`, store/safety.ts). Checks run in parallel; each is bounded by `timeoutMs`.
  */
 export async function checkReadiness(src: ReadinessSources): Promise<Readiness> {
   const open = src.databases();
@@ -42,6 +44,7 @@ export async function checkReadiness(src: ReadinessSources): Promise<Readiness> 
         Promise.resolve("database could not start (see the logs)"),
       ]),
     ["queue", ping(src.queuePool, src.queueManaged, src.timeoutMs)],
+    ["queue-store", Promise.resolve(src.queueStoreRefusal() ?? "ok")],
   ];
   const results = await Promise.all(checks.map(async ([name, p]) => [name, await p] as const));
   return {

@@ -40,6 +40,11 @@ function consoleFor(config: Config, kv: KvService, queue: QueueService, logger: 
     consoleToken: config.consoleToken,
     queueDepth: () => readQueueDepth(queue.pool.partitions),
     sessionTtlMs: config.consoleSessionTtlMs,
+    loginThrottle: {
+      perAddress: config.consoleLoginFailuresPerAddress,
+      global: config.consoleLoginFailuresGlobal,
+      windowMs: config.consoleLoginWindowMs,
+    },
     logger: logger.child("console"),
   });
 }
@@ -67,6 +72,7 @@ function startProbes(
         registered: () => (kv ? readRegistry(config.dataDir).map((r) => r.name) : []),
         queuePool: everyPartition(queue.pool.partitions),
         queueManaged: queue.managed,
+        queueStoreRefusal: () => queue.storeRefusal(),
         timeoutMs,
       }),
   });

@@ -122,6 +122,18 @@ export const SETTINGS = {
     default: false,
     doc: "Let the read-only token run Lua (EVAL_RO, EVALSHA_RO, FCALL_RO). Off: one script from a public page could keep the database busy past any time limit (docs/reliability.md, threat model).",
   },
+  kvRestTokenFailures: {
+    env: "STASHD_KV_RESTTOKEN_FAILURES",
+    kind: "int",
+    default: 10,
+    doc: "Failed `ACL RESTTOKEN` logins per ACL user and database in one window (ten times as many for all users together); past it RESTTOKEN answers 429 with Retry-After until the window ends.",
+  },
+  kvRestTokenWindowMs: {
+    env: "STASHD_KV_RESTTOKEN_WINDOW_MS",
+    kind: "int",
+    default: 60_000,
+    doc: "The window `STASHD_KV_RESTTOKEN_FAILURES` counts in.",
+  },
   kvAllowSharedRedis: {
     env: "STASHD_KV_ALLOW_SHARED_REDIS",
     kind: "bool",
@@ -133,6 +145,30 @@ export const SETTINGS = {
     kind: "bool",
     default: true,
     doc: "Redis < 7.4: emulate hash-field TTLs (docs/compatibility.md); same in every process.",
+  },
+  kvExclusiveConnections: {
+    env: "STASHD_KV_EXCLUSIVE_CONNECTIONS",
+    kind: "int",
+    default: 32,
+    doc: "Most exclusive backend connections per database, all tokens together (transactions of over 1000 commands, or on a Redis Cluster); further requests wait in line.",
+  },
+  kvExclusiveQueue: {
+    env: "STASHD_KV_EXCLUSIVE_QUEUE",
+    kind: "int",
+    default: 1000,
+    doc: "Requests per database that may wait for an exclusive connection; past it they are answered 429 with Retry-After.",
+  },
+  kvExclusiveWaitMs: {
+    env: "STASHD_KV_EXCLUSIVE_WAIT_MS",
+    kind: "int",
+    default: 5_000,
+    doc: "Longest wait for an exclusive connection; past it the request is answered 503 with Retry-After.",
+  },
+  kvMaxStreams: {
+    env: "STASHD_KV_MAX_STREAMS",
+    kind: "int",
+    default: 500,
+    doc: "Most open event streams (subscribe, psubscribe, monitor; each holds a backend connection) per database, all tokens together; past it a new one is answered 429 with Retry-After.",
   },
   sseKeepAliveMs: {
     env: "STASHD_SSE_KEEPALIVE_MS",
@@ -228,6 +264,18 @@ export const SETTINGS = {
     default: undefined,
     doc: "External Redis holding all queue state (unset: a managed redis-server, appendfsync always).",
   },
+  queueAllowUnsafeRedis: {
+    env: "STASHD_QUEUE_ALLOW_UNSAFE_REDIS",
+    kind: "bool",
+    default: false,
+    doc: "true: run the queue on a Redis that may lose acknowledged messages (`maxmemory-policy` other than `noeviction`, or persistence off), with a warning, instead of refusing (an ephemeral Redis in CI).",
+  },
+  queueStoreCheckMs: {
+    env: "STASHD_QUEUE_STORE_CHECK_MS",
+    kind: "int",
+    default: 10_000,
+    doc: "How often the queue Redis's eviction policy and persistence are checked again while running; while unsafe, writes answer 503 and /readyz is not ready.",
+  },
   queueToken: {
     env: "QSTASH_TOKEN",
     kind: "optional-string",
@@ -316,7 +364,7 @@ export const SETTINGS = {
     env: "STASHD_QUEUE_MAX_TIMEOUT_MS",
     kind: "int",
     default: 2 * 60 * 60 * 1000,
-    doc: "Ceiling of `Upstash-Timeout` (a longer one is cut to it).",
+    doc: "Longest `Upstash-Timeout` (and callback / failure-callback timeout) a publish may ask for; a longer one is refused with 400.",
   },
   queueDefaultTimeoutMs: {
     env: "STASHD_QUEUE_DEFAULT_TIMEOUT_MS",
@@ -451,6 +499,24 @@ export const SETTINGS = {
     kind: "int",
     default: 8 * 60 * 60 * 1000,
     doc: "Idle time after which a web console session ends (sessions live in memory only).",
+  },
+  consoleLoginFailuresPerAddress: {
+    env: "STASHD_CONSOLE_LOGIN_FAILURES_PER_ADDRESS",
+    kind: "int",
+    default: 10,
+    doc: "Failed console logins one client address may make per window; then its logins are answered 429 until the window ends.",
+  },
+  consoleLoginFailuresGlobal: {
+    env: "STASHD_CONSOLE_LOGIN_FAILURES_GLOBAL",
+    kind: "int",
+    default: 100,
+    doc: "Failed console logins from all addresses together per window; then every login is answered 429 until the window ends.",
+  },
+  consoleLoginWindowMs: {
+    env: "STASHD_CONSOLE_LOGIN_WINDOW_MS",
+    kind: "int",
+    default: 60_000,
+    doc: "Window in which failed console logins are counted.",
   },
 } as const satisfies Record<string, SettingSpec>;
 

@@ -52,8 +52,11 @@ function extraDenials(layout: RightsLayout): string[] {
   const denied = ["flushall", "swapdb", "move", "debug"];
   if (!layout.allowMigrate) denied.push("migrate");
   if (!layout.sanitizesPayloads) denied.push("restore", "restore-asking");
-  // Another tenant's commands and arguments are visible in these.
-  if (layout.reservedPrefixes.length > 0) denied.push("monitor", "slowlog");
+  // Another tenant's commands and arguments are visible in the first two; the others fork the
+  // whole server (a rewrite of the queue's AOF stalls its writes).
+  if (layout.reservedPrefixes.length > 0) {
+    denied.push("monitor", "slowlog", "bgsave", "bgrewriteaof");
+  }
   return denied;
 }
 

@@ -19,6 +19,8 @@ import {
 import type { DatabaseRecord } from "./registry.js";
 import { ScriptAliases } from "./rewrite.js";
 import { ScriptKiller } from "./script-killer.js";
+import { ExclusiveLimits } from "./exclusive-limits.js";
+import { FailureThrottle } from "../shared/failure-throttle.js";
 import { readonlyUserPassword, standardUserPassword, type AclCredentials } from "./tokens.js";
 
 /**
@@ -56,6 +58,11 @@ const READONLY_RULES = [
 const ADMIN_POOL_SIZE = 1;
 const ACL_POOL_IDLE_MS = 5 * 60_000;
 
+/** The pool's error for a connection that Redis closed (connection.ts). */
+function closedByRedis(err: unknown): boolean {
+  return err instanceof AppError && err.message === "ERR Redis is unreachable: connection closed";
+}
+
 /** Who else uses this database's Redis (database-manager.ts decides, from the URLs). */
 export interface RedisSharing {
   /** The queue's keys live on the same Redis (in another database number). */
@@ -87,6 +94,10 @@ export class KvDatabase {
   private dayCount = 0;
   /** Ends scripts past the time limit (SCRIPT/FUNCTION KILL, or SHUTDOWN NOSAVE). */
   private readonly killer: ScriptKiller;
+  /** Bounds on exclusive connections and event streams, all tokens together (exclusive-limits.ts). */
+  readonly limits: ExclusiveLimits;
+  /** Failed ACL RESTTOKEN logins, per ACL user (gateway-commands.ts): no password guessing. */
+  readonly restTokenGuesses: FailureThrottle;
 
   constructor(
     readonly record: DatabaseRecord,
@@ -97,6 +108,14 @@ export class KvDatabase {
     private readonly sharing: RedisSharing = { withQueue: false, queueUser: undefined },
   ) {
     this.killer = new ScriptKiller(this, config, logger);
+    this.limits = new ExclusiveLimits(record.name, config);
+    this.restTokenGuesses = new FailureThrottle({
+      perKey: config.kvRestTokenFailures,
+      global: 10 * config.kvRestTokenFailures,
+      windowMs: config.kvRestTokenWindowMs,
+      what: "ACL RESTTOKEN",
+      errorPrefix: "ERR ",
+    });
     const poolOpts = this.poolOptions(config.kvPoolSize);
     this.backends = new BackendFactory(endpoint, {
       connectTimeoutMs: config.redisConnectTimeoutMs,
@@ -350,7 +369,15 @@ export class KvDatabase {
 
   /** A request's error, explained when the Redis was stopped for a script (script-killer.ts). */
   explainFailure(err: unknown): unknown {
-    return this.killer.explain(err);
+    const explained = this.killer.explain(err);
+    if (explained !== err || !this.managed?.running || !closedByRedis(err)) return explained;
+    // A live managed Redis closes a pooled connection only past its reply buffer limit.
+    const limit = this.managed.replyBufferLimitBytes;
+    return new AppError(
+      "backend_unavailable",
+      `ERR reply too large: Redis closed the connection while building a reply past its limit of ${limit ?? "?"} bytes (4 x STASHD_KV_MAX_REPLY_BYTES); ask for less in one request`,
+      { cause: err },
+    );
   }
 
   private poolOptions(size: number): PoolOptions {

@@ -58,15 +58,19 @@ async function restToken(p: Principal, argv: Arg[]): Promise<Reply> {
     return errorReply("NOPERM the read-only token cannot mint ACL tokens (ACL RESTTOKEN)");
   }
   if (p.db.isReservedUser(username)) return reservedUser(username);
+  // Checked before the password is tried (429 with Retry-After), counted only on failure.
+  p.db.restTokenGuesses.check(username);
+  const login = () => RedisConnection.open({ ...p.db.endpoint, username, password }, 5_000);
   try {
-    const conn = await RedisConnection.open({ ...p.db.endpoint, username, password }, 5_000);
-    conn.destroy();
+    (await p.db.limits.withSlot(login)).destroy();
   } catch (err) {
     if (err instanceof LoginRefusedError) {
+      p.db.restTokenGuesses.fail(username);
       return errorReply(`ERR Wrong password or user "${username}" does not exist`);
     }
     throw err;
   }
+  p.db.restTokenGuesses.succeed(username);
   const token = mintAclToken(p.db.record.password, { username, password });
   return { kind: "bulk", value: Buffer.from(token) };
 }
@@ -108,6 +112,10 @@ async function aclCommand(p: Principal, argv: Arg[]): Promise<Reply> {
   if (p.role !== "standard") return p.db.poolFor(p).exec(argv);
   const sub = lower(argv[1]) ?? "";
   const admin = p.db.serverAdmin;
+  if (sub === "getuser" && argv[2] !== undefined && p.db.isReservedUser(argv[2].toString())) {
+    return reservedUser(argv[2].toString());
+  }
+  if (sub === "list") return withoutReservedUsers(p, await admin.exec(argv));
   if (sub === "whoami" || ACL_READS.has(sub)) return admin.exec(argv);
   if (sub === "deluser") {
     const reserved = argv.slice(2).find((u) => p.db.isReservedUser(u.toString()));
@@ -117,6 +125,19 @@ async function aclCommand(p: Principal, argv: Arg[]): Promise<Reply> {
   return errorReply(
     `ERR Command is not available: 'ACL ${sub.toUpperCase()}'. The server's users are managed by stashd.`,
   );
+}
+
+/**
+ * ACL LIST without stashd's own users: their lines hold password hashes (`#<sha256>`), and the
+ * Redis URL's password may be weak enough to guess offline.
+ */
+function withoutReservedUsers(p: Principal, reply: Reply): Reply {
+  if (reply.kind !== "array") return reply;
+  const value = reply.value.filter((line) => {
+    const name = line.kind === "bulk" ? /^user (\S+)/.exec(line.value.toString())?.[1] : undefined;
+    return name === undefined || !p.db.isReservedUser(name);
+  });
+  return { kind: "array", value };
 }
 
 /**

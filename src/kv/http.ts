@@ -21,7 +21,13 @@ import {
 } from "./execute.js";
 import { runTransaction } from "./transaction.js";
 import { parseCommand, parsePlainCommand, readCommandList, type CommandList } from "./body-args.js";
-import { itemPieces, rawRenderableAtOnce, renderableAtOnce, renderItem } from "./reply.js";
+import {
+  errorStatus,
+  itemPieces,
+  rawRenderableAtOnce,
+  renderableAtOnce,
+  renderItem,
+} from "./reply.js";
 import { renderList, renderRaw } from "./reply-bytes.js";
 import { heldBytes, ReplyBuffers, StreamBacklog } from "./reply-buffers.js";
 import { openStream, type StreamKind } from "./sse.js";
@@ -307,7 +313,7 @@ async function sendSingle(
   headers: Record<string, string>,
   method: string,
 ): Promise<void> {
-  const status = reply.kind === "error" ? 400 : 200;
+  const status = reply.kind === "error" ? errorStatus(reply.value) : 200;
   if (method !== "HEAD" && renderableAtOnce(reply)) {
     const body = format.resp2 ? serializeReply(reply) : renderItem(reply, format.base64);
     return sendWhole(out.res, status, headers, format, body);

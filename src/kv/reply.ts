@@ -1,6 +1,8 @@
 import { StringDecoder } from "node:string_decoder";
 import type { Reply } from "../shared/redis/resp.js";
+import { ERROR_CATALOG } from "../shared/errors.js";
 import type { RawReplies } from "../shared/redis/raw-replies.js";
+import { explainRefusal, isStorageRefusal } from "../shared/redis/refusal.js";
 
 /**
  * RESP2 reply → the JSON the SDKs expect: integers as numbers (exact digits, never through a JS
@@ -131,6 +133,7 @@ export function* itemPieces(reply: Reply, base64: boolean): Generator<string> {
  * Redis words ACL refusals differently by version (`NOPERM this user has no permissions to run
  * the 'set' command` in 7.0, `NOPERM User <u> has no permissions …` in 7.2+); the Upstash service
  * (and code matching on it) says `… command or its subcommand`. One wording whatever the backend.
+ * A storage refusal (MISCONF, OOM) keeps Redis's text and says the server cannot store now.
  */
 export function upstashError(text: string): string {
   const m = /^NOPERM (?:this user|User \S+) has no permissions to run the '([^']+)' command/.exec(
@@ -138,5 +141,13 @@ export function upstashError(text: string): string {
   );
   return m
     ? `NOPERM this user has no permissions to run the '${m[1] ?? ""}' command or its subcommand`
-    : text;
+    : explainRefusal(text);
+}
+
+/**
+ * HTTP status of a single command's error reply: 400 as Upstash answers, but 507 when Redis
+ * cannot store writes now (MISCONF, OOM: the server's fault, not the request's).
+ */
+export function errorStatus(text: string): number {
+  return isStorageRefusal(text) ? ERROR_CATALOG.insufficient_storage : 400;
 }

@@ -14,8 +14,11 @@ import type { StreamBacklog } from "./reply-buffers.js";
  *   data: subscribe,<channel>,<count>        data: message,<channel>,<payload>
  *   data: psubscribe,<pattern>,<count>       data: pmessage,<pattern>,<channel>,<payload>
  *   data: "OK"  then one Redis MONITOR line per command, client address masked as 0.0.0.0:0
- * Payloads are raw text; one containing a line break is sent JSON-quoted instead, which the SDK
- * (JSON-parsing every payload) turns back into the exact original. Idle streams get a
+ * Channels, patterns and payloads are raw text; one containing CR or LF is sent JSON-quoted
+ * instead, commas as `\u002c` (the SDK, JSON-parsing every payload, turns such a payload back into
+ * the exact original),
+ * and `sseEvent` escapes any CR or LF left, so no content can end a line: every Redis push is
+ * exactly one event, and none can be forged by a channel name or message. Idle streams get a
  * `: keepalive` comment every `sseKeepAliveMs`. Unsent bytes count against the process's budget of
  * bytes held for slow readers (reply-buffers.ts): a client that does not read is cut off.
  */
@@ -52,25 +55,29 @@ export async function openStream(
     );
   }
   const pool = p.db.poolFor(p);
-  const conn = await pool.acquire();
+  // Bounded per database (STASHD_KV_MAX_STREAMS): each stream holds a backend connection.
+  const leaveStream = p.db.limits.enterStream();
+  const conn = await pool.acquire().catch((err: unknown) => {
+    leaveStream();
+    throw err;
+  });
+  const giveUp = (err: unknown): never => {
+    pool.discard(conn);
+    leaveStream();
+    throw err;
+  };
   let cutOff = (): void => undefined;
-  const write = (line: string): void => {
+  const write = (chunk: string): void => {
     if (res.writableEnded) return;
-    res.write(`${line}\n\n`);
+    res.write(chunk);
     if (!opts.backlog.update(res.writableLength)) cutOff();
   };
   conn.setPushHandler((reply) => {
-    const line = eventLine(kind, reply);
-    if (line !== undefined) write(line);
+    const text = eventText(kind, reply);
+    if (text !== undefined) write(sseEvent(text));
   });
-  const first = await confirm(conn, kind, target).catch((err: unknown) => {
-    pool.discard(conn);
-    throw err;
-  });
-  if (first.kind === "error") {
-    pool.discard(conn);
-    throw new AppError("command_refused", upstashError(first.value));
-  }
+  const first = await confirm(conn, kind, target).catch(giveUp);
+  if (first.kind === "error") giveUp(new AppError("command_refused", upstashError(first.value)));
   res.writeHead(200, {
     ...opts.headers,
     "content-type": "text/event-stream",
@@ -78,8 +85,8 @@ export async function openStream(
     connection: "keep-alive",
     "x-accel-buffering": "no",
   });
-  write(kind === "monitor" ? 'data: "OK"' : (eventLine(kind, first) ?? ""));
-  const keepAlive = setInterval(() => write(": keepalive"), opts.keepAliveMs);
+  write(sseEvent(kind === "monitor" ? '"OK"' : (eventText(kind, first) ?? "")));
+  const keepAlive = setInterval(() => write(": keepalive\n\n"), opts.keepAliveMs);
   let ended = false;
   const end = (): void => {
     if (ended) return;
@@ -87,6 +94,7 @@ export async function openStream(
     clearInterval(keepAlive);
     untrack();
     pool.discard(conn);
+    leaveStream();
     opts.backlog.release();
     res.end();
   };
@@ -105,6 +113,9 @@ export async function openStream(
   req.on("close", end);
   res.on("close", end);
   conn.onClose(end);
+  // A client gone while the subscription was confirmed fired its close events before the
+  // listeners above existed: end now, or the stream would hold its connection forever.
+  if (res.destroyed || res.socket?.destroyed !== false) end();
 }
 
 function confirm(conn: ExclusiveConnection, kind: StreamKind, target: string): Promise<Reply> {
@@ -112,21 +123,36 @@ function confirm(conn: ExclusiveConnection, kind: StreamKind, target: string): P
   return conn.send([kind === "subscribe" ? "SUBSCRIBE" : "PSUBSCRIBE", target]);
 }
 
-function eventLine(kind: StreamKind, reply: Reply): string | undefined {
+/**
+ * The event's text: `type,field,…` as @upstash/redis splits it (docs/redis-rest-protocol.md §4.2),
+ * or a MONITOR line with the client address masked. Undefined for pushes that are not events.
+ */
+function eventText(kind: StreamKind, reply: Reply): string | undefined {
   if (kind === "monitor") {
     if (reply.kind !== "simple" && reply.kind !== "bulk") return undefined;
-    return `data: ${reply.value.toString().replace(/^(\S+ \[\d+ )[^\]]*\]/, "$10.0.0.0:0]")}`;
+    return reply.value.toString().replace(/^(\S+ \[\d+ )[^\]]*\]/, "$10.0.0.0:0]");
   }
   if (reply.kind !== "array") return undefined;
-  const parts = reply.value.map((r) =>
-    r.kind === "int" ? r.value : r.kind === "bulk" ? r.value.toString() : "",
+  const [type, ...rest] = reply.value.map((r) =>
+    r.kind === "int" ? String(r.value) : r.kind === "bulk" ? r.value.toString() : "",
   );
-  const last = parts.length - 1;
-  if (parts[0] === "message" || parts[0] === "pmessage")
-    parts[last] = payloadText(parts[last] ?? "");
-  return `data: ${parts.join(",")}`;
+  return [type, ...rest.map(oneLine)].join(",");
 }
 
-function payloadText(payload: string): string {
-  return /[\r\n]/.test(payload) ? JSON.stringify(payload) : payload;
+/**
+ * A channel, pattern or payload as sent: itself, or JSON-quoted when it holds CR or LF. A quoted
+ * one also spells its commas `\u002c` (JSON.parse restores them), so the SDK, which splits an
+ * event at its first commas, finds the fields where they are.
+ */
+function oneLine(text: string): string {
+  return /[\r\n]/.test(text) ? JSON.stringify(text).replace(/,/g, "\\u002c") : text;
+}
+
+/**
+ * One event: a single `data:` line and the blank line ending it. CR and LF are the only line ends
+ * of SSE; any left in `text` (callers quote fields already) is escaped as `\r` / `\n`, Redis's
+ * own MONITOR spelling, so no content can end the line early or start another event.
+ */
+export function sseEvent(text: string): string {
+  return `data: ${text.replace(/\r/g, "\\r").replace(/\n/g, "\\n")}\n\n`;
 }

@@ -2,6 +2,7 @@ import { AppError } from "../shared/errors.js";
 import type { RedisBackend } from "../shared/redis/backend.js";
 import type { Arg, Reply } from "../shared/redis/resp.js";
 import type { Principal } from "./database.js";
+import type { ExclusiveLease } from "./exclusive-limits.js";
 import { EmulationBatch } from "./emulate/batch.js";
 import { readOnlyFcallRefusal } from "./emulate/fcall-ro.js";
 import {
@@ -19,6 +20,7 @@ import {
   withoutWithType,
 } from "./gateway-commands.js";
 import { refusalOf, type CommandTable } from "./policy.js";
+import { isStorageRefusal } from "../shared/redis/refusal.js";
 import { upstashError } from "./reply.js";
 import { rewriteCommand } from "./rewrite.js";
 
@@ -36,6 +38,29 @@ const nextTurn = (): Promise<unknown> => new Promise((resolve) => setImmediate(r
  * transaction is refused or Redis aborts it. EXEC's reply counts against the reply budget whole.
  */
 export async function runTransaction(p: Principal, commands: RereadableCommands): Promise<Reply[]> {
+  const pool = p.db.poolFor(p);
+  // One that needs an exclusive connection takes its place in line first (bounded per database,
+  // exclusive-limits.ts): refused with 429 / 503 it cost no checking, and waiting it holds no
+  // rewritten commands.
+  const lease = fitsShared(pool, commands.length) ? undefined : await p.db.limits.lease(pool);
+  try {
+    return await checkAndRun(p, pool, lease, commands);
+  } finally {
+    lease?.release(); // unless runMultiExec discarded it
+  }
+}
+
+/** Whether a transaction of `length` commands goes out as one exchange on a shared connection. */
+function fitsShared(pool: RedisBackend, length: number): boolean {
+  return pool.sharedTransactions === true && length <= SLICE;
+}
+
+async function checkAndRun(
+  p: Principal,
+  pool: RedisBackend,
+  lease: ExclusiveLease | undefined,
+  commands: RereadableCommands,
+): Promise<Reply[]> {
   countCommands(p, commands.length);
   const table = p.db.loadedTable ?? (await p.db.commandTable());
   await checkAll(p, table, commands);
@@ -59,8 +84,7 @@ export async function runTransaction(p: Principal, commands: RereadableCommands)
     scripts ||= slice.some(isScriptCall);
     return slice;
   };
-  const pool = p.db.poolFor(p);
-  const replies = await runMultiExec(p, pool, commands.length, nextSlice, () => scripts);
+  const replies = await runMultiExec(p, pool, lease, commands.length, nextSlice, () => scripts);
   emulated.rename(replies, 1);
   const exec = replies[replies.length - 1] as Reply;
   if (exec.kind === "array") {
@@ -72,7 +96,11 @@ export async function runTransaction(p: Principal, commands: RereadableCommands)
   const first = replies.find((r) => r.kind === "error");
   const text = exec.kind === "error" ? exec.value : "ERR transaction aborted";
   const cause = first?.kind === "error" && first !== exec ? ` (${upstashError(first.value)})` : "";
-  throw new AppError("redis_error", `${upstashError(text)}${cause}`);
+  const refused = [text, first?.kind === "error" ? first.value : ""].some(isStorageRefusal);
+  throw new AppError(
+    refused ? "insufficient_storage" : "redis_error",
+    `${upstashError(text)}${cause}`,
+  );
 }
 
 /** Refuses the transaction if any command is refused or has no valid emulation. */
@@ -110,22 +138,23 @@ function discard(reason: string): never {
  * transaction of up to SLICE commands goes out as one exchange on a shared pipelined connection:
  * a connection writes each exchange's commands contiguously, so nothing of other requests can
  * fall between MULTI and EXEC, and the connection is out of MULTI again once EXEC is read. A
- * longer one is sent a slice at a time, so it takes an exclusive connection. `scripts` says,
+ * longer one is sent a slice at a time on the exclusive connection of `lease`. `scripts` says,
  * once every slice was taken, whether EXEC runs a script (then it is watched).
  */
 async function runMultiExec(
   p: Principal,
   pool: RedisBackend,
+  lease: ExclusiveLease | undefined,
   length: number,
   nextSlice: () => Arg[][],
   scripts: () => boolean,
 ): Promise<Reply[]> {
   const budget = new RequestReplies(p);
-  if (pool.sharedTransactions && length <= SLICE) {
+  if (!lease) {
     const all = [["MULTI"], ...nextSlice(), ["EXEC"]];
     return budget.exchange(pool, all, scripts() ? new Set([all.length - 1]) : NONE_WATCHED);
   }
-  const conn = await pool.acquire();
+  const { conn } = lease;
   const replies: Reply[] = [];
   try {
     replies.push(await conn.send(["MULTI"]));
@@ -135,9 +164,8 @@ async function runMultiExec(
     const [exec] = await budget.exchange(conn, [["EXEC"]], scripts() ? new Set([0]) : NONE_WATCHED);
     replies.push(exec as Reply);
   } catch (err) {
-    pool.discard(conn);
+    lease.discard();
     throw err;
   }
-  pool.release(conn);
   return replies;
 }

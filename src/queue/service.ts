@@ -2,6 +2,7 @@ import path from "node:path";
 import type { Config } from "../config/schema.js";
 import { messageOf } from "../shared/errors.js";
 import { BodyBudget } from "../shared/http/body.js";
+import { waitAtMost } from "../shared/wait.js";
 import { listen } from "../shared/http/server.js";
 import { instrument } from "../shared/instrument.js";
 import type { Logger } from "../shared/log.js";
@@ -19,6 +20,7 @@ import { MessageStore } from "./store/message-store.js";
 import { QueueStore } from "./store/queue-store.js";
 import { openQueueRedis, type QueueConnection } from "./store/redis.js";
 import { FlowControlStore } from "./store/flow-control-store.js";
+import { StoreSafety } from "./store/safety.js";
 import { ScheduleStore } from "./store/schedule-store.js";
 import { SigningKeys } from "./store/signing-keys.js";
 import { TopicStore } from "./store/topic-store.js";
@@ -40,6 +42,8 @@ export interface QueueService {
   /** The queue Redis, for readiness checks and scrape-time gauges (src/admin). */
   pool: QueueConnection;
   managed: ManagedRedis | undefined;
+  /** Why the queue refuses writes now (its Redis may lose them, see store/safety.ts), or undefined. */
+  storeRefusal(): string | undefined;
   close(): Promise<void>;
 }
 
@@ -105,6 +109,12 @@ async function assemble(
   clock: Clock,
   bodies: BodyBudget,
 ): Promise<QueueService> {
+  const safety = new StoreSafety(
+    pool.partitions,
+    { allowUnsafe: config.queueAllowUnsafeRedis, everyMs: config.queueStoreCheckMs },
+    log.child("store"),
+  );
+  await safety.checkAtStart();
   const creds = loadQueueCredentials(config);
   const tokens = new QueueTokenWatch(config, log, creds.token);
   const keys = new SigningKeys(pool.partitions, config.queueReapMs);
@@ -147,6 +157,7 @@ async function assemble(
     scheduler,
     queues,
     flowControl: new FlowControlStore(pool.partitions),
+    safety,
     workflows: new WorkflowStore(pool.partitions, config.queueLogRetentionMs, MAX_RUN_ENTRIES),
     bodies,
   };
@@ -164,13 +175,19 @@ async function assemble(
   );
   noteQueueListener(config, server.port);
   tokens.start();
+  safety.start();
   dispatcher.start();
   scheduler.start();
   startRepair(ctx);
+  let expiring: Promise<void> | undefined;
   const expiry = setInterval(() => {
-    dlq.expire(Date.now() - config.queueDlqRetentionMs).catch((err: unknown) => {
-      log.warn("dlq retention failed", { err: messageOf(err) });
-    });
+    expiring ??= dlq
+      .expire(Date.now() - config.queueDlqRetentionMs)
+      .then(
+        () => undefined,
+        (err: unknown) => log.warn("dlq retention failed", { err: messageOf(err) }),
+      )
+      .finally(() => (expiring = undefined));
   }, dlqExpiryEvery(config));
   log.info("queue listening", { url: server.url });
   return {
@@ -182,15 +199,19 @@ async function assemble(
     nextSigningKey: pair.next,
     pool,
     managed,
+    storeRefusal: () => safety.refusal(),
     // One grace period bounds both the HTTP requests and the deliveries in flight; the pool
-    // closes only after the dispatcher recorded every attempt whose response arrived.
+    // closes only after the dispatcher recorded every attempt whose response arrived and every
+    // background command (claims, reaps, retention, store checks) came back.
     close: async () => {
       clearInterval(expiry);
       tokens.stop();
+      const grace = config.shutdownGraceMs;
       await Promise.all([
-        server.close(config.shutdownGraceMs),
+        server.close(grace),
         scheduler.stop(),
-        dispatcher.stop(config.shutdownGraceMs),
+        dispatcher.stop(grace),
+        waitAtMost(Promise.all([safety.stop(), expiring]), grace),
       ]);
       await client.close();
       await pool.close();

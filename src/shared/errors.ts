@@ -23,6 +23,8 @@ export const ERROR_CATALOG = {
   internal: 500,
   backend_unavailable: 503,
   server_busy: 503,
+  /** Redis refuses writes (MISCONF, OOM): see shared/redis/refusal.ts. */
+  insufficient_storage: 507,
   invalid_config: 500,
   startup_failed: 500,
 } as const;

@@ -34,6 +34,9 @@ export async function startStashd(options: StartOptions = {}): Promise<TestStash
     redisRetryBackoffMs: 20,
     shutdownGraceMs: 1000,
     queuePartitions: TEST_PARTITIONS,
+    // Test Redis servers run without persistence (harness/redis.ts): the opt-in for such a
+    // Redis. test/security/unsafe-queue-redis.test.ts turns it off.
+    queueAllowUnsafeRedis: true,
     env: {},
     ...options,
     dataDir,

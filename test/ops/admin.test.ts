@@ -35,7 +35,7 @@ describe("admin listener", () => {
     expect(await health.json()).toEqual({ status: "ok" });
     expect(await readyz()).toEqual({
       status: 200,
-      body: { status: "ready", checks: { "kv:default": "ok", queue: "ok" } },
+      body: { status: "ready", checks: { "kv:default": "ok", queue: "ok", "queue-store": "ok" } },
     });
     expect((await fetch(`${admin}/nope`)).status).toBe(404);
   });

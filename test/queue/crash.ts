@@ -81,6 +81,7 @@ export class CrashScenario {
         STASHD_QUEUE_REAP_MS: "50",
         STASHD_QUEUE_IDLE_POLL_MS: "50",
         STASHD_QUEUE_CONCURRENCY: "4",
+        STASHD_QUEUE_ALLOW_UNSAFE_REDIS: "true", // an external test Redis runs without persistence
         ...this.env,
       },
     });

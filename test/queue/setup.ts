@@ -5,7 +5,7 @@ import { Client } from "@upstash/qstash";
 import { loadConfig } from "../../src/config/load.js";
 import type { Clock } from "../../src/queue/scheduler/scheduler.js";
 import { startQueueService, type QueueService } from "../../src/queue/service.js";
-import { createLogger } from "../../src/shared/log.js";
+import { createLogger, type Logger } from "../../src/shared/log.js";
 import type { StartOptions } from "../../src/index.js";
 import { queueKeys } from "../../src/queue/store/keys.js";
 import { makePartitions, type Partitions } from "../../src/queue/store/partitions.js";
@@ -119,13 +119,14 @@ export class TestClock implements Clock {
 /**
  * A bare queue service (one "process") on `redisUrl` with the fixed test credentials, fast
  * timings, a shared test clock and the given config `overrides`. Its data dir is appended to
- * `dirs` for the caller to remove.
+ * `dirs` for the caller to remove. `log` receives its log lines (default: stderr, warn and up).
  */
 export async function startClockedQueue(
   redisUrl: string,
   clock: Clock,
   dirs: string[],
   overrides: StartOptions = {},
+  log: Logger = createLogger("warn"),
 ): Promise<QueueService> {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), "stashd-queue-"));
   dirs.push(dataDir);
@@ -140,12 +141,13 @@ export async function startClockedQueue(
       queueNextSigningKey: TEST_KEYS.next,
       shutdownGraceMs: 1000,
       queueSchedulePollMs: 10,
+      queueAllowUnsafeRedis: true, // test Redis servers run without persistence
       ...FAST_QUEUE,
       ...overrides,
     },
     {},
   );
-  return startQueueService(config, createLogger("warn"), { clock });
+  return startQueueService(config, log, { clock });
 }
 
 /**

@@ -132,6 +132,12 @@ describe("scripts cannot do what commands may not (hole 4)", () => {
         error: `ERR ACL user '${user}' is reserved by stashd`,
       });
     }
+    // Their password hashes stay hidden.
+    expect((await standard(["ACL", "GETUSER", "default"])).body).toEqual({
+      error: "ERR ACL user 'default' is reserved by stashd",
+    });
+    const list = (await standard(["ACL", "LIST"])).body as { result: string[] };
+    expect(list.result.some((line) => /^user (default|stashd_standard) /.test(line))).toBe(false);
     expect((await standard(["ACL", "LOAD"])).body).toEqual({
       error: expect.stringMatching(/^ERR Command is not available: 'ACL LOAD'/),
     });
@@ -176,6 +182,27 @@ describe("the read-only token (holes 2 and 5)", () => {
     });
   });
 
+  it("and the standard token's ACL RESTTOKEN guesses are throttled per user", async () => {
+    await standard(["ACL", "SETUSER", "rights:target", "on", ">right", "~*", "+@read"]);
+    const guess = (password: string) => standard(["ACL", "RESTTOKEN", "rights:target", password]);
+    for (let i = 0; i < 10; i++) {
+      expect((await guess(`wrong${i}`)).body).toEqual({
+        error: 'ERR Wrong password or user "rights:target" does not exist',
+      });
+    }
+    const res = await s.kvFetch("/", {
+      body: JSON.stringify(["ACL", "RESTTOKEN", "rights:target", "right"]),
+    });
+    expect(res.status).toBe(429);
+    expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect(await res.json()).toEqual({ error: expect.stringMatching(/ACL RESTTOKEN/) });
+    // Another user's token is still minted.
+    await standard(["ACL", "SETUSER", "rights:other", "on", ">pw", "~*", "+@read"]);
+    const other = (await standard(["ACL", "RESTTOKEN", "rights:other", "pw"])).body;
+    expect(other).toEqual({ result: expect.stringMatching(/^acl_/) });
+    await stillServing();
+  });
+
   it("runs no Lua by default: a backtracking pattern cannot hold the database", async () => {
     const slow = "return string.find(string.rep('a', 30000), '(.-)(.-)(.-)(.-)b')";
     const started = Date.now();
@@ -196,8 +223,10 @@ describe("the read-only token (holes 2 and 5)", () => {
   it("cannot make Redis build a reply far past the reply cap", async () => {
     await standard(["SET", "rights:big", "x".repeat(1024 * 1024)]);
     const res = await readonly(["MGET", ...Array<string>(400).fill("rights:big")]);
-    expect(res.status).toBeGreaterThanOrEqual(400);
-    expect(res.body).toEqual({ error: expect.any(String) });
+    expect(res).toEqual({
+      status: 503,
+      body: { error: expect.stringMatching(/^ERR reply too large: Redis closed the connection/) },
+    });
     const info = ((await standard(["INFO", "memory"])).body as { result: string }).result;
     const peak = Number(/used_memory_peak:(\d+)/.exec(info)?.[1]);
     // 400 MiB of reply without the output buffer limit; the limit is 64 MiB.
@@ -214,7 +243,8 @@ describe("a Redis shared by the KV database and the queue (hole 3)", () => {
   beforeAll(async () => {
     shared = await startRedis(["--appendonly", "yes", "--appendfsync", "always"]);
     both = await startStashd({
-      kvRedisUrl: `${shared.url}/0`,
+      // KV in database 2: both tokens' users may select that number and no other.
+      kvRedisUrl: `${shared.url}/2`,
       queueRedisUrl: `${shared.url}/1`,
     });
   });
@@ -241,7 +271,7 @@ describe("a Redis shared by the KV database and the queue (hole 3)", () => {
     expect(before.length).toBeGreaterThan(0);
     const key = before.find((k) => k.endsWith(":keys")) ?? (before[0] as string);
     for (const script of [
-      `redis.call('SELECT', '1') return redis.call('GET', '${key}')`,
+      `redis.call('SELECT', '1') return redis.call('GET', 'anything')`,
       `return redis.call('COPY', 'a', '${key}', 'DB', '1', 'REPLACE')`,
       `return redis.call('GET', '${key}')`,
       "return redis.call('FLUSHALL')",
@@ -249,6 +279,10 @@ describe("a Redis shared by the KV database and the queue (hole 3)", () => {
       expect(await kv(["EVAL", script, "0"])).toEqual(refusedInScript);
     }
     expect((await kv(["SET", "shared:k", "v"])).body).toEqual({ result: "OK" });
+    const ro = await command(both, ["GET", "shared:k"], { token: both.kv.readonlyToken });
+    expect(ro.body).toEqual({ result: "v" });
+    const roQueue = await command(both, ["GET", key], { token: both.kv.readonlyToken });
+    expect(roQueue.body).toEqual({ error: expect.stringMatching(/NOPERM/) });
     expect((await kv(["FLUSHALL"])).body).toEqual({ result: "OK" });
     expect((await kv(["DBSIZE"])).body).toEqual({ result: 0 });
     expect(await queueKeys()).toEqual(before);
@@ -272,6 +306,9 @@ describe("a Redis shared by the KV database and the queue (hole 3)", () => {
     const monitor = await both.kvFetch("/monitor", { method: "GET" });
     expect(monitor.status).toBe(400);
     await monitor.body?.cancel();
+    for (const argv of [["SLOWLOG", "GET"], ["BGREWRITEAOF"]]) {
+      expect((await kv(argv)).body).toEqual({ error: expect.stringMatching(/NOPERM/) });
+    }
   });
 
   it("refuses to start a KV database on the queue's own database number", async () => {

@@ -17,8 +17,9 @@ let s: TestStashd;
 beforeAll(async () => {
   redis = await startRedis();
   s = await startStashd({
-    kvRedisUrl: redis.url,
-    queueRedisUrl: redis.url,
+    // One Redis for both, in two database numbers (the same number is refused).
+    kvRedisUrl: `${redis.url}/0`,
+    queueRedisUrl: `${redis.url}/1`,
     maxInflightBodyBytes: BUDGET,
     ...FAST_QUEUE,
   });

@@ -2,7 +2,9 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { DatabaseCredentials } from "../../kv/database-manager.js";
 import { AppError } from "../../shared/errors.js";
 import { readBody } from "../../shared/http/body.js";
+import { decodePathSegment } from "../../shared/http/path.js";
 import { sendError, sendJson } from "../../shared/http/respond.js";
+import { FailureThrottle } from "../../shared/failure-throttle.js";
 import type { Logger } from "../../shared/log.js";
 import { sendAsset } from "./assets.js";
 import {
@@ -34,6 +36,8 @@ export interface ConsoleDeps {
   queueDepth?: (() => Promise<QueueDepth>) | undefined;
   /** Idle time after which a session ends. */
   sessionTtlMs: number;
+  /** Budgets of failed logins (STASHD_CONSOLE_LOGIN_*); see login(). */
+  loginThrottle: { perAddress: number; global: number; windowMs: number };
   logger: Logger;
 }
 
@@ -63,6 +67,12 @@ interface Call {
  */
 export function createConsoleHandler(deps: ConsoleDeps): ConsoleHandler {
   const sessions = new SessionStore(deps.sessionTtlMs);
+  const throttle = new FailureThrottle({
+    perKey: deps.loginThrottle.perAddress,
+    global: deps.loginThrottle.global,
+    windowMs: deps.loginThrottle.windowMs,
+    what: "console login",
+  });
   return async (req, res) => {
     const url = req.url ?? "/";
     const q = url.indexOf("?");
@@ -78,7 +88,7 @@ export function createConsoleHandler(deps: ConsoleDeps): ConsoleHandler {
       rawQuery,
     };
     try {
-      await route(deps, sessions, call);
+      await route(deps, sessions, throttle, call);
     } catch (err) {
       if (!req.complete) req.resume();
       sendError(res, err, deps.logger, { "cache-control": "no-store" });
@@ -87,10 +97,15 @@ export function createConsoleHandler(deps: ConsoleDeps): ConsoleHandler {
   };
 }
 
-async function route(deps: ConsoleDeps, sessions: SessionStore, c: Call): Promise<void> {
+async function route(
+  deps: ConsoleDeps,
+  sessions: SessionStore,
+  throttle: FailureThrottle,
+  c: Call,
+): Promise<void> {
   if (!c.path.startsWith("/api/")) return serveStatic(c);
   requireCsrfHeader(c.req);
-  if (c.path === "/api/login" && c.method === "POST") return login(deps, sessions, c);
+  if (c.path === "/api/login" && c.method === "POST") return login(deps, sessions, throttle, c);
   const id = sessionIdOf(c.req);
   if (!sessions.touch(id)) throw new AppError("unauthorized", "log in first");
   if (c.path === "/api/logout" && c.method === "POST") {
@@ -105,7 +120,7 @@ async function route(deps: ConsoleDeps, sessions: SessionStore, c: Call): Promis
   }
   if (c.path.startsWith("/api/queue/")) return proxyQueue(deps, c);
   const kv = /^\/api\/kv\/([^/]+)\/(scan|key|exec)$/.exec(c.path);
-  if (kv) return kvRoute(deps, c, decodeURIComponent(kv[1] ?? ""), kv[2] ?? "");
+  if (kv) return kvRoute(deps, c, decodePathSegment(kv[1] ?? ""), kv[2] ?? "");
   throw new AppError("not_found", `no console API ${c.method} ${c.path}`);
 }
 
@@ -121,11 +136,28 @@ function serveStatic(c: Call): void {
   sendAsset(c.res, asset[1] ?? "", head);
 }
 
-async function login(deps: ConsoleDeps, sessions: SessionStore, c: Call): Promise<void> {
+/**
+ * A login: failed ones are counted per client address (the socket's: a forwarded-for header could
+ * be forged) and for all addresses together; past either budget every login, right or wrong, is
+ * answered 429 with Retry-After until the window ends, without comparing the token. The
+ * comparison itself stays constant-time (roleOfToken).
+ */
+async function login(
+  deps: ConsoleDeps,
+  sessions: SessionStore,
+  throttle: FailureThrottle,
+  c: Call,
+): Promise<void> {
+  const address = c.req.socket.remoteAddress ?? "unknown";
+  throttle.check(address);
   const body = await readJson(c);
   const token = typeof body["token"] === "string" ? body["token"] : "";
   const role = roleOfToken(token, deps.queueToken(), deps.consoleToken);
-  if (!role) throw new AppError("unauthorized", "wrong token");
+  if (!role) {
+    throttle.fail(address);
+    throw new AppError("unauthorized", "wrong token");
+  }
+  throttle.succeed(address);
   const id = sessions.create(role);
   const cookie = sessionCookie(id, deps.sessionTtlMs, cameOverTls(c.req));
   json(c, 200, { ok: true }, { "set-cookie": cookie });

@@ -2,6 +2,8 @@ import type { Config } from "../../config/schema.js";
 import { messageOf } from "../../shared/errors.js";
 import type { Logger } from "../../shared/log.js";
 import { metrics } from "../../shared/metrics.js";
+import { waitAtMost } from "../../shared/wait.js";
+import { isConnectionHeader } from "../domain/headers.js";
 import { newDlqId } from "../domain/ids.js";
 import type { AttemptResult, DlqMeta, Headers, MessageMeta } from "../domain/message.js";
 import { isNonRetryable, isSuccess, retryDelayMs } from "../domain/retry-policy.js";
@@ -79,8 +81,11 @@ type DispatcherConfig = Pick<
  */
 export class Dispatcher {
   private inflight = 0;
-  private pumping = false;
+  /** The pump's rounds while it runs (stop waits for them before the pool closes). */
+  private pumping: Promise<void> | undefined;
   private again = false;
+  /** A reap in progress (stop waits for it too). */
+  private reaping: Promise<void> | undefined;
   private stopped = false;
   private timer: NodeJS.Timeout | undefined;
   private timerAt = Number.POSITIVE_INFINITY;
@@ -114,7 +119,9 @@ export class Dispatcher {
   }
 
   start(): void {
-    this.reaper = setInterval(() => void this.reap(), this.cfg.queueReapMs);
+    this.reaper = setInterval(() => {
+      this.reaping ??= this.reap().finally(() => (this.reaping = undefined));
+    }, this.cfg.queueReapMs);
     this.leases.start();
     this.wake();
   }
@@ -222,6 +229,10 @@ export class Dispatcher {
     this.stopped = true;
     clearTimeout(this.timer);
     clearInterval(this.reaper);
+    // A claim or reap already sent must come back before the pool closes, or it fails (and
+    // logs) on a closed connection; a claim's messages are then in flight, waited for below.
+    // A stalled Redis is not waited for beyond the grace period.
+    await waitAtMost(Promise.all([this.pumping, this.reaping]), graceMs);
     // Leases stay renewed through the grace period: an attempt still running must not be handed
     // to another process meanwhile.
     await this.idle(graceMs);
@@ -241,12 +252,17 @@ export class Dispatcher {
     });
   }
 
-  private async pump(): Promise<void> {
+  /** Runs pump rounds, once at a time: a call while they run asks for another round. */
+  private pump(): Promise<void> {
     if (this.pumping) {
       this.again = true;
-      return;
+      return this.pumping;
     }
-    this.pumping = true;
+    this.pumping = this.rounds().finally(() => (this.pumping = undefined));
+    return this.pumping;
+  }
+
+  private async rounds(): Promise<void> {
     try {
       // A wake while the pump awaits Redis (the claim or the next due time) sets `again`: it
       // must run another round, or it would wait for the idle poll.
@@ -258,8 +274,6 @@ export class Dispatcher {
     } catch (err) {
       this.log.warn("dispatcher pump failed", { err: messageOf(err) });
       this.wake(Date.now() + this.cfg.queueIdlePollMs);
-    } finally {
-      this.pumping = false;
     }
   }
 
@@ -452,15 +466,15 @@ export function takesHandOff(m: NewMessage, now: number): boolean {
 /** Outgoing headers of docs/qstash-protocol.md §4.1. */
 /**
  * A delivery's request headers as a flat `[name, value, ...]` list: the message's own (`own`:
- * its meta's, or those a workflow hook prepared), then QStash's, which replace a forwarded header
- * of the same name. A list rather than a copy of
+ * its meta's, or those a workflow hook prepared) but for connection headers (Host, Content-Length,
+ * …: isConnectionHeader), then QStash's, which replace a forwarded header of the same name. A list rather than a copy of
  * `meta.header` with names added: that copy took V8's slow path, about 5 µs per delivery
  * (measured 2026-11-27, docs/benchmarks.md).
  */
 function deliveryHeaders(meta: MessageMeta, own: Headers, retried: number, signature: string) {
   const headers: string[] = [];
   for (const name in own) {
-    if (setByQStash(name, meta)) continue;
+    if (setByQStash(name, meta) || isConnectionHeader(name)) continue;
     // One line per value, as undici sends a header given several values.
     for (const value of own[name] as string[]) headers.push(name, value);
   }

@@ -2,7 +2,7 @@ import type { Config } from "../../config/schema.js";
 import { AppError } from "../../shared/errors.js";
 import { parseDuration } from "./duration.js";
 import { parseFlowControl } from "./flow-control-config.js";
-import { addHeader } from "./headers.js";
+import { addHeader, isConnectionHeader } from "./headers.js";
 import type { CallbackOptions, Headers, MessageMeta, Redaction } from "./message.js";
 import { compileRetryDelay } from "./retry-delay.js";
 
@@ -49,22 +49,12 @@ type Limits = Pick<
 
 const METHODS = new Set(["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]);
 
-/** Request headers never forwarded by `Upstash-Header-Forward` (credentials, hop-by-hop). */
-const NOT_FORWARDED = new Set([
-  "authorization",
-  "host",
-  "connection",
-  "keep-alive",
-  "content-length",
-  "transfer-encoding",
-  "te",
-  "trailer",
-  "upgrade",
-  "proxy-authorization",
-  "proxy-connection",
-  "expect",
-  "content-type",
-]);
+/**
+ * Request headers never forwarded by `Upstash-Header-Forward`: credentials, the content type
+ * (forwarded as itself anyway) and connection headers (isConnectionHeader).
+ */
+const notForwarded = (name: string): boolean =>
+  name === "authorization" || name === "content-type" || isConnectionHeader(name);
 
 export function parsePublishOptions(
   cfg: ConfigValues,
@@ -82,7 +72,7 @@ export function parsePublishOptions(
     header,
     ...timing,
     maxRetries: parseRetries(cfg.get("upstash-retries"), "Upstash-Retries", 3, limits),
-    timeoutMs: parseTimeout(cfg.get("upstash-timeout"), limits),
+    timeoutMs: parseTimeout(cfg.get("upstash-timeout"), "Upstash-Timeout", limits),
     retryDelayExpression: parseRetryDelay(cfg.get("upstash-retry-delay")),
     dedupId: cfg.get("upstash-deduplication-id") || undefined,
     contentBasedDedup: isTrue(cfg.get("upstash-content-based-deduplication")),
@@ -162,9 +152,10 @@ function callbackOptions(cfg: ConfigValues, prefix: string, limits: Limits): Cal
     method: method === undefined ? undefined : parseMethod(method, `${prefix}method`),
     retries:
       retries === undefined ? undefined : parseRetries(retries, `${prefix}retries`, 0, limits),
-    timeoutMs: timeout === undefined ? undefined : parseTimeout(timeout, limits),
+    timeoutMs:
+      timeout === undefined ? undefined : parseTimeout(timeout, `${prefix}timeout`, limits),
     retryDelayExpression: parseRetryDelay(cfg.get(`${prefix}retry-delay`)),
-    delayMs: delay === undefined ? undefined : parseDuration(delay, `${prefix}delay`),
+    delayMs: delay === undefined ? undefined : parseCallbackDelay(delay, `${prefix}delay`, limits),
   };
 }
 
@@ -181,7 +172,7 @@ function forwarded(cfg: ConfigValues, prefix: string): Headers {
 
 function forwardAll(request: Record<string, string | string[] | undefined>, out: Headers): void {
   for (const [name, value] of Object.entries(request)) {
-    if (value === undefined || name.startsWith("upstash-") || NOT_FORWARDED.has(name)) continue;
+    if (value === undefined || name.startsWith("upstash-") || notForwarded(name)) continue;
     for (const v of Array.isArray(value) ? value : [value]) addHeader(out, name, v);
   }
 }
@@ -204,14 +195,33 @@ function parseRetries(raw: string | undefined, name: string, dflt: number, limit
 }
 
 /**
- * `Upstash-Timeout`, cut to the ceiling; absent (or 0) the default timeout, which is what the
- * SDKs assume (the plan's maximum; see docs/queue.md, Timeouts).
+ * `Upstash-Timeout` (or a callback's): absent (or 0) the default timeout, which is what the SDKs
+ * assume (the plan's maximum; see docs/queue.md, Timeouts); past the ceiling a 400, as for
+ * retries and delays.
  */
-function parseTimeout(raw: string | undefined, limits: Limits): number {
+function parseTimeout(raw: string | undefined, name: string, limits: Limits): number {
   const dflt = Math.min(limits.queueDefaultTimeoutMs, limits.queueMaxTimeoutMs);
   if (raw === undefined) return dflt;
-  const ms = parseDuration(raw, "Upstash-Timeout");
-  return ms <= 0 ? dflt : Math.min(ms, limits.queueMaxTimeoutMs);
+  const ms = parseDuration(raw, name);
+  if (ms > limits.queueMaxTimeoutMs) {
+    throw new AppError(
+      "bad_request",
+      `${name} exceeds the maximum of ${limits.queueMaxTimeoutMs} ms (STASHD_QUEUE_MAX_TIMEOUT_MS)`,
+    );
+  }
+  return ms <= 0 ? dflt : ms;
+}
+
+/** A callback's delay, bounded like a publish's (STASHD_QUEUE_MAX_DELAY_MS). */
+function parseCallbackDelay(raw: string, name: string, limits: Limits): number {
+  const ms = parseDuration(raw, name);
+  if (ms > limits.queueMaxDelayMs) {
+    throw new AppError(
+      "bad_request",
+      `${name} exceeds the maximum of ${limits.queueMaxDelayMs} ms`,
+    );
+  }
+  return ms;
 }
 
 function parseRetryDelay(raw: string | undefined): string | undefined {
@@ -246,6 +256,11 @@ export function parseRedact(raw: string | undefined): Redaction | undefined {
   return out;
 }
 
+/**
+ * A destination, callback or URL-group endpoint URL: http or https with a host, as written (WHATWG
+ * parsing would turn `http:///x` or `http:x` into `http://x/`; the URL is stored and shown as
+ * given, so the given text must name its host). 400 otherwise.
+ */
 export function checkUrl(raw: string, name: string): string {
   let url: URL;
   try {
@@ -259,7 +274,16 @@ export function checkUrl(raw: string, name: string): string {
       `invalid ${name} url: endpoint has invalid scheme, add http:// or https://`,
     );
   }
+  if (!hostOf(raw)) {
+    throw new AppError("bad_request", `invalid ${name} url: ${JSON.stringify(raw)} has no host`);
+  }
   return raw;
+}
+
+/** The host written in `scheme://[user@]host[:port]`, or "" when there is none. */
+function hostOf(raw: string): string {
+  const authority = /^https?:\/\/([^/?#\\]*)/i.exec(raw)?.[1] ?? "";
+  return authority.replace(/^.*@/, "").replace(/:\d*$/, "");
 }
 
 function isTrue(raw: string | undefined): boolean {

@@ -22,7 +22,37 @@ const FUNCS: Record<string, { arity: number; fn: (...a: number[]) => number }> =
   max: { arity: 2, fn: (a = 0, b = 0) => Math.max(a, b) },
 };
 
+/** Longest accepted expression, in characters (the vendor's own examples are under 50). */
+export const MAX_RETRY_DELAY_LENGTH = 1000;
+/**
+ * Deepest accepted nesting of parentheses, function calls and unary minus: the parser and the
+ * compiled closures recurse once per level, so an unbounded depth would overflow the stack.
+ */
+export const MAX_RETRY_DELAY_DEPTH = 32;
+
+/**
+ * Compiles an expression, or throws a 400 naming what is wrong (syntax, length past
+ * MAX_RETRY_DELAY_LENGTH, nesting past MAX_RETRY_DELAY_DEPTH).
+ */
 export function compileRetryDelay(expr: string): RetryDelayFn {
+  if (expr.length > MAX_RETRY_DELAY_LENGTH) {
+    throw new AppError(
+      "bad_request",
+      `invalid Upstash-Retry-Delay expression: longer than ${MAX_RETRY_DELAY_LENGTH} characters`,
+    );
+  }
+  let depth = 0;
+  const nested = <T>(inner: () => T): T => {
+    if (++depth > MAX_RETRY_DELAY_DEPTH) {
+      throw new AppError(
+        "bad_request",
+        `invalid Upstash-Retry-Delay expression: nested deeper than ${MAX_RETRY_DELAY_DEPTH} levels`,
+      );
+    }
+    const node = inner();
+    depth--;
+    return node;
+  };
   const tokens = expr.match(/\d+(\.\d+)?|[A-Za-z_]+|[-+*/(),]|\S/g) ?? [];
   let pos = 0;
   const fail = (): never => {
@@ -41,21 +71,21 @@ export function compileRetryDelay(expr: string): RetryDelayFn {
       return () => v;
     }
     if (t === "(") {
-      const inner = sum();
+      const inner = nested(sum);
       take(")");
       return inner;
     }
     if (t === "-") {
-      const inner = primary();
+      const inner = nested(primary);
       return (r) => -inner(r);
     }
     if (t === "retried") return (r) => r;
     const f = FUNCS[t] ?? fail();
     take("(");
-    const args: Node[] = [sum()];
+    const args: Node[] = [nested(sum)];
     while (peek() === ",") {
       take(",");
-      args.push(sum());
+      args.push(nested(sum));
     }
     take(")");
     if (args.length !== f.arity) fail();

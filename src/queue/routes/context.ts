@@ -9,6 +9,7 @@ import type { LogStore } from "../store/log-store.js";
 import type { MessageStore } from "../store/message-store.js";
 import type { QueueStore } from "../store/queue-store.js";
 import type { Scheduler } from "../scheduler/scheduler.js";
+import type { StoreSafety } from "../store/safety.js";
 import type { ScheduleStore } from "../store/schedule-store.js";
 import type { SigningKeys } from "../store/signing-keys.js";
 import type { TopicStore } from "../store/topic-store.js";
@@ -38,6 +39,8 @@ export interface QueueContext {
   workflows: WorkflowStore;
   /** Request body bytes in flight in this process (STASHD_MAX_INFLIGHT_BODY_BYTES). */
   bodies: BodyBudget;
+  /** Refuses writes while the queue's Redis may lose them (store/safety.ts). */
+  safety: Pick<StoreSafety, "assertWritable">;
 }
 
 /** One parsed request: raw path and query kept as sent (destinations must not be normalized). */

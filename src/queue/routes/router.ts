@@ -118,6 +118,9 @@ async function handle(
   const route = ROUTES.find(([pattern]) => match(pattern, method, segments));
   if (!route) throw new AppError("not_found", `no route for ${method} /v2/${rawPath}`);
   labelRequest(req, route[0]);
+  // While the queue's Redis may lose what it acknowledges, nothing new is accepted; reads and
+  // deletions still answer.
+  if (method !== "GET" && method !== "DELETE") ctx.safety.assertWritable();
   const r: QueueRequest = { req, res, method, segments, rawPath, rawQuery, query };
   await route[1](ctx, r);
 }

@@ -1,10 +1,16 @@
 import { AppError } from "../../shared/errors.js";
+import { isStorageRefusal, storageRefused } from "../../shared/redis/refusal.js";
 import type { Reply } from "../../shared/redis/resp.js";
 
-/** Throws a Redis error reply as a 503-class AppError (the queue store failing is not user input). */
+/**
+ * Throws a Redis error reply as a server-side AppError (the queue store failing is not user
+ * input): 507 when Redis cannot store writes now (MISCONF, OOM), else 503.
+ */
 export function checked(reply: Reply, what: string): Reply {
   if (reply.kind === "error") {
-    throw new AppError("backend_unavailable", `queue store error in ${what}: ${reply.value}`);
+    const where = `queue store error in ${what}: `;
+    if (isStorageRefusal(reply.value)) throw storageRefused(reply.value, where);
+    throw new AppError("backend_unavailable", `${where}${reply.value}`);
   }
   return reply;
 }

@@ -38,6 +38,7 @@ export async function listen(
     handler,
   );
   server.maxHeadersCount = 200;
+  server.on("request", trackUnfinished);
   server.on("clientError", (err: NodeJS.ErrnoException, socket: Socket) =>
     answerClientError(err, socket, opts),
   );
@@ -79,21 +80,90 @@ const CLIENT_ERRORS: Record<string, [number, string]> = {
   ERR_HTTP_REQUEST_TIMEOUT: [408, "request timed out: it must arrive whole within"],
 };
 
+/** The requests of a connection whose responses are not finished, and what waits for them. */
+interface Unfinished {
+  requests: Set<http.IncomingMessage>;
+  onDone: (() => void) | undefined;
+}
+
+const unfinished = new WeakMap<Socket, Unfinished>();
+
+/**
+ * Tracks each connection's unfinished responses: pipelined requests (several in one write) are
+ * all parsed and started before Node reports a malformed one after them, and their responses,
+ * queued by Node in order, must reach the client before that one's 400 closes the connection.
+ */
+function trackUnfinished(req: http.IncomingMessage, res: http.ServerResponse): void {
+  const socket = req.socket;
+  let state = unfinished.get(socket);
+  if (!state) {
+    state = { requests: new Set(), onDone: undefined };
+    unfinished.set(socket, state);
+  }
+  const own = state;
+  own.requests.add(req);
+  res.once("close", () => {
+    own.requests.delete(req);
+    if (own.requests.size > 0 || !own.onDone) return;
+    const done = own.onDone;
+    own.onDone = undefined;
+    done();
+  });
+}
+
+/**
+ * Whether the error is about a request after those still being answered: each of them arrived
+ * whole. (A body that fails to parse or arrives too slowly belongs to an unfinished request: that
+ * one is answered at once, as before.)
+ */
+function followsAnswered(state: Unfinished | undefined): state is Unfinished {
+  if (!state || state.requests.size === 0) return false;
+  for (const req of state.requests) if (!req.complete) return false;
+  return true;
+}
+
 function answerClientError(
   err: NodeJS.ErrnoException,
   socket: Socket,
   opts: HttpServerOptions,
 ): void {
-  const pending = (socket as Socket & { _httpMessage?: http.ServerResponse })._httpMessage;
-  if (err.code === "ECONNRESET" || !socket.writable || pending?.headersSent) {
+  if (err.code === "ECONNRESET" || !socket.writable) {
     socket.destroy();
     return;
   }
+  const state = unfinished.get(socket);
+  if (state?.onDone) return; // the parser repeats its error on more data: answered once
+  if (followsAnswered(state)) {
+    const raw = (err as { rawPacket?: Buffer }).rawPacket;
+    // Bounded: a client that never reads its earlier responses is cut off after the deadline.
+    const timer = setTimeout(() => socket.destroy(), opts.requestTimeoutMs);
+    timer.unref();
+    state.onDone = () => {
+      clearTimeout(timer);
+      if (socket.writable) writeClientError(err, raw, socket, opts);
+      else socket.destroy();
+    };
+    return;
+  }
+  const pending = (socket as Socket & { _httpMessage?: http.ServerResponse })._httpMessage;
+  if (pending?.headersSent) {
+    socket.destroy();
+    return;
+  }
+  writeClientError(err, (err as { rawPacket?: Buffer }).rawPacket, socket, opts);
+}
+
+/** The JSON answer to what node:http refused, then the end of the connection. */
+function writeClientError(
+  err: NodeJS.ErrnoException,
+  raw: Buffer | undefined,
+  socket: Socket,
+  opts: HttpServerOptions,
+): void {
   const [status, text] = CLIENT_ERRORS[err.code ?? ""] ?? [400, "malformed HTTP request"];
   const detail = status === 408 ? ` ${opts.requestTimeoutMs} ms` : "";
   const json = JSON.stringify({ error: `${opts.errorPrefix ?? ""}${text}${detail}` });
   // A HEAD request gets the headers only (its client would read a body as a next response).
-  const raw = (err as { rawPacket?: Buffer }).rawPacket;
   const body = raw?.subarray(0, 5).toString("latin1") === "HEAD " ? "" : json;
   socket.end(
     `HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? ""}\r\n` +

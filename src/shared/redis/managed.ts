@@ -75,6 +75,11 @@ export class ManagedRedis {
     clearTimeout(timer);
   }
 
+  /** The reply buffer limit it runs with (ManagedRedisOptions.replyBufferLimitBytes). */
+  get replyBufferLimitBytes(): number | undefined {
+    return this.opts.replyBufferLimitBytes;
+  }
+
   /** Whether the child is up (false while it is being restarted, or after stop). */
   get running(): boolean {
     const child = this.child;
