@@ -1,9 +1,11 @@
 #!/usr/bin/env node
 // Makes a checkout ready to run: npm dependencies, redis-server, luacheck, and the build (with
 // the web console's assets). `npm start` and `npm test` both run this first, so a fresh Debian
-// machine with Node 20 needs nothing else; `npm test` passes --with-browser, which also installs
-// Debian's chromium for the console's browser tests, and --with-containers, which installs
-// podman, debootstrap and runc for the container image test (test/ops/container.test.ts). Plain JavaScript with no dependencies, because it runs before `npm ci`.
+// machine with Node 20 needs nothing else. The slow test tier (`npm run test:slow`) passes
+// --with-browser, which also installs Debian's chromium for the console's browser tests, and
+// --with-containers, which installs podman, debootstrap and runc for the container image test
+// (test/ops/container.test.ts); the everyday tier needs neither. Plain JavaScript with no
+// dependencies, because it runs before `npm ci`.
 import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, statSync, utimesSync } from "node:fs";
 import path from "node:path";

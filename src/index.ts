@@ -8,6 +8,7 @@ import { ensureDefaultDatabase } from "./kv/default-database.js";
 import { startKvService, type KvService } from "./kv/service.js";
 import { startQueueService, type QueueService } from "./queue/service.js";
 import { BodyBudget } from "./shared/http/body.js";
+import { AppError } from "./shared/errors.js";
 import { createLogger, type Logger } from "./shared/log.js";
 import { acquireInstanceLock, runtimeFile, writeRuntime } from "./runtime.js";
 import { adminFor } from "./admin/wiring.js";
@@ -27,7 +28,17 @@ export interface StartOptions extends ConfigOverrides {
    * --fresh` does; see dev.ts `emptyManagedStores`. Done once the data dir is locked.
    */
   fresh?: boolean;
+  /**
+   * Which services to run (default both). An embedding that uses one of them, such as a test
+   * suite of the KV gateway, leaves out the other's Redis and listener. The admin listener
+   * needs the queue (its readiness and gauges read the queue Redis); without KV it has no web
+   * console. Reading `kv` or `queue` of a stashd that does not run it throws.
+   */
+  services?: readonly ServiceName[];
 }
+
+/** The two services one stashd runs. */
+export type ServiceName = "kv" | "queue";
 
 export interface Stashd {
   config: Config;
@@ -77,42 +88,51 @@ export interface Stashd {
  * process) is refused with the running one's pid and URLs.
  */
 export async function start(options: StartOptions = {}): Promise<Stashd> {
-  const { env, flags, fresh, ...overrides } = options;
+  const { env, flags, fresh, services = ["kv", "queue"], ...overrides } = options;
   const config = loadConfig(overrides, env, flags);
   const logger = createLogger(config.logLevel, "stashd", { format: config.logFormat });
   const release = acquireInstanceLock(config.dataDir);
   try {
     if (fresh) emptyManagedStores(config);
-    ensureDefaultDatabase(config);
-    return await startServices(config, logger, release);
+    if (services.includes("kv")) ensureDefaultDatabase(config);
+    return await startServices(config, new Set(services), logger, release);
   } catch (err) {
     release();
     throw err;
   }
 }
 
-async function startServices(config: Config, logger: Logger, release: () => void): Promise<Stashd> {
+async function startServices(
+  config: Config,
+  services: ReadonlySet<ServiceName>,
+  logger: Logger,
+  release: () => void,
+): Promise<Stashd> {
   // One budget of request body bytes for both listeners (STASHD_MAX_INFLIGHT_BODY_BYTES).
   const bodies = new BodyBudget(config.maxInflightBodyBytes);
-  const kv = await startKvService(config, logger.child("kv"), bodies);
-  let queue: QueueService;
+  const kv = services.has("kv")
+    ? await startKvService(config, logger.child("kv"), bodies)
+    : undefined;
+  let queue: QueueService | undefined;
   let admin: AdminListener | undefined;
   try {
-    queue = await startQueueService(config, logger.child("queue"), { bodies });
+    queue = services.has("queue")
+      ? await startQueueService(config, logger.child("queue"), { bodies })
+      : undefined;
   } catch (err) {
-    await kv.close();
+    await kv?.close();
     throw err;
   }
   try {
-    admin = config.adminEnabled ? await adminFor(config, kv, queue, logger) : undefined;
+    admin = config.adminEnabled && queue ? await adminFor(config, kv, queue, logger) : undefined;
   } catch (err) {
-    await Promise.all([kv.close(), queue.close()]);
+    await Promise.all([kv?.close(), queue?.close()]);
     throw err;
   }
   writeRuntime(config.dataDir, {
     pid: process.pid,
-    kvUrl: kv.url,
-    queueUrl: queue.url,
+    ...(kv ? { kvUrl: kv.url } : {}),
+    ...(queue ? { queueUrl: queue.url } : {}),
     ...(admin ? { adminUrl: admin.url } : {}),
     startedAt: new Date().toISOString(),
   });
@@ -122,18 +142,17 @@ async function startServices(config: Config, logger: Logger, release: () => void
 function assemble(
   config: Config,
   logger: Logger,
-  kv: KvService,
-  queue: QueueService,
+  kv: KvService | undefined,
+  queue: QueueService | undefined,
   admin: AdminListener | undefined,
   release: () => void,
 ): Stashd {
-  const main = kv.databases().find((d) => d.name === "default") ?? kv.databases()[0];
   let stopping: Promise<void> | undefined;
   const stop = async (): Promise<void> => {
     const started = Date.now();
     admin?.markStopping();
     try {
-      await Promise.all([kv.close(), queue.close()]);
+      await Promise.all([kv?.close(), queue?.close()]);
       await admin?.close(0);
     } finally {
       rmSync(runtimeFile(config.dataDir), { force: true });
@@ -143,21 +162,47 @@ function assemble(
   };
   return {
     config,
-    kv: {
-      url: kv.url,
-      port: kv.port,
-      token: main?.token ?? "",
-      readonlyToken: main?.readonlyToken ?? "",
-      databases: () => kv.databases(),
-    },
-    queue: {
-      url: queue.url,
-      port: queue.port,
-      token: queue.token,
-      currentSigningKey: queue.currentSigningKey,
-      nextSigningKey: queue.nextSigningKey,
-    },
+    kv: kv ? kvHandle(kv) : notStarted("kv"),
+    queue: queue ? queueHandle(queue) : notStarted("queue"),
     admin: admin && { url: admin.url, port: admin.port, mount: admin.mount },
     stop: () => (stopping ??= stop()),
   };
+}
+
+function kvHandle(kv: KvService): Stashd["kv"] {
+  const main = kv.databases().find((d) => d.name === "default") ?? kv.databases()[0];
+  return {
+    url: kv.url,
+    port: kv.port,
+    token: main?.token ?? "",
+    readonlyToken: main?.readonlyToken ?? "",
+    databases: () => kv.databases(),
+  };
+}
+
+function queueHandle(queue: QueueService): Stashd["queue"] {
+  return {
+    url: queue.url,
+    port: queue.port,
+    token: queue.token,
+    currentSigningKey: queue.currentSigningKey,
+    nextSigningKey: queue.nextSigningKey,
+  };
+}
+
+/**
+ * Stands in for the handle of a service left out with `services`: reading any of its fields
+ * throws, so a caller that needs it fails at once with the reason instead of using "" or
+ * undefined as a URL. Symbol keys and `then` (probed by inspection and by await) read undefined.
+ */
+function notStarted<T extends object>(service: ServiceName): T {
+  return new Proxy({} as T, {
+    get(_target, key) {
+      if (typeof key === "symbol" || key === "then") return undefined;
+      throw new AppError(
+        "bad_request",
+        `stashd was started without the ${service} service (start({ services })): no ${service}.${key}`,
+      );
+    },
+  });
 }

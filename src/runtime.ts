@@ -11,7 +11,8 @@ import { readJsonFile, withFileLock, writeJsonFile } from "./shared/files.js";
  */
 export interface RuntimeInfo {
   pid: number;
-  kvUrl: string;
+  /** Absent when the process runs without the KV gateway (start({ services })). */
+  kvUrl?: string;
   queueUrl?: string;
   adminUrl?: string;
   startedAt: string;
@@ -92,7 +93,7 @@ function alreadyRunning(dataDir: string, owner: LockOwner): string {
   const urls =
     info?.pid === owner.pid
       ? [
-          `KV ${info.kvUrl}`,
+          info.kvUrl && `KV ${info.kvUrl}`,
           info.queueUrl && `queue ${info.queueUrl}`,
           info.adminUrl && `admin ${info.adminUrl}`,
         ]

@@ -14,15 +14,19 @@ import { startAdmin, type AdminListener } from "./server.js";
 /** Longest a readiness PING may take before the check counts as failing. */
 const READY_PING_TIMEOUT_MS = 2_000;
 
-/** The admin listener of one stashd instance, wired to its services, with the web console. */
+/**
+ * The admin listener of one stashd instance, wired to its services, with the web console. A
+ * stashd started without KV (start({ services })) gets the probes and metrics of its queue
+ * only, and no console (which browses both).
+ */
 export async function adminFor(
   config: Config,
-  kv: KvService,
+  kv: KvService | undefined,
   queue: QueueService,
   logger: Logger,
 ): Promise<AdminListener> {
   const admin = await startProbes(config, kv, queue, logger);
-  admin.mount("/console", consoleFor(config, kv, queue, logger));
+  if (kv) admin.mount("/console", consoleFor(config, kv, queue, logger));
   return admin;
 }
 
@@ -47,7 +51,7 @@ function consoleFor(config: Config, kv: KvService, queue: QueueService, logger: 
 
 function startProbes(
   config: Config,
-  kv: KvService,
+  kv: KvService | undefined,
   queue: QueueService,
   logger: Logger,
 ): Promise<AdminListener> {
@@ -61,11 +65,11 @@ function startProbes(
     readiness: () =>
       checkReadiness({
         databases: () =>
-          kv.databases().flatMap((c) => {
-            const db = kv.manager.get(c.name);
+          (kv?.databases() ?? []).flatMap((c) => {
+            const db = kv?.manager.get(c.name);
             return db ? [db] : [];
           }),
-        registered: () => readRegistry(config.dataDir).map((r) => r.name),
+        registered: () => (kv ? readRegistry(config.dataDir).map((r) => r.name) : []),
         queuePool: everyPartition(queue.pool.partitions),
         queueManaged: queue.managed,
         queueStoreRefusal: () => queue.storeRefusal(),

@@ -33,7 +33,8 @@ export async function startCompat(options: StartOptions = {}): Promise<Compat> {
   const redis = compatBackend.cluster
     ? await startTestCluster()
     : await startRedis([], await freePort());
-  const stashd = await startStashd({ kvRedisUrl: redis.url, ...options });
+  // The SDK suites use the KV gateway only: no queue Redis, listener or admin listener.
+  const stashd = await startStashd({ kvRedisUrl: redis.url, services: ["kv"], ...options });
   const id = randomBytes(4).toString("hex");
   const prefix =
     compatBackend.cluster && compatBackend.hashTag ? `{compat:${id}}:` : `compat:${id}:`;

@@ -41,7 +41,8 @@ export interface ConsoleEnv {
  * listener, and Debian's chromium driven by playwright-core.
  */
 export async function consoleEnv(opts: { browser?: boolean } = {}): Promise<ConsoleEnv> {
-  const q = await queueEnv({ consoleToken: CONSOLE_TOKEN });
+  // The console browses both services.
+  const q = await queueEnv({ consoleToken: CONSOLE_TOKEN, services: ["kv", "queue"] });
   if (!q.stashd.admin) throw new Error("the admin listener is off");
   const url = `${q.stashd.admin.url}/console`;
   const browser =

@@ -16,9 +16,10 @@ export interface TestStashd extends Stashd {
 }
 
 /**
- * The queue partition count test stashds get unless a test sets one: the vitest project
- * "partitioned" (vitest.config.ts) runs the queue and workflow tests again with 3, on the same
- * single Redis, so every queue feature is also tested split over partitions.
+ * The queue partition count test stashds get unless a test sets one: the vitest projects
+ * "everyday-partitioned" and "slow-partitioned" (vitest.config.ts) run the queue and workflow
+ * tests again with 3, on the same single Redis, so every queue feature is also tested split over
+ * partitions.
  */
 const TEST_PARTITIONS = Number(process.env.STASHD_TEST_QUEUE_PARTITIONS ?? 0) || 0;
 

@@ -8,7 +8,8 @@ import { command, useGateway } from "./helpers.js";
  * up other requests, larger ones are refused early, and replies are bounded and written with
  * backpressure. Default limits; figures are printed on `[reliability]` lines.
  */
-const { stashd } = useGateway();
+// Both services: the queue's latency is measured next to KV's.
+const { stashd } = useGateway({ services: ["kv", "queue"] });
 const MAX_COMMANDS = SETTINGS.kvMaxCommandsPerRequest.default;
 const MAX_REPLY = SETTINGS.kvMaxReplyBytes.default;
 

@@ -3,7 +3,10 @@ import { startRedis, type TestRedis } from "../harness/redis.js";
 import { startStashd, type TestStashd } from "../harness/stashd.js";
 import type { StartOptions } from "../../src/index.js";
 
-/** A real redis-server (started with `redisArgs`) and a stashd fronting it, for one test file. */
+/**
+ * A real redis-server (started with `redisArgs`) and a stashd fronting it, for one test file.
+ * Only the KV gateway runs (no queue Redis or listener) unless `options.services` says otherwise.
+ */
 export function useGateway(
   options: StartOptions = {},
   redisArgs: string[] = [],
@@ -15,7 +18,7 @@ export function useGateway(
   let stashd: TestStashd | undefined;
   beforeAll(async () => {
     redis = await startRedis(redisArgs);
-    stashd = await startStashd({ kvRedisUrl: redis.url, ...options });
+    stashd = await startStashd({ kvRedisUrl: redis.url, services: ["kv"], ...options });
   });
   afterAll(async () => {
     await stashd?.stop();

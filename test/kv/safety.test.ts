@@ -19,6 +19,8 @@ const { stashd, redis } = useGateway(
     kvScriptTimeLimitMs: SCRIPT_LIMIT_MS,
     kvCommandTimeoutMs: COMMAND_TIMEOUT_MS,
     kvReadonlyScripts: true,
+    // Both services: the listener-timeout checks cover the queue's port too.
+    services: ["kv", "queue"],
   },
   ["--lua-time-limit", String(SCRIPT_LIMIT_MS)],
 );

@@ -36,9 +36,19 @@ export interface QueueTestEnv {
   close(): Promise<void>;
 }
 
+/**
+ * A redis-server and a stashd running the queue on it (with the admin listener, but no KV
+ * gateway unless `options.services` asks for it), a QStash client, and signature-checking
+ * receivers; `close()` stops them all.
+ */
 export async function queueEnv(options: StartOptions = {}): Promise<QueueTestEnv> {
   const redis = await startRedis();
-  const stashd = await startStashd({ queueRedisUrl: redis.url, ...FAST_QUEUE, ...options });
+  const stashd = await startStashd({
+    queueRedisUrl: redis.url,
+    services: ["queue"],
+    ...FAST_QUEUE,
+    ...options,
+  });
   const receivers: TestReceiver[] = [];
   const keys = { current: stashd.queue.currentSigningKey, next: stashd.queue.nextSigningKey };
   const api = (path: string, init: RequestInit = {}) => {

@@ -99,7 +99,13 @@ export interface WorkflowTestEnv {
 
 export async function workflowEnv(options: StartOptions = {}): Promise<WorkflowTestEnv> {
   const redis = await startRedis();
-  const stashd = await startStashd({ queueRedisUrl: redis.url, ...FAST_QUEUE, ...options });
+  // Workflows run on the queue alone: no KV gateway or its Redis.
+  const stashd = await startStashd({
+    queueRedisUrl: redis.url,
+    services: ["queue"],
+    ...FAST_QUEUE,
+    ...options,
+  });
   const app = await startApp();
   const q = stashd.queue;
   const env = {

@@ -1,7 +1,7 @@
 import { AppError, isAppError } from "../../shared/errors.js";
 import type { ConfigValues } from "../domain/publish-options.js";
 import type { Handler, QueueRequest } from "./context.js";
-import { parseDestination } from "./publish.js";
+import { parseDestination } from "./publish-request.js";
 import { checkQueueName, submit, type Submission } from "./submit.js";
 import { readRaw, reply } from "./util.js";
 import { isWorkflowItem, produceWorkflow } from "../workflow/produce.js";

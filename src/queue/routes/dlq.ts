@@ -6,7 +6,7 @@ import { renderDlq } from "../domain/render.js";
 import type { DlqEntry } from "../store/dlq-store.js";
 import type { Handler, QueueContext, QueueRequest } from "./context.js";
 import { listWorkflowDlq } from "../workflow/dlq.js";
-import { configValues } from "./publish.js";
+import { configValues } from "./publish-request.js";
 import {
   countParam,
   cursorParam,

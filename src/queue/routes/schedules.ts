@@ -5,7 +5,7 @@ import { checkDestinations } from "../delivery/destination-policy.js";
 import { parsePublishOptions, type PublishOptions } from "../domain/publish-options.js";
 import type { ScheduleDef, ScheduleOptions } from "../store/schedule-store.js";
 import type { Handler, QueueRequest } from "./context.js";
-import { configValues, parseDestination } from "./publish.js";
+import { configValues, parseDestination } from "./publish-request.js";
 import { renderSchedules } from "./schedule-render.js";
 import { checkQueueName } from "./submit.js";
 import { decode, notFound, readRaw, reply } from "./util.js";

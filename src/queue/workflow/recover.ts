@@ -4,7 +4,7 @@ import { baseMeta } from "../domain/build.js";
 import { parseFlowControl } from "../domain/flow-control-config.js";
 import type { MessageMeta } from "../domain/message.js";
 import type { Handler, QueueContext, QueueRequest } from "../routes/context.js";
-import { configValues } from "../routes/publish.js";
+import { configValues } from "../routes/publish-request.js";
 import { decode, notFound, reply } from "../routes/util.js";
 import { selectRunEntries, type RunEntry } from "./dlq.js";
 import { stepEntry, type RunConfig } from "./run.js";

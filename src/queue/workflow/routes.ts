@@ -1,6 +1,6 @@
 import { AppError } from "../../shared/errors.js";
 import type { Handler, QueueContext, QueueRequest } from "../routes/context.js";
-import { configValues, parseDestination } from "../routes/publish.js";
+import { configValues, parseDestination } from "../routes/publish-request.js";
 import { decode, readRaw, reply } from "../routes/util.js";
 import * as dlq from "./dlq.js";
 import * as events from "./events.js";

@@ -2,7 +2,7 @@ import { AppError } from "../../shared/errors.js";
 import { base58 } from "../domain/ids.js";
 import type { ConfigValues } from "../domain/publish-options.js";
 import type { Handler } from "../routes/context.js";
-import { configValues, parseDestination } from "../routes/publish.js";
+import { configValues, parseDestination } from "../routes/publish-request.js";
 import { readRaw, reply } from "../routes/util.js";
 import { produceWorkflow } from "./produce.js";
 import { IN, PROTOCOL_VERSION } from "./protocol.js";
