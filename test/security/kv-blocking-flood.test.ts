@@ -134,7 +134,8 @@ describe("a flood of blocking commands", () => {
     // The rest kept answering during the flood.
     for (const [name, list] of Object.entries(times)) {
       expect(list.length, name).toBeGreaterThan(0);
-      expect(Math.max(...list), name).toBeLessThan(1_500);
+      // Never behind the flood's blocks all the way (3 rounds of 1.5 s); loose for a loaded CI.
+      expect(Math.max(...list), name).toBeLessThan(4_000);
     }
     console.log(
       JSON.stringify({
