@@ -29,6 +29,20 @@ describe("URL groups", () => {
     await expect(env.client.urlGroups.get("g1")).rejects.toThrow();
   });
 
+  it("deletes idempotently: a missing group, and endpoints a group does not hold, answer 200", async () => {
+    // qstash-py's suite: client.url_group.delete(name) before creating the group.
+    await env.client.urlGroups.delete("never-made");
+    const res = await env.api("/v2/topics/never-made", { method: "DELETE" });
+    expect(res.status).toBe(200);
+    const a = await env.receiver();
+    await env.client.urlGroups.addEndpoints({ name: "keep", endpoints: [{ url: `${a.url}/k` }] });
+    await env.client.urlGroups.removeEndpoints({ name: "keep", endpoints: [{ name: "absent" }] });
+    expect((await env.client.urlGroups.get("keep")).endpoints).toEqual([{ url: `${a.url}/k` }]);
+    await env.client.urlGroups.delete("keep");
+    await env.client.urlGroups.delete("keep");
+    await expect(env.client.urlGroups.get("keep")).rejects.toThrow();
+  });
+
   it("fans out one signed message per endpoint with group default headers", async () => {
     const a = await env.receiver();
     const b = await env.receiver();
