@@ -185,4 +185,68 @@ describe("forwarded headers", () => {
     expect(got.headers["transfer-encoding"]).toBeUndefined();
     expect(got.signatureError).toBeUndefined();
   });
+
+  it("delivers whole bodies when a workflow SDK forwards its request's framing headers", async () => {
+    // upstash-workflow (Python) forwards every header of the request it received, as
+    // Upstash-Forward-* and, for context.call, Upstash-Callback-Forward-*: Content-Length among
+    // them, with the length of *that* request's body (issue 27 item 8).
+    const incoming = {
+      host: "app.example:3000",
+      "content-length": "3",
+      "transfer-encoding": "chunked",
+      connection: "keep-alive",
+      "accept-encoding": "gzip, deflate",
+      "user-agent": "python-httpx/0.27",
+      "upstash-workflow-runid": "wfr_x",
+    };
+    const forward = (prefix: string) =>
+      Object.fromEntries(Object.entries(incoming).map(([k, v]) => [`${prefix}${k}`, v]));
+    const step = await env.receiver();
+    const callback = await env.receiver();
+    step.responseBody = "a response longer than three bytes";
+    const body = JSON.stringify({ step: 1, payload: "x".repeat(200) });
+    const res = await env.api(`/v2/publish/${step.url}/step`, {
+      method: "POST",
+      headers: {
+        ...forward("upstash-forward-"),
+        ...forward("upstash-callback-forward-"),
+        "upstash-callback": `${callback.url}/cb`,
+        "content-type": "application/json",
+      },
+      body,
+    });
+    expect(res.status).toBe(201);
+    const got = await received(step, 0);
+    expect(got.body).toBe(body);
+    expect(got.headers["content-length"]).toBe(String(Buffer.byteLength(body)));
+    expect(got.headers.host).toBe(new URL(step.url).host);
+    expect(got.headers["upstash-workflow-runid"]).toBe("wfr_x");
+    expect(got.signatureError).toBeUndefined();
+    const cb = await received(callback, 0);
+    expect(cb.headers["content-length"]).toBe(String(Buffer.byteLength(cb.body)));
+    const parsed = JSON.parse(cb.body) as { body: string };
+    expect(Buffer.from(parsed.body, "base64").toString()).toBe(step.responseBody);
+    expect(cb.headers["upstash-workflow-runid"]).toBe("wfr_x");
+
+    // The same through /v2/batch, and through Upstash-Header-Forward (the request's own headers).
+    const batched = await env.receiver();
+    const batch = await env.api("/v2/batch", {
+      method: "POST",
+      body: JSON.stringify([
+        { destination: `${batched.url}/b`, headers: forward("upstash-forward-"), body },
+      ]),
+    });
+    expect(batch.status).toBe(201);
+    expect((await received(batched, 0)).body).toBe(body);
+    const all = await env.receiver();
+    const whole = await env.api(`/v2/publish/${all.url}/h`, {
+      method: "POST",
+      headers: { "upstash-header-forward": "true", "x-own": "1" },
+      body,
+    });
+    expect(whole.status).toBe(201);
+    const h = await received(all, 0);
+    expect(h.body).toBe(body);
+    expect(h.headers["x-own"]).toBe("1");
+  });
 });
