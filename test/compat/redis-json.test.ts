@@ -38,6 +38,16 @@ describe("redis.json.* (JSONPath and legacy paths)", () => {
     expect(await c.sdk.type(k("doc"))).toBe("string");
   });
 
+  it("refuses a set below a parent that does not exist, as Upstash does", async () => {
+    // upstash-redis-py's test_set_nonexisting_path expects an error here.
+    await c.sdk.json.set(k("np"), "$", { int: 1 });
+    await expect(c.sdk.json.set(k("np"), "$.nonexisting_key.str", '"test"')).rejects.toThrow(
+      "ERR missing key at non-terminal path level",
+    );
+    expect(await c.sdk.json.get(k("np"))).toEqual({ int: 1 });
+    expect(await c.sdk.json.set(k("np"), "$.str", '"test"')).toBe("OK");
+  });
+
   it("honours NX and XX", async () => {
     expect(await c.sdk.json.set(k("nx"), "$", { a: 1 }, { xx: true })).toBeNull();
     expect(await c.sdk.json.set(k("nx"), "$", { a: 1 }, { nx: true })).toBe("OK");

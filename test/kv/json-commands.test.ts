@@ -73,7 +73,19 @@ describe("JSON.SET / JSON.GET", () => {
     expect(await run("JSON.SET", "j:nx", "$.b", "3", "XX")).toEqual(ok(null));
     expect(await run("JSON.SET", "j:nx", "$.b", "3", "NX")).toEqual(ok("OK"));
     expect(await run("JSON.SET", "j:nx", ".a", "4", "XX")).toEqual(ok("OK"));
-    expect(await run("JSON.SET", "j:nx", "$.x.y", "1")).toEqual(ok(null));
+    // A missing parent is an error, as Upstash answers (upstash-redis-py's
+    // test_set_nonexisting_path); RedisJSON 2 answers nil. XX still answers nil.
+    for (const path of ["$.x.y", ".x.y", "x.y"]) {
+      expect(await run("JSON.SET", "j:nx", path, "1")).toEqual(
+        err("ERR missing key at non-terminal path level"),
+      );
+    }
+    expect(await run("JSON.SET", "j:nx", "$.x.y", "1", "NX")).toEqual(
+      err("ERR missing key at non-terminal path level"),
+    );
+    expect(await run("JSON.SET", "j:nx", "$.x.y", "1", "XX")).toEqual(ok(null));
+    // A parent that exists but is no object takes nothing: nil, as before.
+    expect(await run("JSON.SET", "j:nx", "$.a.y", "1")).toEqual(ok(null));
     expect(await run("JSON.GET", "j:nx")).toEqual(ok('{"a":4,"b":3}'));
     expect(await run("JSON.SET", "j:nx", "$..z", "1")).toEqual(err("Err wrong static path"));
     await run("JSON.SET", "j:nx", "$.l", "[1]");

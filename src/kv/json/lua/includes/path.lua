@@ -179,7 +179,7 @@ end
 -- Where JSON.SET/MERGE may add a value when the path matches nothing (RedisJSON's
 -- find_add_paths): the path must be static (names and single indices only); a last-step name
 -- gives {p=parent, k=name} for each parent (only objects lacking the key take it); a last-step
--- index out of range is an error.
+-- index out of range is an error. The second result is how many nodes the path's parent matched.
 local function add_targets(cp, root)
   local segs = cp.segs
   for _, seg in ipairs(segs) do
@@ -191,16 +191,17 @@ local function add_targets(cp, root)
   local last = segs[#segs]
   if last.sel.k == 'idx' then
     if not run_segments(segs, root)[1] then jerr('ERR array index out of range') end
-    return {}
+    return {}, 1
   end
   local out = {}
   G.root = root
-  for _, pm in ipairs(run_segments(segs, root, #segs - 1)) do
+  local parents = run_segments(segs, root, #segs - 1)
+  for _, pm in ipairs(parents) do
     if pm.n.t == 'o' and pm.n.v[last.sel.name] == nil then
       out[#out + 1] = {p = pm.n, k = last.sel.name}
     end
   end
-  return out
+  return out, #parents
 end
 
 --@include filter

@@ -34,7 +34,9 @@ end
 
 -- SET at a non-root path, as RedisJSON: replace every match (unless NX); when nothing matched,
 -- add at the static path's end (unless XX). Returns the new root, or nil when nothing changed.
-local function set_at(cp, doc, val, opt)
+-- `strict` (JSON.SET): a path whose parent does not exist is an error, as Upstash answers
+-- (RedisJSON 2 answers nil; RedisJSON 1 answered this same error).
+local function set_at(cp, doc, val, opt, strict)
   if opt ~= 'NX' then
     local found = eval_path(cp, doc)
     if found[1] then
@@ -45,7 +47,8 @@ local function set_at(cp, doc, val, opt)
     end
     if opt == 'XX' then return nil end
   end
-  local targets = add_targets(cp, doc)
+  local targets, parents = add_targets(cp, doc)
+  if strict and parents == 0 then jerr('ERR missing key at non-terminal path level') end
   for _, m in ipairs(targets) do put(m, deep_copy(val)) end
   return targets[1] and doc or nil
 end
@@ -60,7 +63,7 @@ C['json.set'] = function(keys, a)
     if opt == 'XX' then return false end
     jerr('ERR new objects must be created at the root')
   end
-  local out = set_at(cp, doc, val, opt)
+  local out = set_at(cp, doc, val, opt, true)
   if not out then return false end
   save(keys[1], out)
   return {ok = 'OK'}
