@@ -34,6 +34,28 @@ describe("hash-field expiration (emulated)", () => {
     expect(await sdk.httl(k("missing"), "a")).toEqual([-2]);
   });
 
+  it("answers HEXPIRETIME in whole seconds, floored, as Upstash does", async () => {
+    // upstash-redis-py's test_hexpiretime_returns_correct_expiry: after HEXPIRE 5, HEXPIRETIME
+    // must not pass int(time.time()) + 5 (Redis rounds up: a second past).
+    const { sdk } = c;
+    const key = k("hxt");
+    await sdk.hset(key, { a: 1, b: 2, c: 3 });
+    const at = 4_102_444_800; // 2100-01-01, whole seconds
+    expect(await sdk.hexpireat(key, "a", at)).toEqual([1]);
+    expect(await sdk.hexpiretime(key, "a")).toEqual([at]);
+    expect(await sdk.hpexpiretime(key, "a")).toEqual([at * 1000]);
+    expect(await sdk.hpexpireat(key, "b", at * 1000 + 999)).toEqual([1]);
+    expect(await sdk.hexpiretime(key, "b")).toEqual([at]);
+    expect(await sdk.hpexpiretime(key, "b")).toEqual([at * 1000 + 999]);
+    const before = Math.floor(Date.now() / 1000);
+    expect(await sdk.hexpire(key, "c", 5)).toEqual([1]);
+    const [got] = await sdk.hexpiretime(key, "c");
+    expect(got).toBeGreaterThanOrEqual(before + 5);
+    expect(got).toBeLessThanOrEqual(Math.floor(Date.now() / 1000) + 5);
+    // HTTL keeps Redis's rounding up: a field set to 5 s answers 5 right after.
+    expect(await sdk.httl(key, "c")).toEqual([5]);
+  });
+
   it("hides a field past its deadline from every hash read", async () => {
     const { sdk } = c;
     const key = k("h2");

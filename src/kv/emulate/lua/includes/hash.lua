@@ -312,8 +312,13 @@ local function ttl_of(now)
     elseif not at then
       out[i] = -1
     else
-      local left = relative and (at - now) or at
-      out[i] = unit == 1000 and math.floor((left + 999) / 1000) or left
+      -- HTTL rounds up as Redis does; HEXPIRETIME floors, as Upstash answers (Redis rounds it
+      -- up too, a second past a deadline set by HEXPIRE; docs/compatibility.md).
+      if relative then
+        out[i] = unit == 1000 and math.floor((at - now + 999) / 1000) or at - now
+      else
+        out[i] = unit == 1000 and math.floor(at / 1000) or at
+      end
     end
   end
   return out
