@@ -48,7 +48,8 @@ export class WorkflowDelivery implements DeliveryHooks {
 
   /**
    * A 2xx from an endpoint that is not a workflow endpoint fails the run (§5), and so does a
-   * REST-triggered run's first answer from an SDK older than 1.0 (§14).
+   * REST-triggered run's first answer from an SDK older than 1.0 (§14). A run of the deprecated
+   * serve is not checked: its endpoint never sends the protocol version (§15).
    */
   review(c: Claimed, r: AttemptResult): AttemptResult {
     const tag = c.meta.workflow;
@@ -57,7 +58,8 @@ export class WorkflowDelivery implements DeliveryHooks {
       const header = { ...r.header, "Upstash-Nonretryable-Error": ["true"] };
       return { ...r, status: 489, header, error };
     };
-    if (r.header[OUT.sdkVersion] === undefined) return fail(NON_WORKFLOW_DESTINATION);
+    const legacy = tag.legacySdk === true;
+    if (!legacy && r.header[OUT.sdkVersion] === undefined) return fail(NON_WORKFLOW_DESTINATION);
     const sdk = r.header[SDK_VERSION_HEADER]?.[0] ?? "";
     if (tag.restTrigger && !/^v?[1-9]\d*\./.test(sdk)) return fail(REST_TRIGGER_NEEDS_V1);
     return r;
