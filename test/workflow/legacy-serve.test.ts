@@ -14,7 +14,7 @@ let qstash: QStashClient;
 
 beforeAll(async () => {
   w = await workflowEnv();
-  qstash = new QStashClient({ baseUrl: w.env.QSTASH_URL, token: w.env.QSTASH_TOKEN ?? "" });
+  qstash = new QStashClient({ baseUrl: w.stashd.queue.url, token: w.stashd.queue.token });
 });
 afterAll(async () => {
   await w?.close();
@@ -83,13 +83,57 @@ describe("the deprecated @upstash/qstash/workflow serve", () => {
     const names = run?.steps.flatMap((g) => g.steps.map((s) => s.stepName ?? ""));
     expect(names).toEqual(["init", "first", "second", "pause", "final"]);
     // Every request the endpoint got was answered 200 (no 489, no retry).
-    await eventually(() =>
-      expect(w.app.hitsOf(path).every((h) => h.status === 200)).toBe(true),
-    );
+    await eventually(() => expect(w.app.hitsOf(path).every((h) => h.status === 200)).toBe(true));
     // The publish, the trigger delivery and one delivery per step: 1 + 1 + 4.
     expect(w.app.hitsOf(path)).toHaveLength(6);
     const first = w.app.hitsOf(path)[0];
     expect(first?.headers.get("upstash-workflow-sdk-version")).toBeNull();
+  });
+
+  it("calls the failure function with the failed run's payload and steps", async () => {
+    let failed: { status: number; response: string; payload: unknown; runId: string } | undefined;
+    let runId = "";
+    const path = "/legacy-failing";
+    const url = w.app.route(
+      path,
+      legacyServe<{ order: number }>(
+        async (context) => {
+          runId = context.workflowRunId;
+          await context.run("ok", () => "fine");
+          await context.run("boom", () => {
+            throw new Error("card declined");
+          });
+        },
+        {
+          env: w.env,
+          // (`retries` reaches only the trigger: this serve publishes its steps with 3.)
+          failureFunction: (context, status, response) => {
+            failed = {
+              status,
+              response,
+              payload: context.requestPayload,
+              runId: context.workflowRunId,
+            };
+          },
+        },
+      ),
+    );
+    await qstash.publishJSON({ url, body: { order: 7 } });
+    await eventually(() => expect(failed).toBeDefined(), { timeoutMs: 10_000 });
+    expect(failed).toEqual({
+      status: 500,
+      response: "card declined",
+      payload: { order: 7 },
+      runId,
+    });
+    await eventually(async () => {
+      const res = await w.api(`/v2/workflows/events?workflowRunId=${runId}`);
+      const { runs } = (await res.json()) as {
+        runs: { workflowState: string; failureFunction?: { state: string } }[];
+      };
+      expect(runs[0]?.workflowState).toBe("RUN_FAILED");
+      expect(runs[0]?.failureFunction?.state).toBe("CALLBACK_SUCCESS");
+    });
   });
 
   it("still fails a run of the current SDK whose endpoint is not a workflow endpoint", async () => {

@@ -42,7 +42,7 @@ export class WorkflowDelivery implements DeliveryHooks {
     // Callback and failure-callback deliveries carry no protocol version (§7, §9).
     const own = tag.callType === "failureCall" ? c.meta.header : runHeader(c, run);
     const header = { ...withoutVersion(own), ...identity(run) };
-    const body = tag.callType === "failureCall" ? failureBody(c.body, run) : c.body;
+    const body = tag.callType === "failureCall" ? await this.failureBody(c.body, run) : c.body;
     return { body, header };
   }
 
@@ -184,6 +184,35 @@ export class WorkflowDelivery implements DeliveryHooks {
     const runId = c.meta.workflow?.runId ?? "";
     await this.ctx.workflows.setFields(runId, { failure: JSON.stringify(failure) });
   }
+
+  /**
+   * The failure callback body with the run's fields the SDK reads (§7). The deprecated serve
+   * reads `sourceBody` as the step array the failed message was delivered with (§15).
+   */
+  private async failureBody(raw: Buffer, run: RunRecord): Promise<Buffer> {
+    let v: Record<string, unknown> = {};
+    try {
+      v = JSON.parse(raw.toString("utf8")) as Record<string, unknown>;
+    } catch {
+      // A failure callback body is always our own JSON; keep going with the run's fields.
+    }
+    let source = run.body;
+    if (run.config.legacySdk) {
+      const entries = await this.ctx.workflows.entries(run.runId);
+      const failed = `{"messageId":"${String(v["sourceMessageId"])}"`;
+      const at = entries.findIndex((e) => e.startsWith(failed));
+      source = Buffer.from(`[${(at === -1 ? entries : entries.slice(0, at + 1)).join(",")}]`);
+    }
+    return Buffer.from(
+      JSON.stringify({
+        ...v,
+        url: run.url,
+        sourceBody: source.toString("base64"),
+        workflowRunId: run.runId,
+        workflowCreatedAt: run.createdAt,
+      }),
+    );
+  }
 }
 
 /** The run's forwarded headers under the message's own (WF_TriggerOnConfig, §4). */
@@ -201,23 +230,4 @@ function identity(run: RunRecord): Headers {
     [OUT.url]: [run.url],
     [OUT.createdAt]: [String(run.createdAt)],
   };
-}
-
-/** The failure callback body with the run's fields the SDK reads (§7). */
-function failureBody(raw: Buffer, run: RunRecord): Buffer {
-  let v: Record<string, unknown> = {};
-  try {
-    v = JSON.parse(raw.toString("utf8")) as Record<string, unknown>;
-  } catch {
-    // A failure callback body is always our own JSON; keep going with the run's fields.
-  }
-  return Buffer.from(
-    JSON.stringify({
-      ...v,
-      url: run.url,
-      sourceBody: run.body.toString("base64"),
-      workflowRunId: run.runId,
-      workflowCreatedAt: run.createdAt,
-    }),
-  );
 }
