@@ -136,6 +136,35 @@ describe("the deprecated @upstash/qstash/workflow serve", () => {
     });
   });
 
+  it("makes a context.call and parallel runs", async () => {
+    const third = w.app.route("/legacy-third", async (req) =>
+      Response.json({ got: await req.text() }),
+    );
+    let result: unknown;
+    let sum = 0;
+    const path = "/legacy-call";
+    const url = w.app.route(
+      path,
+      legacyServe(
+        async (context) => {
+          const got = await context.call<{ got: string }>("ask", third, "POST", { q: 1 });
+          const [x, y] = await Promise.all([context.run("x", () => 1), context.run("y", () => 2)]);
+          await context.run("done", () => {
+            result = got;
+            sum = x + y;
+          });
+        },
+        { env: w.env },
+      ),
+    );
+    await qstash.publishJSON({ url, body: {} });
+    await eventually(() => expect(sum).toBe(3), { timeoutMs: 10_000 });
+    expect(result).toEqual({ got: JSON.stringify({ q: 1 }) });
+    expect(w.app.hitsOf("/legacy-third")).toHaveLength(1);
+    const runId = w.app.hitsOf(path)[1]?.headers.get("upstash-workflow-runid") ?? "";
+    await eventually(async () => expect((await runLog(runId))?.workflowState).toBe("RUN_SUCCESS"));
+  });
+
   it("still fails a run of the current SDK whose endpoint is not a workflow endpoint", async () => {
     const plain = w.app.route("/legacy-plain", () => Promise.resolve(new Response("hello")));
     const { workflowRunId } = await w.client.trigger({ url: plain, retries: 1 });

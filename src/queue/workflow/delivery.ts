@@ -92,8 +92,10 @@ export class WorkflowDelivery implements DeliveryHooks {
     const entries = await this.ctx.workflows.entries(run.runId);
     const at = entries.findIndex((e) => e.startsWith(`{"messageId":"${c.meta.messageId}"`));
     const text = `[${(at === -1 ? entries : entries.slice(0, at + 1)).join(",")}]`;
-    // Above the message size the endpoint fetches the list itself (LazyFetch, §5).
-    const lazy = Buffer.byteLength(text) > this.ctx.config.queueMaxMessageBytes;
+    // Above the message size the endpoint fetches the list itself (LazyFetch, §5); the
+    // deprecated serve cannot, and gets the whole list (§15).
+    const big = Buffer.byteLength(text) > this.ctx.config.queueMaxMessageBytes;
+    const lazy = big && !run.config.legacySdk;
     const header = runHeader(c, run);
     header["Content-Type"] = ["application/json"];
     header[OUT.sdkVersion] = [PROTOCOL_VERSION];
