@@ -91,6 +91,12 @@ export interface WorkflowTag {
   waitFor?: string | undefined;
   /** On the trigger message of a run started by POST /v2/trigger (docs/workflow.md §14). */
   restTrigger?: true | undefined;
+  /**
+   * On the messages of a run whose trigger did not declare `WF_DetectTrigger` in
+   * `Upstash-Feature-Set` (the deprecated `@upstash/qstash/workflow` serve): their endpoint
+   * answers without `Upstash-Workflow-Sdk-Version`, so no non-workflow check (docs/workflow.md §15).
+   */
+  legacySdk?: true | undefined;
 }
 
 /** The response of the last attempt, kept for callbacks, logs and the DLQ. */

@@ -42,13 +42,14 @@ export class WorkflowDelivery implements DeliveryHooks {
     // Callback and failure-callback deliveries carry no protocol version (§7, §9).
     const own = tag.callType === "failureCall" ? c.meta.header : runHeader(c, run);
     const header = { ...withoutVersion(own), ...identity(run) };
-    const body = tag.callType === "failureCall" ? failureBody(c.body, run) : c.body;
+    const body = tag.callType === "failureCall" ? await this.failureBody(c.body, run) : c.body;
     return { body, header };
   }
 
   /**
    * A 2xx from an endpoint that is not a workflow endpoint fails the run (§5), and so does a
-   * REST-triggered run's first answer from an SDK older than 1.0 (§14).
+   * REST-triggered run's first answer from an SDK older than 1.0 (§14). A run of the deprecated
+   * serve is not checked: its endpoint never sends the protocol version (§15).
    */
   review(c: Claimed, r: AttemptResult): AttemptResult {
     const tag = c.meta.workflow;
@@ -57,7 +58,8 @@ export class WorkflowDelivery implements DeliveryHooks {
       const header = { ...r.header, "Upstash-Nonretryable-Error": ["true"] };
       return { ...r, status: 489, header, error };
     };
-    if (r.header[OUT.sdkVersion] === undefined) return fail(NON_WORKFLOW_DESTINATION);
+    const legacy = tag.legacySdk === true;
+    if (!legacy && r.header[OUT.sdkVersion] === undefined) return fail(NON_WORKFLOW_DESTINATION);
     const sdk = r.header[SDK_VERSION_HEADER]?.[0] ?? "";
     if (tag.restTrigger && !/^v?[1-9]\d*\./.test(sdk)) return fail(REST_TRIGGER_NEEDS_V1);
     return r;
@@ -90,8 +92,10 @@ export class WorkflowDelivery implements DeliveryHooks {
     const entries = await this.ctx.workflows.entries(run.runId);
     const at = entries.findIndex((e) => e.startsWith(`{"messageId":"${c.meta.messageId}"`));
     const text = `[${(at === -1 ? entries : entries.slice(0, at + 1)).join(",")}]`;
-    // Above the message size the endpoint fetches the list itself (LazyFetch, §5).
-    const lazy = Buffer.byteLength(text) > this.ctx.config.queueMaxMessageBytes;
+    // Above the message size the endpoint fetches the list itself (LazyFetch, §5); the
+    // deprecated serve cannot, and gets the whole list (§15).
+    const big = Buffer.byteLength(text) > this.ctx.config.queueMaxMessageBytes;
+    const lazy = big && !run.config.legacySdk;
     const header = runHeader(c, run);
     header["Content-Type"] = ["application/json"];
     header[OUT.sdkVersion] = [PROTOCOL_VERSION];
@@ -182,6 +186,35 @@ export class WorkflowDelivery implements DeliveryHooks {
     const runId = c.meta.workflow?.runId ?? "";
     await this.ctx.workflows.setFields(runId, { failure: JSON.stringify(failure) });
   }
+
+  /**
+   * The failure callback body with the run's fields the SDK reads (§7). The deprecated serve
+   * reads `sourceBody` as the step array the failed message was delivered with (§15).
+   */
+  private async failureBody(raw: Buffer, run: RunRecord): Promise<Buffer> {
+    let v: Record<string, unknown> = {};
+    try {
+      v = JSON.parse(raw.toString("utf8")) as Record<string, unknown>;
+    } catch {
+      // A failure callback body is always our own JSON; keep going with the run's fields.
+    }
+    let source = run.body;
+    if (run.config.legacySdk) {
+      const entries = await this.ctx.workflows.entries(run.runId);
+      const failed = `{"messageId":"${String(v["sourceMessageId"])}"`;
+      const at = entries.findIndex((e) => e.startsWith(failed));
+      source = Buffer.from(`[${(at === -1 ? entries : entries.slice(0, at + 1)).join(",")}]`);
+    }
+    return Buffer.from(
+      JSON.stringify({
+        ...v,
+        url: run.url,
+        sourceBody: source.toString("base64"),
+        workflowRunId: run.runId,
+        workflowCreatedAt: run.createdAt,
+      }),
+    );
+  }
 }
 
 /** The run's forwarded headers under the message's own (WF_TriggerOnConfig, §4). */
@@ -199,23 +232,4 @@ function identity(run: RunRecord): Headers {
     [OUT.url]: [run.url],
     [OUT.createdAt]: [String(run.createdAt)],
   };
-}
-
-/** The failure callback body with the run's fields the SDK reads (§7). */
-function failureBody(raw: Buffer, run: RunRecord): Buffer {
-  let v: Record<string, unknown> = {};
-  try {
-    v = JSON.parse(raw.toString("utf8")) as Record<string, unknown>;
-  } catch {
-    // A failure callback body is always our own JSON; keep going with the run's fields.
-  }
-  return Buffer.from(
-    JSON.stringify({
-      ...v,
-      url: run.url,
-      sourceBody: run.body.toString("base64"),
-      workflowRunId: run.runId,
-      workflowCreatedAt: run.createdAt,
-    }),
-  );
 }

@@ -7,8 +7,8 @@ import type { NewMessage } from "../store/message-store.js";
 import type { QueueContext } from "../routes/context.js";
 import type { Submission } from "../routes/submit.js";
 import { parseInvoke } from "./invoke.js";
-import { IN, type CallType } from "./protocol.js";
-import { runConfigOf, stepEntry, withRunCallbackConfig, withRunConfig } from "./run.js";
+import { declaresDetectTrigger, IN, type CallType } from "./protocol.js";
+import { runConfigOf, runTag, stepEntry, withRunCallbackConfig, withRunConfig } from "./run.js";
 import type { Append, AppendResult } from "./store.js";
 
 /** What a workflow publish answers per message (the plain publish result shape). */
@@ -130,7 +130,9 @@ function limitsAre412<T>(later: boolean, fn: () => T): T {
  * Starts run R with its trigger message, in the partition the run is placed in (its
  * flow-control key's, else its id's; the message gets an id there). `restTrigger`
  * (POST /v2/trigger) tags the trigger message so that its delivery checks the endpoint's SDK
- * version (docs/workflow.md §14).
+ * version (docs/workflow.md §14). A trigger without `WF_DetectTrigger` in its feature set comes
+ * from the deprecated serve, whose answers carry no protocol version: the run is tagged so that
+ * no delivery of it checks for one (§15).
  */
 async function startRun(
   ctx: QueueContext,
@@ -144,6 +146,7 @@ async function startRun(
     runId: p.runId,
     callType: "step",
     ...(restTrigger && { restTrigger }),
+    ...(!restTrigger && !declaresDetectTrigger(p.cfg.get(IN.featureSet)) && { legacySdk: true }),
   };
   const part = ctx.workflows.placeRun(p.runId, p.meta.flowControl?.key);
   const messageId = ctx.workflows.messageId(part, undefined);
@@ -177,7 +180,7 @@ async function laterMessage(
   const run = await ctx.workflows.config(p.runId);
   if (!run || run.state !== "RUN_STARTED") throw endedRun(p.runId);
   const callType = (p.cfg.get(IN.callType) ?? "step") as CallType;
-  const tag: WorkflowTag = { runId: p.runId, callType };
+  const tag = runTag(p.runId, callType, run.config);
   const given = (name: string) => p.cfg.has(name);
   const configured =
     callType === "toCallback"
@@ -229,7 +232,7 @@ export async function serverStep(
   const meta: MessageMeta = {
     ...message.meta,
     notBefore: timeout.dueAt,
-    workflow: { runId, callType: "step", waitFor: timeout.eventId },
+    workflow: { ...message.meta.workflow, runId, callType: "step", waitFor: timeout.eventId },
   };
   return {
     append: { ...item.append, message: { ...message, meta, dueAt: timeout.dueAt } },

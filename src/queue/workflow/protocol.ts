@@ -9,6 +9,7 @@ export const IN = {
   callType: "upstash-workflow-calltype",
   invoke: "upstash-workflow-invoke",
   triggerBySdk: "upstash-workflow-trigger-by-sdk",
+  featureSet: "upstash-feature-set",
 } as const;
 
 /** Headers as delivered to the endpoint (canonical casing, as stored in message meta). */
@@ -21,6 +22,17 @@ export const OUT = {
 
 /** The protocol version the SDK speaks and marks its answers with. */
 export const PROTOCOL_VERSION = "1";
+
+/**
+ * The feature an SDK declares in `Upstash-Feature-Set` when its endpoint answers with
+ * `Upstash-Workflow-Sdk-Version` and wants a run failed if a destination does not (§5). The
+ * deprecated `serve` of `@upstash/qstash/workflow` declares no feature set (§15).
+ */
+export const DETECT_TRIGGER = "WF_DetectTrigger";
+
+/** True when an `Upstash-Feature-Set` value (comma-separated) declares `DETECT_TRIGGER`. */
+export const declaresDetectTrigger = (featureSet: string | undefined): boolean =>
+  (featureSet ?? "").split(",").some((f) => f.trim() === DETECT_TRIGGER);
 
 export type CallType = "step" | "toCallback" | "fromCallback" | "failureCall";
 

@@ -7,7 +7,7 @@ import type { Handler, QueueContext, QueueRequest } from "../routes/context.js";
 import { configValues } from "../routes/publish-request.js";
 import { decode, notFound, reply } from "../routes/util.js";
 import { selectRunEntries, type RunEntry } from "./dlq.js";
-import { stepEntry, type RunConfig } from "./run.js";
+import { runTag, stepEntry, type RunConfig } from "./run.js";
 import type { Append } from "./store.js";
 
 type Mode = "resume" | "restart";
@@ -61,7 +61,7 @@ async function recover(ctx: QueueContext, r: QueueRequest, x: RunEntry, mode: Mo
     depth: 0,
   };
   const callType = kept.length > 0 ? (entry.meta.workflow?.callType ?? "step") : "step";
-  meta.workflow = { runId: run.runId, callType };
+  meta.workflow = runTag(run.runId, callType, config);
   const items: Append[] = kept.map((e) => ({ id: idOf(e), entry: e }));
   items.push({
     id: meta.messageId,

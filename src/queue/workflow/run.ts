@@ -25,6 +25,8 @@ export interface RunConfig {
   failureCallbackOptions?: CallbackOptions | undefined;
   labels?: string[] | undefined;
   redact?: Redaction | undefined;
+  /** The trigger declared no `WF_DetectTrigger` (docs/workflow.md §15); every message inherits it. */
+  legacySdk?: true | undefined;
 }
 
 /** The run that invoked this one with `context.invoke` (docs/workflow.md §10). */
@@ -95,8 +97,16 @@ export function runConfigOf(meta: MessageMeta): RunConfig {
     failureCallbackOptions: meta.failureCallbackOptions,
     labels: meta.labels,
     redact: meta.redact,
+    ...(meta.workflow?.legacySdk && { legacySdk: true }),
   };
 }
+
+/** The tag of a message of a run with configuration `run`. */
+export const runTag = (runId: string, callType: string, run: RunConfig): WorkflowTag => ({
+  runId,
+  callType,
+  ...(run.legacySdk && { legacySdk: true }),
+});
 
 /**
  * A later step message with the run's configuration applied (docs/workflow.md §4): the run's
