@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { start, type StartOptions, type Stashd } from "../../src/index.js";
+import { startRedis, type TestRedis } from "./redis.js";
 
 /**
  * stashd started in-process on a temporary data dir and free ports, with test-speed timings.
@@ -57,4 +58,25 @@ export async function startStashd(options: StartOptions = {}): Promise<TestStash
       if (!options.dataDir) rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * A test Redis holding both services, KV in database 0 and the queue in database 1 (one number
+ * for both is refused: docs/reliability.md, threat model), and a stashd on it.
+ */
+export async function startOnOneRedis(
+  options: StartOptions = {},
+): Promise<{ redis: TestRedis; stashd: TestStashd }> {
+  const redis = await startRedis();
+  try {
+    const stashd = await startStashd({
+      kvRedisUrl: `${redis.url}/0`,
+      queueRedisUrl: `${redis.url}/1`,
+      ...options,
+    });
+    return { redis, stashd };
+  } catch (err) {
+    await redis.stop();
+    throw err;
+  }
 }

@@ -1,8 +1,8 @@
 import http from "node:http";
 import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startRedis, type TestRedis } from "../harness/redis.js";
-import { startStashd, type TestStashd } from "../harness/stashd.js";
+import type { TestRedis } from "../harness/redis.js";
+import { startOnOneRedis, type TestStashd } from "../harness/stashd.js";
 
 /**
  * Hostile inputs at the HTTP edge (issue 25, item 12): a malformed percent-escape in a console
@@ -17,14 +17,11 @@ let s: TestStashd;
 let admin: string;
 
 beforeAll(async () => {
-  redis = await startRedis();
-  s = await startStashd({
-    kvRedisUrl: `${redis.url}/0`,
-    queueRedisUrl: `${redis.url}/1`,
+  ({ redis, stashd: s } = await startOnOneRedis({
     consoleLoginFailuresPerAddress: PER_ADDRESS,
     consoleLoginFailuresGlobal: GLOBAL,
     consoleLoginWindowMs: WINDOW_MS,
-  });
+  }));
   admin = s.admin?.url ?? "";
 });
 afterAll(async () => {

@@ -1,7 +1,7 @@
 import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startRedis, type TestRedis } from "../harness/redis.js";
-import { startStashd, type TestStashd } from "../harness/stashd.js";
+import type { TestRedis } from "../harness/redis.js";
+import { startOnOneRedis, type TestStashd } from "../harness/stashd.js";
 import { FAST_QUEUE } from "../queue/setup.js";
 
 /**
@@ -15,14 +15,7 @@ let redis: TestRedis;
 let s: TestStashd;
 
 beforeAll(async () => {
-  redis = await startRedis();
-  s = await startStashd({
-    // One Redis for both, in two database numbers (the same number is refused).
-    kvRedisUrl: `${redis.url}/0`,
-    queueRedisUrl: `${redis.url}/1`,
-    maxInflightBodyBytes: BUDGET,
-    ...FAST_QUEUE,
-  });
+  ({ redis, stashd: s } = await startOnOneRedis({ maxInflightBodyBytes: BUDGET, ...FAST_QUEUE }));
 });
 afterAll(async () => {
   await s?.stop();

@@ -1,7 +1,7 @@
 import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startRedis, type TestRedis } from "../harness/redis.js";
-import { startStashd, type TestStashd } from "../harness/stashd.js";
+import type { TestRedis } from "../harness/redis.js";
+import { startOnOneRedis, type TestStashd } from "../harness/stashd.js";
 
 /**
  * Reliability scenarios 4 and 5 (docs/reliability.md): a client trickling its body one byte at a
@@ -12,13 +12,7 @@ let redis: TestRedis;
 let s: TestStashd;
 
 beforeAll(async () => {
-  redis = await startRedis();
-  s = await startStashd({
-    // One Redis for both, in two database numbers (the same number is refused).
-    kvRedisUrl: `${redis.url}/0`,
-    queueRedisUrl: `${redis.url}/1`,
-    requestTimeoutMs: TIMEOUT_MS,
-  });
+  ({ redis, stashd: s } = await startOnOneRedis({ requestTimeoutMs: TIMEOUT_MS }));
 });
 afterAll(async () => {
   await s?.stop();
