@@ -3,8 +3,8 @@ import { rmSync } from "node:fs";
 import type { AdminListener } from "./admin/server.js";
 import { loadConfig, type ConfigOverrides, type FlagValues } from "./config/load.js";
 import type { Config } from "./config/schema.js";
-import type { DatabaseCredentials } from "./kv/database-manager.js";
-import { ensureDefaultDatabase } from "./kv/default-database.js";
+import type { DatabaseCredentials } from "./kv/databases/database-manager.js";
+import { ensureDefaultDatabase } from "./kv/databases/default-database.js";
 import { startKvService, type KvService } from "./kv/service.js";
 import { startQueueService, type QueueService } from "./queue/service.js";
 import { BodyBudget } from "./shared/http/body.js";
@@ -15,7 +15,7 @@ import { adminFor } from "./admin/wiring.js";
 import { emptyManagedStores } from "./dev.js";
 
 export type { Config } from "./config/schema.js";
-export type { DatabaseCredentials } from "./kv/database-manager.js";
+export type { DatabaseCredentials } from "./kv/databases/database-manager.js";
 export { DEV_CREDENTIALS, DEV_DATA_DIR, devOverrides } from "./dev.js";
 
 export interface StartOptions extends ConfigOverrides {

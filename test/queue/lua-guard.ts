@@ -7,7 +7,7 @@ import { QueueStore } from "../../src/queue/store/queue-store.js";
 import { ScheduleStore, type ScheduleDef } from "../../src/queue/store/schedule-store.js";
 import { SigningKeys } from "../../src/queue/store/signing-keys.js";
 import { TopicStore } from "../../src/queue/store/topic-store.js";
-import { WorkflowStore } from "../../src/queue/workflow/store.js";
+import { WorkflowStore } from "../../src/queue/workflow/state/store.js";
 import { parseRedisUrl } from "../../src/shared/redis/connection.js";
 import type { RedisPool } from "../../src/shared/redis/pool.js";
 import type { Arg, Reply } from "../../src/shared/redis/resp.js";

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { DatabaseCredentials } from "../../kv/database-manager.js";
+import type { DatabaseCredentials } from "../../kv/databases/database-manager.js";
 import { AppError } from "../../shared/errors.js";
 import { readBody } from "../../shared/http/body.js";
 import { decodePathSegment } from "../../shared/http/path.js";

@@ -1,5 +1,5 @@
 import type { Arg, Reply } from "../../shared/redis/resp.js";
-import type { Principal } from "../database.js";
+import type { Principal } from "../databases/database.js";
 
 /**
  * FCALL_RO as Upstash runs it: a function that is not declared `no-writes` but only reads runs

@@ -1,10 +1,10 @@
 import type { Arg, Reply } from "../../shared/redis/resp.js";
-import type { CommandTable } from "../policy.js";
+import type { CommandTable } from "../commands/policy.js";
 import type { Emulation, EmulationOptions } from "./emulation.js";
 import { JSON_EMULATION } from "../json/route.js";
 import { HASH_EMULATION } from "./hash-route.js";
 import type { LuaScript } from "../../shared/lua/script.js";
-import { NameCache } from "../name-cache.js";
+import { NameCache } from "../fast/name-cache.js";
 import { BITOP_EMULATION, STREAM_EMULATION } from "./streams-route.js";
 
 /**

@@ -4,7 +4,7 @@ import type { Handler, QueueRequest } from "./context.js";
 import { parseDestination } from "./publish-request.js";
 import { checkQueueName, submit, type Submission } from "./submit.js";
 import { readRaw, reply } from "./util.js";
-import { isWorkflowItem, produceWorkflow } from "../workflow/produce.js";
+import { isWorkflowItem, produceWorkflow } from "../workflow/engine/produce.js";
 
 type Item = Record<string, unknown>;
 type ItemHeaders = Record<string, string>;
