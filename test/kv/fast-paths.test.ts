@@ -3,13 +3,23 @@ import { startStashd, type TestStashd } from "../harness/stashd.js";
 import { useGateway } from "./helpers.js";
 
 /**
- * A pipeline whose commands all go to Redis as they came is answered from RawReplies (no Reply
- * object per reply: src/shared/redis/raw-replies.ts), and when its body is plain ASCII strings it
- * is also sent to Redis straight from the body's bytes (src/kv/encoded-pipeline.ts); any other
- * takes the general path. All must write the same bytes, in every format. Pinned three ways:
- * against the same pipeline made to take the general path by a refused command at its end
- * (answered by stashd, so nothing else changes), against the same commands sent one at a time,
- * and against the same body with a JSON escape in it (which the body encoder leaves alone).
+ * The KV gateway's fast paths answer byte for byte what its general path would, for every reply
+ * shape (strings, invalid UTF-8, escapes, integers, nil, simple strings, arrays, errors, a value
+ * too large to render at once, replies past the max reply size) in each reply encoding (JSON,
+ * base64, RESP2). The fast paths (docs/architecture.md, "src/kv"):
+ * - a pipeline whose commands all go to Redis as they came is answered from RawReplies (no Reply
+ *   object per reply: src/shared/redis/raw-replies.ts, src/kv/reply/reply-bytes.ts);
+ * - a `/pipeline` body of plain ASCII strings is sent to Redis straight from its bytes
+ *   (src/kv/fast/encoded-pipeline.ts);
+ * - a command name the policy never refuses skips the policy and gateway steps, decided once per
+ *   name and casing (src/kv/fast/name-cache.ts, `nameSteps` in src/kv/commands/execute.ts);
+ * - a single JSON command of plain strings is read without the full reader (`parsePlainCommand`
+ *   in src/kv/parse/body-args.ts), and a small reply is rendered whole rather than in pieces;
+ * - a pipeline of at most one slice is rendered at once, a longer one slice by slice.
+ * Each is pinned against the same commands made to take the general path: a refused command at
+ * the pipeline's end (answered by stashd, so nothing else changes), the commands sent one at a
+ * time, a JSON escape in the body (which the fast readers leave alone), other casings of the
+ * names, and a long pipeline against its slices sent as pipelines of their own.
  */
 const { stashd } = useGateway();
 
@@ -213,5 +223,87 @@ describe("pipeline replies past the max reply size", () => {
         "error",
       ]);
     }
+  });
+});
+
+describe.each(FORMATS)("single commands as %s", (_, headers) => {
+  const SHAPES: [string, Command][] = [
+    ["a string", ["GET", "pr:escapes"]],
+    ["invalid UTF-8", ["GET", "pr:bytes"]],
+    ["nil", ["GET", "pr:missing"]],
+    ["an integer", ["STRLEN", "pr:unicode"]],
+    ["a simple string", ["TYPE", "pr:list"]],
+    ["OK", ["GET", "pr:ok"]],
+    ["an array", ["LRANGE", "pr:list", "0", "-1"]],
+    ["an error", ["INCR", "pr:v"]],
+    ["a value too large to render at once", ["GET", "pr:large"]],
+  ];
+
+  it.each(SHAPES)(
+    "answer %s the same from the plain reader, the full reader and the path",
+    async (_shape, argv) => {
+      const plain = body(argv);
+      // `"GET"` spelled `"G\u0045T"` (and so on): the same command for the full reader only.
+      const name = argv[0] as string;
+      const escaped = Buffer.from(
+        plain
+          .toString("latin1")
+          .replace(
+            `"${name}"`,
+            `"${name[0]}\\u00${name.charCodeAt(1).toString(16)}${name.slice(2)}"`,
+          ),
+        "latin1",
+      );
+      expect(escaped.equals(plain)).toBe(false);
+      const fast = await post(stashd(), "/", plain, headers);
+      const general = await post(stashd(), "/", escaped, headers);
+      expect(fast.toString("latin1")).toBe(general.toString("latin1"));
+      if (!argv.some(Buffer.isBuffer)) {
+        const path = "/" + argv.map((a) => encodeURIComponent(a as string)).join("/");
+        const viaPath = await post(stashd(), path, Buffer.alloc(0), headers);
+        expect(viaPath.toString("latin1")).toBe(fast.toString("latin1"));
+      }
+    },
+  );
+});
+
+describe.each(FORMATS)("command names in other casings, as %s", (_, headers) => {
+  it("answer as the upper-case names, in pipelines and single commands", async () => {
+    const commands = SIMPLE.filter((c) => !c.some(Buffer.isBuffer));
+    const casings = [
+      (n: string) => n.toLowerCase(),
+      (n: string) => n[0] + n.slice(1).toLowerCase(),
+    ];
+    const upper = await post(stashd(), "/pipeline", body(commands), headers);
+    for (const casing of casings) {
+      const renamed = commands.map(([n, ...rest]) => [casing(n as string), ...rest]);
+      const other = await post(stashd(), "/pipeline", body(renamed), headers);
+      expect(other.toString("latin1")).toBe(upper.toString("latin1"));
+      const single = await post(stashd(), "/", body(renamed[0] as Command), headers);
+      const upperSingle = await post(stashd(), "/", body(commands[0] as Command), headers);
+      expect(single.toString("latin1")).toBe(upperSingle.toString("latin1"));
+    }
+  });
+});
+
+describe.each(FORMATS)("a pipeline longer than one slice, as %s", (_, headers) => {
+  it("answers as its slices sent as pipelines of their own, joined", async () => {
+    // 1000 commands per slice (SLICE in src/kv/commands/execute.ts); a large reply in each.
+    const commands = Array.from({ length: 1500 }, (_, i): Command =>
+      i % 700 === 5
+        ? ["GET", "pr:large"]
+        : i % 3 === 0
+          ? ["GET", "pr:unicode"]
+          : ["STRLEN", "pr:v"],
+    );
+    const whole = await post(stashd(), "/pipeline", body(commands), headers);
+    const first = await post(stashd(), "/pipeline", body(commands.slice(0, 1000)), headers);
+    const rest = await post(stashd(), "/pipeline", body(commands.slice(1000)), headers);
+    const joined =
+      headers["upstash-response-format"] === "resp2"
+        ? Buffer.concat([first, rest])
+        : Buffer.concat([first.subarray(0, -1), Buffer.from(","), rest.subarray(1)]);
+    expect(whole.length).toBe(joined.length);
+    expect(whole.equals(joined)).toBe(true);
   });
 });
