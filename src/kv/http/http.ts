@@ -3,39 +3,24 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { AppError } from "../../shared/errors.js";
 import { readBody, type BodyBudget } from "../../shared/http/body.js";
 import { Cors } from "../../shared/http/cors.js";
-import { closingIfUnread, sendError, streamBody } from "../../shared/http/respond.js";
+import { closingIfUnread, sendError } from "../../shared/http/respond.js";
 import { labelRequest } from "../../shared/instrument.js";
 import type { Logger } from "../../shared/log.js";
 import { metrics } from "../../shared/metrics.js";
-import { replyPieces, serializeReply, type Arg, type Reply } from "../../shared/redis/resp.js";
+import type { Arg } from "../../shared/redis/resp.js";
 import type { Principal } from "../databases/database.js";
 import type { DatabaseManager } from "../databases/database-manager.js";
-import { rawResp2 } from "../../shared/redis/raw-replies.js";
-import {
-  replyList,
-  runEncodedPipeline,
-  runPipelineSlices,
-  runShortPipeline,
-  runSingle,
-  SLICE,
-  type SliceReplies,
-} from "../commands/execute.js";
+import { runEncodedPipeline, runShortPipeline, runSingle, SLICE } from "../commands/execute.js";
 import { runTransaction } from "../commands/transaction.js";
+import { parseCommand, parsePlainCommand, readCommandList } from "../parse/body-args.js";
+import { ReplyBuffers, StreamBacklog } from "../reply/reply-buffers.js";
 import {
-  parseCommand,
-  parsePlainCommand,
-  readCommandList,
-  type CommandList,
-} from "../parse/body-args.js";
-import {
-  errorStatus,
-  itemPieces,
-  rawRenderableAtOnce,
-  renderableAtOnce,
-  renderItem,
-} from "../reply/reply.js";
-import { renderList, renderRaw } from "../reply/reply-bytes.js";
-import { heldBytes, ReplyBuffers, StreamBacklog } from "../reply/reply-buffers.js";
+  sendList,
+  sendSingle,
+  sendSlicedPipeline,
+  type Format,
+  type ReplyOut,
+} from "../reply/send.js";
 import { openStream, type StreamKind } from "./sse.js";
 import { parseUrl, type UrlParts } from "../parse/url-args.js";
 import type { Interrupts } from "../commands/blocking.js";
@@ -43,7 +28,8 @@ import type { Interrupts } from "../commands/blocking.js";
 /**
  * The KV gateway's HTTP edge. Order for every request: CORS preflight → method → token →
  * format headers → route (`/`, `/pipeline`, `/multi-exec`, SSE streams, or a command in the path)
- * → body (within the database's size limit) → guard chain (execute.ts) → reply rendering.
+ * → body (within the database's size limit) → guard chain (execute.ts) → reply rendering and
+ * sending (reply/send.ts).
  */
 const METHODS = new Set(["GET", "HEAD", "POST", "PUT"]);
 const BODY_METHODS = new Set(["POST", "PUT"]);
@@ -68,11 +54,6 @@ const CORS = new Cors({
   ],
   exposeHeaders: ["upstash-sync-token"],
 });
-
-interface Format {
-  readonly base64: boolean;
-  readonly resp2: boolean;
-}
 
 /** The format when the request names none (nearly every request). */
 const JSON_FORMAT: Format = { base64: false, resp2: false };
@@ -352,186 +333,4 @@ function commandOf(url: UrlParts, body: Buffer | undefined): Arg[] | undefined {
   if (body !== undefined && body.length > 0) argv.push(body);
   argv.push(...url.query);
   return argv;
-}
-
-/**
- * Replies are written with backpressure (streamBody): a slow reader costs the reply, no more.
- * A small reply (renderableAtOnce) is rendered whole and sent with its headers in one write.
- */
-async function sendSingle(
-  out: ReplyOut,
-  reply: Reply,
-  format: Format,
-  headers: Record<string, string>,
-  method: string,
-): Promise<void> {
-  const status = reply.kind === "error" ? errorStatus(reply.value) : 200;
-  if (method !== "HEAD" && renderableAtOnce(reply)) {
-    const body = format.resp2 ? serializeReply(reply) : renderItem(reply, format.base64);
-    return sendWhole(out.res, status, headers, format, body);
-  }
-  const pieces = format.resp2 ? replyPieces(reply) : itemPieces(reply, format.base64);
-  return streamHeld(out, status, withType(headers, format), pieces, method, heldBytes(reply));
-}
-
-/**
- * A pipeline's or transaction's replies. RawReplies that render in one piece are written from
- * where they are (renderRaw, rawResp2: the same bytes as from their Reply objects); anything else
- * goes the general way.
- */
-async function sendList(
-  out: ReplyOut,
-  list: SliceReplies,
-  format: Format,
-  headers: Record<string, string>,
-  method: string,
-): Promise<void> {
-  if (!Array.isArray(list) && method !== "HEAD" && rawRenderableAtOnce(list)) {
-    const body = format.resp2 ? rawResp2(list) : renderRaw(list, format.base64);
-    return sendWhole(out.res, 200, headers, format, body);
-  }
-  const replies = replyList(list);
-  if (method !== "HEAD" && renderableAtOnce({ kind: "array", value: replies })) {
-    const body = format.resp2
-      ? Buffer.concat(replies.map(serializeReply))
-      : renderList(replies, format.base64);
-    return sendWhole(out.res, 200, headers, format, body);
-  }
-  const pieces = format.resp2 ? listBytes(replies) : listJson(replies, format.base64);
-  const bytes = replies.reduce((sum, r) => sum + heldBytes(r), 0);
-  return streamHeld(out, 200, withType(headers, format), pieces, method, bytes);
-}
-
-/** Status, headers and a whole body in one go (a string body goes out in the headers' write). */
-function sendWhole(
-  res: ServerResponse,
-  status: number,
-  headers: Record<string, string>,
-  format: Format,
-  body: string | Buffer,
-): void {
-  const list: string[] = [];
-  for (const name in headers) list.push(name, headers[name] as string);
-  list.push("content-type", typeOf(format));
-  list.push(
-    "content-length",
-    String(typeof body === "string" ? Buffer.byteLength(body) : body.length),
-  );
-  res.writeHead(status, list).end(body);
-}
-
-/**
- * A pipeline of more than one slice: each slice's replies are rendered as soon as they are final
- * (a reply too large to render in one piece is kept and rendered piecewise while written), so
- * what waits for the last slice is a few flat strings, not an object per reply. The body is
- * byte for byte what sendList writes.
- */
-async function sendSlicedPipeline(
-  out: ReplyOut,
-  p: Principal,
-  commands: CommandList,
-  to: { format: Format; headers: Record<string, string>; method: string },
-  interrupts: Interrupts,
-): Promise<void> {
-  const { format, headers, method } = to;
-  const rendered: (string | Buffer | Reply)[] = [];
-  await runPipelineSlices(
-    p,
-    commands,
-    (replies) => renderSlice(replies, format, rendered.length === 0, rendered),
-    interrupts,
-  );
-  const pieces = format.resp2 ? slicedBytes(rendered) : slicedJson(rendered, format.base64);
-  const bytes = rendered.reduce(
-    (sum: number, part) =>
-      sum + (typeof part === "string" || Buffer.isBuffer(part) ? part.length : heldBytes(part)),
-    0,
-  );
-  await streamHeld(out, 200, withType(headers, format), pieces, method, bytes);
-}
-
-/** Appends one slice's replies to `out`: runs of small replies joined, large ones as they are. */
-function renderSlice(
-  replies: Reply[],
-  format: Format,
-  first: boolean,
-  out: (string | Buffer | Reply)[],
-): void {
-  const run: (string | Buffer)[] = [];
-  const endRun = (): void => {
-    if (run.length === 0) return;
-    out.push(format.resp2 ? Buffer.concat(run as Buffer[]) : run.join(""));
-    run.length = 0;
-  };
-  for (let i = 0; i < replies.length; i++) {
-    const reply = replies[i] as Reply;
-    if (!format.resp2 && (i > 0 || !first)) run.push(",");
-    if (renderableAtOnce(reply)) {
-      run.push(format.resp2 ? serializeReply(reply) : renderItem(reply, format.base64));
-    } else {
-      endRun();
-      out.push(reply);
-    }
-  }
-  endRun();
-}
-
-function* slicedBytes(parts: (string | Buffer | Reply)[]): Generator<Buffer> {
-  for (const part of parts) {
-    if (Buffer.isBuffer(part)) yield part;
-    else if (typeof part !== "string") yield* replyPieces(part);
-  }
-}
-
-function* slicedJson(parts: (string | Buffer | Reply)[], base64: boolean): Generator<string> {
-  yield "[";
-  for (const part of parts) {
-    if (typeof part === "string") yield part;
-    else if (!Buffer.isBuffer(part)) yield* itemPieces(part, base64);
-  }
-  yield "]";
-}
-
-/** Where a reply goes, and the limits on replies held for clients still reading them. */
-interface ReplyOut {
-  res: ServerResponse;
-  buffers: ReplyBuffers;
-  /** A client that takes none of a reply for this long is cut off (STASHD_REQUEST_TIMEOUT_MS). */
-  stallMs: number;
-}
-
-/** streamBody with the reply's `bytes` counted against the process's budget (reply-buffers.ts). */
-function streamHeld(
-  out: ReplyOut,
-  status: number,
-  headers: Record<string, string>,
-  pieces: Iterable<string | Buffer>,
-  method: string,
-  bytes: number,
-): Promise<void> {
-  if (method === "HEAD") return streamBody(out.res, status, headers, pieces, true);
-  return out.buffers.holding(bytes, () =>
-    streamBody(out.res, status, headers, pieces, false, out.stallMs),
-  );
-}
-
-function* listBytes(replies: Reply[]): Generator<Buffer> {
-  for (const reply of replies) yield* replyPieces(reply);
-}
-
-function* listJson(replies: Reply[], base64: boolean): Generator<string> {
-  yield "[";
-  for (let i = 0; i < replies.length; i++) {
-    if (i > 0) yield ",";
-    yield* itemPieces(replies[i] as Reply, base64);
-  }
-  yield "]";
-}
-
-function withType(headers: Record<string, string>, format: Format): Record<string, string> {
-  return { ...headers, "content-type": typeOf(format) };
-}
-
-function typeOf(format: Format): string {
-  return format.resp2 ? "application/octet-stream" : "application/json";
 }
