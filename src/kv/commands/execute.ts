@@ -13,7 +13,8 @@ import {
   type RedisBackend,
 } from "../../shared/redis/backend.js";
 import type { Exchange } from "../../shared/redis/connection.js";
-import { neverRefused, refusalOf, type CommandTable } from "./policy.js";
+import { plainName, refusalOf, type CommandTable } from "./policy.js";
+import { namesWith } from "./traits.js";
 import { NameCache } from "../fast/name-cache.js";
 import { REWRITTEN_NAMES, rewriteCommand } from "./rewrite.js";
 import { gatewayCommand, type GatewayHandler } from "./gateway-commands.js";
@@ -44,28 +45,11 @@ const errorReply = (value: string): Reply => ({ kind: "error", value });
  */
 export const SLICE = 1000;
 /** Commands that run a Lua script or function: their waits are watched against the time limit. */
-const SCRIPT_CALLS = new Set(["eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro"]);
+const SCRIPT_CALLS = namesWith("script-call");
 
 export const NONE_WATCHED: ReadonlySet<number> = new Set();
-/**
- * Names that the policy or gateway steps read the arguments of beyond `neverRefused`: gateway
- * commands (gateway-commands.ts), the read-only FCALL refusal (emulate/fcall-ro.ts), and script
- * calls (watched against the time limit). A new step of that kind must add its names here, or
- * commands the backend knows will bypass it.
- */
-const ARGUMENT_STEPS = new Set([
-  "acl",
-  "scan",
-  "script",
-  "eval",
-  "evalsha",
-  "eval_ro",
-  "evalsha_ro",
-  "fcall",
-  "fcall_ro",
-]);
 /** What the guard chain needs to know of a command name, whatever the arguments. */
-interface NameSteps {
+export interface NameSteps {
   /** The policy and gateway steps can be skipped (see `nameSteps`). */
   readonly plain: boolean;
   /** `rewriteCommand` may change a command of this name (REWRITTEN_NAMES). */
@@ -74,15 +58,17 @@ interface NameSteps {
 
 /**
  * `plain`: the backend knows the command, the policy never refuses it (whatever its arguments),
- * and no gateway command or script watch applies to it.
+ * and no gateway command, script watch or token rule applies to it (`plainName`, derived from
+ * the command-traits table, traits.ts).
  */
 const nameSteps = new NameCache<NameSteps>((name, table, nonAscii) => ({
-  plain: !ARGUMENT_STEPS.has(name) && neverRefused(name, table),
+  plain: plainName(name, table),
   // rewriteCommand decodes the name as UTF-8: a non-ASCII one may lower-case to a listed one.
   rewritten: REWRITTEN_NAMES.has(name) || nonAscii,
 }));
 
-function stepsOf(argv: readonly Arg[], table: CommandTable): NameSteps {
+/** The guard chain's per-name answers for this command (exported for the property test). */
+export function stepsOf(argv: readonly Arg[], table: CommandTable): NameSteps {
   const first = argv[0];
   return first === undefined ? NOT_PLAIN : nameSteps.get(first, table);
 }
@@ -387,7 +373,7 @@ async function runSlice(p: Principal, commands: Arg[][], s: PipelineSlices): Pro
         }
         out = admitted;
       }
-      // A plain command sent as it is is never a script call (ARGUMENT_STEPS).
+      // A plain command sent as it is is never a script call (traits.ts: "script-call").
       if ((!plain || out !== argv) && isScriptCall(out)) (watched ??= new Set()).add(toSend.length);
       toSend.push(out);
       sendIndex.push(i);

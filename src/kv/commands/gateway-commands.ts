@@ -4,6 +4,7 @@ import type { Arg, Reply } from "../../shared/redis/resp.js";
 import type { Principal } from "../databases/database.js";
 import { mintAclToken } from "../databases/tokens.js";
 import { QUEUE_KEY_PREFIX, patternAvoidsPrefix } from "./command-rights.js";
+import { namesWith } from "./traits.js";
 
 /**
  * Upstash-only commands that the gateway answers itself, outside transactions:
@@ -31,10 +32,14 @@ export function isScanWithType(argv: readonly Arg[]): boolean {
   return lower(argv[0]) === "scan" && argv.some((a, i) => i > 0 && lower(a) === "withtype");
 }
 
+/** The names of the commands above (traits.ts, "gateway"); any other is never served here. */
+const GATEWAY_NAMES = namesWith("gateway");
+
 export function gatewayCommand(argv: readonly Arg[]): GatewayHandler | undefined {
+  const name = lower(argv[0]);
+  if (name === undefined || !GATEWAY_NAMES.has(name)) return undefined;
   if (isRestToken(argv)) return restToken;
   if (isScanWithType(argv)) return scanWithType;
-  const name = lower(argv[0]);
   if (name === "acl") return aclCommand;
   if (name === "config") return configCommand;
   return undefined;

@@ -1,5 +1,6 @@
 import type { Arg, Reply } from "../../shared/redis/resp.js";
 import { blockingForm } from "./blocking.js";
+import { decidedByName, namesWith } from "./traits.js";
 
 /**
  * What the gateway refuses, derived from the backend's own `COMMAND` table (flags and ACL
@@ -48,40 +49,22 @@ function textsOf(reply: Reply | undefined): string[] {
   );
 }
 
+/* The names each rule applies to come from the command-traits table (traits.ts). */
+const CONNECTION_ALLOWED = namesWith("harmless-connection");
+const PUBSUB_ALLOWED = namesWith("publish-only");
+const CONNECTION_STATE = namesWith("connection-state");
+const ADMIN_REFUSED = namesWith("shared-server");
+const STREAM_ONLY = namesWith("stream-only");
+const CROSS_DATABASE = namesWith("cross-database");
+const CROSS_DATABASE_OPTION = namesWith("cross-database-option");
+const OTHER_HOST = namesWith("other-host");
+const MANAGED_CONFIG = namesWith("managed-config");
+const RESERVED_USERS_CHECKED = namesWith("reserved-users");
 /**
- * Connection commands that are harmless on a shared connection. COMMAND (COUNT, INFO, DOCS,
- * GETKEYS…) carries the @connection category but only reads the server's command table.
+ * Subcommands that change a connection's mode with no flag to say so: the Lua debugger takes
+ * the connection over (and with YES forks a child that outlives the request).
  */
-const CONNECTION_ALLOWED = new Set(["ping", "echo", "command"]);
-/** Pub/sub commands that do not put the connection into subscriber mode. */
-const PUBSUB_ALLOWED = new Set(["publish", "spublish", "pubsub"]);
-/** Change connection state; some (CLIENT) carry no @connection category at the top level. */
-const CONNECTION_STATE = new Set([
-  "client",
-  "auth",
-  "select",
-  "hello",
-  "reset",
-  "quit",
-  "wait",
-  "waitaof",
-]);
-/** Would stop, reconfigure or detach the backend that every token shares. */
-const ADMIN_REFUSED = new Set([
-  "shutdown",
-  "debug",
-  "module",
-  "replicaof",
-  "slaveof",
-  "failover",
-  "sync",
-  "psync",
-  "replconf",
-  "cluster",
-  "readonly",
-  "readwrite",
-  "asking",
-]);
+const MODE_CHANGING = new Set([...namesWith("lua-debugger")].map((name) => `${name}|debug`));
 /**
  * Commands and subcommands flagged `admin` that stay allowed: ACL management (RESTTOKEN users),
  * reading the configuration, diagnostics. Every other `admin` one (SAVE, PFDEBUG, CLIENT PAUSE,
@@ -90,16 +73,6 @@ const ADMIN_REFUSED = new Set([
  */
 const ADMIN_ALLOWED =
   /^(acl\|.*|config\|get|config\|resetstat|latency\|.*|slowlog\|.*|bgsave|bgrewriteaof|module\|list)$/;
-/**
- * Reach another database number of the same Redis, which belongs to no token of this database
- * (or to the queue, on a shared Redis). COPY only with its DB option (see `crossDatabaseCopy`).
- */
-const CROSS_DATABASE = new Set(["swapdb", "move"]);
-/**
- * Change a connection's mode with no flag to say so: the Lua debugger takes the connection over
- * (and with YES forks a child that outlives the request).
- */
-const MODE_CHANGING = new Set(["script|debug"]);
 /** Subcommands of CONFIG that would change the managed server's files or password. */
 const CONFIG_REFUSED = new Set(["set", "rewrite"]);
 /** ACL users that stashd itself logs in as. */
@@ -133,15 +106,15 @@ export function refusalOf(
   const name = first.toString().toLowerCase();
   const upper = name.toUpperCase();
   const info = table.get(name);
-  if (ADMIN_REFUSED.has(name) || name === "monitor") {
-    return name === "monitor"
+  if (ADMIN_REFUSED.has(name) || STREAM_ONLY.has(name)) {
+    return STREAM_ONLY.has(name)
       ? notInRest(upper)
       : notAvailable(upper, "It would affect the server every token shares.");
   }
-  if (CROSS_DATABASE.has(name) || (name === "copy" && crossDatabaseCopy(argv))) {
+  if (CROSS_DATABASE.has(name) || (CROSS_DATABASE_OPTION.has(name) && crossDatabaseCopy(argv))) {
     return notAvailable(upper, "It reaches another database number of the server.");
   }
-  if (name === "migrate" && !opts.allowMigrate) {
+  if (OTHER_HOST.has(name) && !opts.allowMigrate) {
     return notAvailable(
       upper,
       "It makes the server connect to another host; enable it per database with `stashd db create --allow-migrate`.",
@@ -163,16 +136,16 @@ export function refusalOf(
   return serverRefusal(name, argv, table) ?? subcommandRefusal(name, argv);
 }
 
-/** Commands whose refusal (or not) depends on their arguments, beside those with subcommands. */
-const READS_ARGUMENTS = new Set(["xread", "xreadgroup", "config", "acl", "migrate", "copy"]);
-
 /**
- * Whether `refusalOf` lets this command through whatever its arguments and the policy options:
- * a command the backend knows, with no subcommands, that no rule refuses or reads the arguments
- * of. `name` is lower-case. Callers cache the answer per name (it scans the table).
+ * Whether a command of this name takes the fast path (`plain` in execute.ts: the policy and
+ * gateway steps are skipped), whatever its arguments, the token and the database's options: the
+ * backend knows it, it has no subcommands and is not flagged `blocking` (the policy reads the
+ * arguments of both), every trait it has is decided by name (traits.ts), and the policy does not
+ * refuse it. `name` is lower-case. Callers cache the answer per name (it scans the table).
  */
-export function neverRefused(name: string, table: CommandTable): boolean {
-  if (!table.has(name) || READS_ARGUMENTS.has(name)) return false;
+export function plainName(name: string, table: CommandTable): boolean {
+  const info = table.get(name);
+  if (info === undefined || info.flags.has("blocking") || !decidedByName(name)) return false;
   const container = `${name}|`;
   for (const key of table.keys()) if (key.startsWith(container)) return false;
   return refusalOf([name], table) === undefined;
@@ -220,13 +193,13 @@ function blockingRefusal(
 
 function subcommandRefusal(name: string, argv: readonly Arg[]): string | undefined {
   const sub = argv[1]?.toString().toLowerCase();
-  if (name === "config" && sub !== undefined && CONFIG_REFUSED.has(sub)) {
+  if (MANAGED_CONFIG.has(name) && sub !== undefined && CONFIG_REFUSED.has(sub)) {
     return notAvailable(
       `CONFIG ${sub.toUpperCase()}`,
       "The server's configuration is managed by stashd.",
     );
   }
-  if (name === "acl" && (sub === "setuser" || sub === "deluser")) {
+  if (RESERVED_USERS_CHECKED.has(name) && (sub === "setuser" || sub === "deluser")) {
     const reserved = argv.slice(2).find((u) => RESERVED_ACL_USERS.has(u.toString()));
     if (reserved !== undefined) {
       return `ERR ACL user '${reserved.toString()}' is reserved by stashd`;

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import type { Arg } from "../../shared/redis/resp.js";
 import { exactTrim } from "../emulate/rewrites.js";
+import { namesWith } from "./traits.js";
 
 /**
  * Rewrites for what popular clients send that plain Redis refuses:
@@ -65,15 +66,7 @@ function scriptIndex(name: string, argv: readonly Arg[]): number | undefined {
 }
 
 /** The (lower-case) names of the commands `rewriteCommand` may change; it returns others as is. */
-export const REWRITTEN_NAMES: ReadonlySet<string> = new Set([
-  "eval",
-  "eval_ro",
-  "script",
-  "evalsha",
-  "evalsha_ro",
-  "xtrim",
-  "flushall",
-]);
+export const REWRITTEN_NAMES: ReadonlySet<string> = namesWith("rewritten");
 
 /** Applies the rewrites above; returns argv unchanged (same array) when none applies. */
 export function rewriteCommand(argv: Arg[], aliases: ScriptAliases): Arg[] {
