@@ -303,6 +303,7 @@ export function Table<T>(p: {
               key={key}
               class={`${p.onRow ? "clickable" : ""} ${p.selected === key ? "selected" : ""}`}
               onClick={p.onRow ? () => p.onRow?.(row) : undefined}
+              {...(p.onRow ? rowKeys(() => p.onRow?.(row)) : {})}
             >
               {p.columns.map((c) => (
                 <td key={c.title} class={c.class}>
@@ -315,6 +316,28 @@ export function Table<T>(p: {
       </tbody>
     </table>
   );
+}
+
+/**
+ * Keyboard use of a clickable row: Tab reaches it, Enter opens it, the arrow keys move to the row
+ * above or below. Keys typed in a control inside the row (a checkbox, a button) are left alone.
+ */
+function rowKeys(open: () => void) {
+  return {
+    tabIndex: 0,
+    onKeyDown: (e: KeyboardEvent) => {
+      if (e.target !== e.currentTarget) return;
+      const row = e.currentTarget as HTMLTableRowElement;
+      if (e.key === "Enter") {
+        e.preventDefault();
+        open();
+      } else if (e.key === "ArrowDown" || e.key === "ArrowUp") {
+        e.preventDefault();
+        const next = e.key === "ArrowDown" ? row.nextElementSibling : row.previousElementSibling;
+        (next as HTMLElement | null)?.focus();
+      }
+    },
+  };
 }
 
 /** The detail panel on the right of a list page. */

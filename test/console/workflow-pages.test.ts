@@ -73,14 +73,14 @@ test("workflow runs: listed with their steps, a sleeping run cancelled from the 
     hasText: workflowRunId,
   });
   await row.getByText("RUN_STARTED").waitFor();
-  await row.click();
-  const steps = page.locator("aside.panel table[aria-label='workflow steps']");
-  await steps.getByText("greet").waitFor();
-  await steps.getByText("hello console").waitFor();
-  await steps.getByText("nap").waitFor();
   await env.shot(page, "workflows");
-  await page.locator("aside.panel").getByRole("button", { name: "Cancel run" }).click();
+  await row.click();
+  const steps = page.locator("ol[aria-label='workflow steps']");
+  await steps.locator("[data-step=greet]").waitFor();
+  await steps.locator("[data-step=nap]").waitFor();
+  await button("Cancel run").click();
   await toast("Run cancelled");
+  await page.goBack();
   await row.getByText("RUN_CANCELED").waitFor();
   expect((await runLog(workflowRunId))?.workflowState).toBe("RUN_CANCELED");
 });

@@ -1,5 +1,6 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 import { get, kvWrite, query } from "../api.js";
+import { href, navigate } from "../routes.js";
 import { Action, Badge, Field, fmtTtl, Form, Page, Select, Table, toast } from "../ui.js";
 import { CommandBox } from "./kv-command.js";
 import { KeyDetail } from "./kv-key.js";
@@ -24,17 +25,25 @@ const TYPES: [string, string][] = [
 /**
  * The data browser of one database: keys by pattern and type, paged with SCAN's cursor on the
  * server (a page is 100 keys whatever the keyspace's size), the selected key's value to view and
- * edit, and a command box.
+ * edit, and a command box. The URL holds the search (`#/kv/<db>?match=user:*&type=hash`) and the
+ * key open (`#/kv/<db>/key/<key>`).
  */
-export function KvPage(p: { db: string }) {
-  const [pattern, setPattern] = useState("*");
-  const [type, setType] = useState("");
-  const [search, setSearch] = useState({ match: "*", type: "" });
+export function KvPage(p: { db: string; selected: string | undefined; params: URLSearchParams }) {
+  const search = { match: p.params.get("match") || "*", type: p.params.get("type") ?? "" };
+  const searchParams = { match: search.match === "*" ? "" : search.match, type: search.type };
+  const [pattern, setPattern] = useState(search.match);
+  const [type, setType] = useState(search.type);
   const [rows, setRows] = useState<KeyRow[]>([]);
   const [cursor, setCursor] = useState<string>("0");
   const [error, setError] = useState<string | undefined>();
   const [loading, setLoading] = useState(false);
-  const [selected, setSelected] = useState<string | undefined>();
+  const selected = p.selected;
+  const setSelected = (key: string | undefined) =>
+    navigate(
+      key === undefined
+        ? href.kv(p.db, searchParams)
+        : href.kvKey(p.db, key) + href.kv(p.db, searchParams).replace(/^[^?]*/, ""),
+    );
   const [creating, setCreating] = useState(false);
   const base = `kv/${encodeURIComponent(p.db)}`;
 
@@ -60,7 +69,7 @@ export function KvPage(p: { db: string }) {
       setLoading(false);
     }
   };
-  useEffect(() => void load("0", false), [search, p.db]);
+  useEffect(() => void load("0", false), [search.match, search.type, p.db]);
   const refresh = () => void load("0", false);
 
   return (
@@ -96,7 +105,9 @@ export function KvPage(p: { db: string }) {
           }}
         />
       )}
-      <Form onSubmit={() => setSearch({ match: pattern || "*", type })}>
+      <Form
+        onSubmit={() => navigate(href.kv(p.db, { match: pattern === "*" ? "" : pattern, type }))}
+      >
         <Field label="Pattern" value={pattern} onInput={setPattern} width="18rem" name="pattern" />
         <Select label="Type" value={type} options={TYPES} onChange={setType} />
         <button type="submit" class="btn primary">
