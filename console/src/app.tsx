@@ -16,7 +16,16 @@ import { WorkflowsPage } from "./pages/workflows.js";
 import { announceReconnect, fmtCount, fmtTime, messageOf, Toasts, useInterval } from "./ui.js";
 
 export interface Summary {
-  queue: { ready: number; delayed: number; inFlight: number; pending: number; dlq: number } | null;
+  queue: {
+    ready: number;
+    delayed: number;
+    inFlight: number;
+    pending: number;
+    /** Message entries: what the DLQ page lists. */
+    dlq: number;
+    /** Workflow runs' entries: what the workflow DLQ tab lists. */
+    workflowDlq: number;
+  } | null;
   schedules: number | null;
   queues: number | null;
   urlGroups: number | null;
@@ -154,6 +163,8 @@ function navCount(id: string, s: Summary | undefined): string {
   if (!s) return "";
   const n: Record<string, number | null | undefined> = {
     messages: s.queue?.pending,
+    dlq: s.queue?.dlq,
+    workflows: s.queue?.workflowDlq,
     schedules: s.schedules,
     queues: s.queues,
     "url-groups": s.urlGroups,
@@ -199,9 +210,9 @@ function StatusBar(p: { summary: Summary | undefined; conn: Connection }) {
     ["ready", q?.ready],
     ["delayed", q?.delayed],
     ["in flight", q?.inFlight],
-    // The queue's DLQ count holds the workflow DLQ's entries too (one store): labelled as such,
-    // and not put next to the DLQ page, which lists message entries only.
-    ["failed (DLQ + workflow DLQ)", q?.dlq],
+    // Counted apart on the server (lua/depth.lua), so each matches its own list.
+    ["DLQ", q?.dlq],
+    ["workflow DLQ", q?.workflowDlq],
   ];
   return (
     <div class="status" aria-label="Live counts">

@@ -34,7 +34,7 @@ beforeAll(async () => {
 afterAll(() => env?.close());
 
 const panel = () => page.locator("aside.panel");
-const hash = () => page.evaluate(() => location.hash);
+const hash = () => page.evaluate<string>("location.hash");
 
 test("a pasted DLQ link opens the entry; a row click sets the URL; back and forward move", async () => {
   await page.goto(`${env.url}#/dlq/${encodeURIComponent(dlqId)}`);
