@@ -261,7 +261,7 @@ function PageFor(p: { route: Route; session: Session }) {
     case "kv": {
       const db = id ?? p.session.databases[0] ?? "default";
       const key = rest[1] === "key" ? rest[2] : undefined;
-      return <KvPage key={`${db}?${filters}`} db={db} selected={key} params={params} />;
+      return <KvPage key={db} db={db} selected={key} params={params} />;
     }
     default:
       return (

@@ -428,6 +428,14 @@ export function fmtTtl(ms: number): string {
   return `${Math.round(s / 86400)}d`;
 }
 
+/** A size in bytes, in B / KiB / MiB; "—" when unknown. */
+export function fmtBytes(n: number | null | undefined): string {
+  if (n === null || n === undefined) return "—";
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
+  return `${(n / 1024 / 1024).toFixed(1)} MiB`;
+}
+
 export function fmtCount(n: number | null | undefined): string {
   if (n === null || n === undefined) return "—";
   return n.toLocaleString("en-US");
