@@ -1,5 +1,7 @@
 import type { Reply } from "../../shared/redis/resp.js";
 import type { Partition, Partitions } from "./partitions.js";
+import { asArray } from "./replies.js";
+import { transitions } from "./transitions.js";
 
 /** How many messages the queue holds, by state. */
 export interface QueueDepth {
@@ -11,13 +13,16 @@ export interface QueueDepth {
   inFlight: number;
   /** Every message not yet finished (includes FIFO and flow-control waiting lists). */
   pending: number;
+  /** Message entries in the DLQ (what GET /v2/dlq lists). */
   dlq: number;
+  /** Workflow runs' entries (what GET /v2/workflows/dlq lists); they share the DLQ's store. */
+  workflowDlq: number;
 }
 
 /**
- * Reads the depth with five counting commands per partition in one pipelined round trip each
- * (O(log n) each), summed over the partitions, so polling it every few seconds costs nothing even
- * with 100k messages. Read-only: no message, queue or lease is touched. The one place that counts
+ * Reads the depth with one read-only script per partition (lua/depth.lua: six counting commands,
+ * O(log n) each, read in one moment), summed over the partitions, so polling it every few seconds
+ * costs nothing even with 100k messages. Read-only: no message, queue or lease is touched. The one place that counts
  * depth (console and metrics both use it).
  */
 export async function readQueueDepth(parts: Partitions): Promise<QueueDepth> {
@@ -30,24 +35,22 @@ export async function readQueueDepth(parts: Partitions): Promise<QueueDepth> {
     inFlight: sum("inFlight"),
     pending: sum("pending"),
     dlq: sum("dlq"),
+    workflowDlq: sum("workflowDlq"),
   };
 }
 
 async function partitionDepth(p: Partition, now: number): Promise<QueueDepth> {
   const K = p.keys;
-  const [ready, delayed, inFlight, pending, dlq] = await p.redis.execMany([
-    ["ZCOUNT", K.due, "-inf", String(now)],
-    ["ZCOUNT", K.due, `(${now}`, "+inf"],
-    ["ZCARD", K.active],
-    ["ZCARD", K.pending],
-    ["ZCARD", K.dlq],
-  ]);
+  const keys = [K.due, K.active, K.pending, K.dlq, K.dlqWorkflow];
+  const reply = await transitions.depth.run(p.redis, keys, [String(now)]);
+  const [ready, delayed, inFlight, pending, dlq, workflowDlq] = asArray(reply).map(replyInt);
   return {
-    ready: replyInt(ready),
-    delayed: replyInt(delayed),
-    inFlight: replyInt(inFlight),
-    pending: replyInt(pending),
-    dlq: replyInt(dlq),
+    ready: ready ?? 0,
+    delayed: delayed ?? 0,
+    inFlight: inFlight ?? 0,
+    pending: pending ?? 0,
+    dlq: dlq ?? 0,
+    workflowDlq: workflowDlq ?? 0,
   };
 }
 

@@ -71,7 +71,7 @@ export interface FinishArgs {
   children: NewMessage[];
 }
 
-const finishKeys = (K: QueueKeys) => [K.due, K.active, K.pending, K.log, K.dlq];
+const finishKeys = (K: QueueKeys) => [K.due, K.active, K.pending, K.log, K.dlq, K.dlqWorkflow];
 
 /** One publish waiting for its turn's enqueue call. */
 interface Publish {
@@ -443,7 +443,7 @@ export class MessageStore {
     const K = p.keys;
     const reply = await transitions.dlqRetry.run(
       p.redis,
-      [K.dlq, K.due, K.pending, K.log],
+      [K.dlq, K.due, K.pending, K.log, K.dlqWorkflow],
       [...this.head(p, now), dlqId, ...messageArgs({ ...m, body: Buffer.alloc(0) })],
     );
     return asInt(reply) === ScriptCode.ok;
