@@ -102,7 +102,9 @@ describe("run log fields of SDK 1.3", () => {
   });
 
   it("shows a call's request and response, a wait's timeout and notify's run fields", async () => {
-    const third = w.app.route("/third-fields", () => Response.json({ ok: 1 }, { status: 201 }));
+    const third = w.app.route("/third-fields", async () =>
+      Response.json({ ok: 1 }, { status: 201 }),
+    );
     const url = w.app.route(
       "/call-wait",
       serve(

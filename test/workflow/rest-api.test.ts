@@ -182,7 +182,7 @@ describe("DLQ resume with Upstash-Delay, -Retry-Delay, -Label and -Failure-Callb
 describe("DELETE /v2/workflows/dlq/callback/{dlqId}", () => {
   it("cancels a failure callback in progress; 400 when none is", async () => {
     let callbackCalls = 0;
-    const failing = w.app.route("/cb-failing", () => {
+    const failing = w.app.route("/cb-failing", async () => {
       callbackCalls++;
       return new Response("down", { status: 503 });
     });
