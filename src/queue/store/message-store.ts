@@ -475,6 +475,17 @@ export class MessageStore {
     return out;
   }
 
+  /** When each of `ids` is due (ms), undefined for one not waiting in the due set. */
+  async dueTimes(ids: readonly string[]): Promise<(number | undefined)[]> {
+    const replies = await alignedByMessage(this.parts, ids, (p, group) =>
+      p.redis.execMany(group.map((id) => ["ZSCORE", p.keys.due, id])),
+    );
+    return replies.map((r) => {
+      const score = asText(checked(r, "dueTimes"));
+      return score === undefined ? undefined : Number(score);
+    });
+  }
+
   /**
    * Ids of every unfinished message, oldest first: the partitions' pending sets merged by
    * creation time, then id (the order of one sorted set).
