@@ -236,6 +236,18 @@ export const SETTINGS = {
     default: "info",
     doc: "debug, info, warn, error or silent.",
   },
+  accessLog: {
+    env: "STASHD_ACCESS_LOG",
+    kind: "bool",
+    default: false,
+    doc: "true: one `request` log line per HTTP request (method, route, status, ms, bytes). Off by default: at tens of thousands of requests a second the lines cost about 15 % of KV throughput (docs/decisions.md). Errors (5xx) and slow requests are logged either way.",
+  },
+  slowRequestMs: {
+    env: "STASHD_SLOW_REQUEST_MS",
+    kind: "int",
+    default: 1_000,
+    doc: "A request answered after this many ms is logged as `slow request` (info) even without STASHD_ACCESS_LOG; 0 turns that off. Blocking commands and event streams that wait on purpose show up too.",
+  },
   stopWithParent: {
     env: "STASHD_STOP_WITH_PARENT",
     kind: "bool",

@@ -1,7 +1,7 @@
 import type { Config } from "../config/schema.js";
 import { BodyBudget } from "../shared/http/body.js";
 import { listen, type RunningHttpServer } from "../shared/http/server.js";
-import { instrument } from "../shared/instrument.js";
+import { instrument, requestLogging } from "../shared/instrument.js";
 import type { Logger } from "../shared/log.js";
 import { DatabaseManager, type DatabaseCredentials } from "./database-manager.js";
 import { KvHttpHandler } from "./http.js";
@@ -32,7 +32,7 @@ export async function startKvService(
   });
   let http: RunningHttpServer;
   try {
-    http = await listen(instrument(handler.handle, { service: "kv", logger }), {
+    http = await listen(instrument(handler.handle, { service: "kv", logger, ...requestLogging(config) }), {
       host: config.host,
       port: config.kvPort,
       requestTimeoutMs: config.requestTimeoutMs,

@@ -37,6 +37,7 @@ beforeAll(async () => {
   child = spawnStashd(dataDir, {
     env: {
       STASHD_LOG_LEVEL: "debug",
+      STASHD_ACCESS_LOG: "true",
       STASHD_MANAGED_RESTART_MAX_BACKOFF_MS: "200",
       STASHD_KV_SCRIPT_TIME_LIMIT_MS: "200",
       STASHD_KV_UNKILLABLE_SCRIPT_GRACE_MS: "200",
