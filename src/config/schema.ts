@@ -38,6 +38,12 @@ export const SETTINGS = {
     default: 8080,
     doc: "Port of the message queue API (0 picks a free port).",
   },
+  workers: {
+    env: "STASHD_WORKERS",
+    kind: "int",
+    default: 0,
+    doc: "Processes that serve the KV and queue APIs under `stashd start`, sharing the ports, with one supervisor that owns the managed redis-servers and restarts a worker that dies. 0: one per CPU core (os.availableParallelism()); 1 (and a 1-core machine): one process, no supervisor. start() in a program and `stashd dev` always run one process. Sizing: docs/operations.md.",
+  },
   dataDir: {
     env: "STASHD_DATA_DIR",
     kind: "string",
