@@ -121,7 +121,9 @@ function ensureBenchTools() {
     ["wrk", "wrk"],
   ]) {
     if (hasBinary(binary) || aptInstall(pkg, binary)) continue;
-    say(`${binary} is not installed and could not be (apt-get install ${pkg}): the bench goes without it`);
+    say(
+      `${binary} is not installed and could not be (apt-get install ${pkg}): the bench goes without it`,
+    );
   }
 }
 

@@ -32,12 +32,15 @@ export async function startKvService(
   });
   let http: RunningHttpServer;
   try {
-    http = await listen(instrument(handler.handle, { service: "kv", logger, ...requestLogging(config) }), {
-      host: config.host,
-      port: config.kvPort,
-      requestTimeoutMs: config.requestTimeoutMs,
-      errorPrefix: "ERR ",
-    });
+    http = await listen(
+      instrument(handler.handle, { service: "kv", logger, ...requestLogging(config) }),
+      {
+        host: config.host,
+        port: config.kvPort,
+        requestTimeoutMs: config.requestTimeoutMs,
+        errorPrefix: "ERR ",
+      },
+    );
   } catch (err) {
     await manager.close();
     throw err;
