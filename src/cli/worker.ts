@@ -25,8 +25,9 @@ const STOP_SIGNALS = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
  * A worker of `stashd start` (src/cli/supervisor.ts): serves the KV and queue APIs on the ports it
  * shares with the other workers, its managed redis-servers run by the supervisor. The first
  * worker (index 0) also runs the admin listener, whose /metrics asks the supervisor for every
- * process's metrics. Stops (draining, as `stashd start` does) when the supervisor says so, on a
- * signal, or when the supervisor is gone (its IPC channel closed). Returns the exit code.
+ * process's metrics. Stops (draining, as `stashd start` does) when the supervisor says so or on
+ * a signal; exits at once when the supervisor is gone (its IPC channel closed). Returns the exit
+ * code.
  */
 export async function runWorker(inv: Invocation): Promise<number> {
   const channel = new SupervisorChannel();
@@ -73,11 +74,10 @@ class SupervisorChannel {
     process.on("message", (m: unknown) => {
       if (isProtocolMessage<ToWorker>(m)) void this.receive(m);
     });
-    process.once("disconnect", () => {
-      this.hosted.failAll("the supervisor is gone");
-      this.scrapes.failAll("the supervisor is gone");
-      this.requestStop("supervisor gone");
-    });
+    // The supervisor was killed (a graceful stop asks first): end at once, as one process killed
+    // would, so a restarted supervisor never meets a worker of the old one. What this worker
+    // acknowledged is in Redis; its leases are reaped after the restart.
+    process.once("disconnect", () => process.exit(1));
     this.send({ t: "hello" });
   }
 
