@@ -117,7 +117,8 @@ async function publish(creds: Creds, body: string): Promise<string | undefined> 
   }
 }
 
-describe("stashd start with 2 workers", () => {
+/** Each test starts (and some restart) a supervisor, 2 workers and 2 redis-servers. */
+describe("stashd start with 2 workers", { timeout: 120_000 }, () => {
   it("replaces a SIGKILLed worker while the other keeps serving its in-flight requests", async () => {
     const creds = await startWorkers(newDataDir());
     const pid = supervisor().child.pid ?? 0;
