@@ -91,9 +91,14 @@ function workerPids(supervisorPid: number): number[] {
 }
 
 /** One KV command on a connection of its own (so requests spread over the workers). */
-async function kv(creds: Creds, command: unknown[]): Promise<{ result?: unknown; error?: string }> {
+async function kv(
+  creds: Creds,
+  command: unknown[],
+  timeoutMs = 25_000,
+): Promise<{ result?: unknown; error?: string }> {
   const res = await fetch(creds.kv.url, {
     method: "POST",
+    signal: AbortSignal.timeout(timeoutMs),
     headers: {
       authorization: `Bearer ${creds.kv.databases[0]?.token ?? ""}`,
       connection: "close",
@@ -107,6 +112,7 @@ async function publish(creds: Creds, body: string): Promise<string | undefined> 
   try {
     const res = await fetch(`${creds.queue.url}/v2/publish/${rx.url}/w`, {
       method: "POST",
+      signal: AbortSignal.timeout(10_000),
       headers: { authorization: `Bearer ${creds.queue.token}`, connection: "close" },
       body,
     });
@@ -134,7 +140,17 @@ describe("stashd start with 2 workers", { timeout: 120_000 }, () => {
     // The second worker (the first also runs the admin listener, whose /metrics is read below).
     const victim = before[1] ?? 0;
     process.kill(victim, "SIGKILL");
-    for (const l of lists) expect((await kv(creds, ["RPUSH", l, `v-${l}`])).result).toBe(1);
+
+    // A connection node:cluster hands to the worker in the instant it dies is lost (the client
+    // times out), as docs/operations.md says: these pushes retry like a client would.
+    for (const l of lists) {
+      await eventually(
+        async () => expect((await kv(creds, ["RPUSH", l, `v-${l}`], 2_000)).result).toBe(1),
+        {
+          timeoutMs: 20_000,
+        },
+      );
+    }
     const answers = await Promise.all(blocked);
     // The blocked reads of the surviving worker completed with their values.
     const completed = answers.filter((a) => a !== undefined);
