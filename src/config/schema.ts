@@ -38,6 +38,12 @@ export const SETTINGS = {
     default: 8080,
     doc: "Port of the message queue API (0 picks a free port).",
   },
+  workers: {
+    env: "STASHD_WORKERS",
+    kind: "int",
+    default: 0,
+    doc: "Processes that serve the KV and queue APIs under `stashd start`, sharing the ports, with one supervisor that owns the managed redis-servers and restarts a worker that dies. 0: one per CPU core (os.availableParallelism()); 1 (and a 1-core machine): one process, no supervisor. start() in a program and `stashd dev` always run one process. Sizing: docs/operations.md.",
+  },
   dataDir: {
     env: "STASHD_DATA_DIR",
     kind: "string",
@@ -271,6 +277,18 @@ export const SETTINGS = {
     kind: "log-level",
     default: "info",
     doc: "debug, info, warn, error or silent.",
+  },
+  accessLog: {
+    env: "STASHD_ACCESS_LOG",
+    kind: "bool",
+    default: false,
+    doc: "true: one `request` log line per HTTP request (method, route, status, ms, bytes). Off by default: at tens of thousands of requests a second the lines cost about 15 % of KV throughput (docs/decisions.md). Errors (5xx) and slow requests are logged either way.",
+  },
+  slowRequestMs: {
+    env: "STASHD_SLOW_REQUEST_MS",
+    kind: "int",
+    default: 1_000,
+    doc: "A request answered after this many ms is logged as `slow request` (info) even without STASHD_ACCESS_LOG; 0 turns that off. Blocking commands and event streams that wait on purpose show up too.",
   },
   stopWithParent: {
     env: "STASHD_STOP_WITH_PARENT",
