@@ -469,7 +469,7 @@ export function takesHandOff(m: NewMessage, now: number): boolean {
  * its meta's, or those a workflow hook prepared) but for connection headers (Host, Content-Length,
  * …: isConnectionHeader), then QStash's, which replace a forwarded header of the same name. A list rather than a copy of
  * `meta.header` with names added: that copy took V8's slow path, about 5 µs per delivery
- * (measured 2026-11-27, docs/benchmarks.md).
+ * (measured 2026-11-27, docs/benchmarks-log.md).
  */
 function deliveryHeaders(meta: MessageMeta, own: Headers, retried: number, signature: string) {
   const headers: string[] = [];

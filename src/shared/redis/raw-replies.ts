@@ -20,7 +20,7 @@ const NIL: Reply = { kind: "nil", array: false };
  * other reply (an error, an array) as its Reply object.
  *
  * Why: a pipeline of 100 GETs made, per reply, an object and a Buffer view (a native call each)
- * only to have them copied into the response and dropped (benchmarks.md, "KV pipeline,
+ * only to have them copied into the response and dropped (benchmarks-log.md, "KV pipeline,
  * 2026-11-27"); here a reply costs a few array stores. The chunks are never written to (the
  * parser's views share them the same way).
  *

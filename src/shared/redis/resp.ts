@@ -43,7 +43,7 @@ export function encodeCommand(args: readonly Arg[]): Buffer {
  * intermediate strings or buffers. Short ASCII strings (command names, keys: nearly every
  * argument) are measured and copied by a loop in JS; longer or other strings by the native
  * UTF-8 conversion, whose per-call cost only pays off on longer ones. Measured on 100 GETs per
- * call: about a third of the time of joining one text and converting it once (benchmarks.md,
+ * call: about a third of the time of joining one text and converting it once (benchmarks-log.md,
  * 2026-11-26 night), which was itself cheaper than a Buffer per argument.
  */
 export function encodeCommands(commands: readonly (readonly Arg[])[]): Buffer {
