@@ -25,7 +25,7 @@ const NIL: Reply = { kind: "nil", array: false };
  * parser's views share them the same way).
  *
  * `toReplies()` gives exactly the Reply objects RespParser would have made, so any caller can
- * take the general path; the renderers (`rawResp2`, kv/reply-bytes.ts `renderRaw`) write exactly
+ * take the general path; the renderers (`rawResp2`, kv/reply/reply-bytes.ts `renderRaw`) write exactly
  * what rendering those objects writes.
  */
 export class RawReplies {

@@ -235,7 +235,7 @@ export class WorkflowStore {
   }
 
   /**
-   * Registers run `runId`'s wait for `eventId` with its timeout message (lua/wait.lua), in the
+   * Registers run `runId`'s wait for `eventId` with its timeout message (store/lua/workflow-wait.lua), in the
    * run's partition: each partition has its own waiters of an event (see `waiters`).
    */
   async wait(
@@ -268,7 +268,7 @@ export class WorkflowStore {
     return this.onRun(runId, waited, (r) => r === "ended", "ended");
   }
 
-  /** Ends a wait exactly once (lua/release.lua); `result.message` absent = the timeout itself. */
+  /** Ends a wait exactly once (store/lua/workflow-release.lua); `result.message` absent = the timeout itself. */
   async release(
     now: number,
     runId: string,
@@ -303,7 +303,7 @@ export class WorkflowStore {
     return this.onRun(runId, released, (r) => r === "ended", "ended");
   }
 
-  /** A run-scoped notification: the waiter to release, or the data kept (lua/keep.lua). */
+  /** A run-scoped notification: the waiter to release, or the data kept (store/lua/workflow-keep.lua). */
   async keep(runId: string, eventId: string, data: string): Promise<KeepResult> {
     const kept = async ({ redis, keys: Q }: Partition): Promise<KeepResult> => {
       const reply = await T.workflowKeep.run(
