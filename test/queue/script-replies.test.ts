@@ -1,9 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { transitions } from "../../src/queue/store/transitions.js";
 import { AppError } from "../../src/shared/errors.js";
-import type { RedisPool } from "../../src/shared/redis/pool.js";
 import type { Reply } from "../../src/shared/redis/resp.js";
-import { startRedis, testPool, type TestRedis } from "../harness/redis.js";
+import { useRedisPool } from "../harness/redis-pool.js";
 
 /**
  * Each queue transition's reply is read by one typed decoder (src/queue/store/script-replies.ts)
@@ -12,20 +11,10 @@ import { startRedis, testPool, type TestRedis } from "../harness/redis.js";
  * scripts returning the wrong shape; the right shapes are decoded on every queue test's path
  * (and every transition runs in lua-contracts.test.ts).
  */
-let redis: TestRedis;
-let pool: RedisPool;
-
-beforeAll(async () => {
-  redis = await startRedis();
-  pool = testPool(redis.url, 1);
-});
-afterAll(async () => {
-  await pool?.close();
-  await redis?.stop();
-});
+const { pool } = useRedisPool();
 
 /** The reply Redis gives for a script returning `lua`. */
-const replyOf = (lua: string): Promise<Reply> => pool.exec(["EVAL", `return ${lua}`, "0"]);
+const replyOf = (lua: string): Promise<Reply> => pool().exec(["EVAL", `return ${lua}`, "0"]);
 
 function refusal(decode: () => unknown): AppError {
   try {
@@ -64,7 +53,7 @@ describe("queue script replies", () => {
   );
 
   it("reads a Redis error reply as the store failing (503), not as a contract breach", async () => {
-    const reply = await pool.exec(["EVAL", "return redis.error_reply('ERR boom')", "0"]);
+    const reply = await pool().exec(["EVAL", "return redis.error_reply('ERR boom')", "0"]);
     const e = refusal(() => transitions.reap.decoded(reply));
     expect(e.code).toBe("backend_unavailable");
     expect(e.message).toContain("queue store error in reap: ERR boom");
