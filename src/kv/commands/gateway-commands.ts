@@ -5,6 +5,7 @@ import type { Principal } from "../databases/database.js";
 import { mintAclToken } from "../databases/tokens.js";
 import { QUEUE_KEY_PREFIX, patternAvoidsPrefix } from "./command-rights.js";
 import { namesWith } from "./traits.js";
+import { isVectorCommand, vectorCommand } from "../vector/commands.js";
 
 /**
  * Upstash-only commands that the gateway answers itself, outside transactions:
@@ -40,6 +41,8 @@ export function gatewayCommand(argv: readonly Arg[]): GatewayHandler | undefined
   if (name === undefined || !GATEWAY_NAMES.has(name)) return undefined;
   if (isRestToken(argv)) return restToken;
   if (isScanWithType(argv)) return scanWithType;
+  // Upstash's module commands that stashd serves itself, on any Redis.
+  if (isVectorCommand(argv)) return vectorCommand;
   if (name === "acl") return aclCommand;
   if (name === "config") return configCommand;
   return undefined;
@@ -47,6 +50,9 @@ export function gatewayCommand(argv: readonly Arg[]): GatewayHandler | undefined
 
 /** Why a command the gateway serves itself cannot be queued in a transaction, if it is one. */
 export function servedOutsideTransactions(argv: readonly Arg[]): string | undefined {
+  if (isVectorCommand(argv)) {
+    return "ERR VECTOR.* commands are not allowed in a transaction on stashd (docs/vector.md)";
+  }
   const name = lower(argv[0]);
   if (name !== "acl" && name !== "config") return undefined;
   const words = [name, lower(argv[1])].filter((w) => w !== undefined);

@@ -95,6 +95,15 @@ const COMMAND_TRAITS: Readonly<Record<string, readonly Trait[]>> = {
   script: ["lua-debugger", "rewritten"],
   xtrim: ["rewritten"],
   flushall: ["rewritten"],
+  // Upstash's vector engine, served by the gateway on any Redis (src/kv/vector/).
+  "vector.create": ["gateway"],
+  "vector.add": ["gateway"],
+  "vector.del": ["gateway"],
+  "vector.drop": ["gateway"],
+  "vector.get": ["gateway"],
+  "vector.count": ["gateway"],
+  "vector.info": ["gateway"],
+  "vector.query": ["gateway"],
 };
 
 const NO_TRAITS: readonly Trait[] = [];

@@ -1,4 +1,5 @@
 import type { Config } from "../../config/schema.js";
+import { vectorSettingsOf, type VectorSettings } from "../vector/settings.js";
 import { AppError } from "../../shared/errors.js";
 import type { Logger } from "../../shared/log.js";
 import type { ConnectionOptions, RedisEndpoint } from "../../shared/redis/connection.js";
@@ -175,6 +176,11 @@ export class KvDatabase {
   /** Whether the read-only token may run Lua (STASHD_KV_READONLY_SCRIPTS). */
   get readonlyScripts(): boolean {
     return this.config.kvReadonlyScripts;
+  }
+
+  /** The VECTOR.* limits (STASHD_KV_VECTOR_*, src/kv/vector/settings.ts). */
+  get vectorSettings(): VectorSettings {
+    return vectorSettingsOf(this.config);
   }
 
   /** False when the operator turned the hash-field expiration emulation off. */

@@ -71,7 +71,7 @@ export interface FinishArgs {
   children: NewMessage[];
 }
 
-const finishKeys = (K: QueueKeys) => [K.due, K.active, K.pending, K.log, K.dlq];
+const finishKeys = (K: QueueKeys) => [K.due, K.active, K.pending, K.log, K.dlq, K.dlqWorkflow];
 
 /** One publish waiting for its turn's enqueue call. */
 interface Publish {
@@ -434,7 +434,7 @@ export class MessageStore {
     const K = p.keys;
     return transitions.dlqRetry.run(
       p.redis,
-      [K.dlq, K.due, K.pending, K.log],
+      [K.dlq, K.due, K.pending, K.log, K.dlqWorkflow],
       [...this.head(p, now), dlqId, ...messageArgs({ ...m, body: Buffer.alloc(0) })],
     );
   }
@@ -463,6 +463,17 @@ export class MessageStore {
       });
     }
     return out;
+  }
+
+  /** When each of `ids` is due (ms), undefined for one not waiting in the due set. */
+  async dueTimes(ids: readonly string[]): Promise<(number | undefined)[]> {
+    const replies = await alignedByMessage(this.parts, ids, (p, group) =>
+      p.redis.execMany(group.map((id) => ["ZSCORE", p.keys.due, id])),
+    );
+    return replies.map((r) => {
+      const score = asText(checked(r, "dueTimes"));
+      return score === undefined ? undefined : Number(score);
+    });
   }
 
   /**

@@ -141,6 +141,23 @@ export const claimReply: Decoder<ClaimReply> = (reply) => {
   return { skipped: count(skipped), atShare: texts(atShare), deepest: count(deepest), messages };
 };
 
+/** depth.lua: a partition's counts by state, read in one moment. */
+export interface DepthReply {
+  ready: number;
+  delayed: number;
+  inFlight: number;
+  pending: number;
+  dlq: number;
+  workflowDlq: number;
+}
+
+export const depthReply: Decoder<DepthReply> = (reply) => {
+  const counts = list(reply, "six counts").map(count);
+  if (counts.length !== 6) throw new Surprise("six counts");
+  const [ready = 0, delayed = 0, inFlight = 0, pending = 0, dlq = 0, workflowDlq = 0] = counts;
+  return { ready, delayed, inFlight, pending, dlq, workflowDlq };
+};
+
 /** queue-enqueue.lua: `{ok, admitted}`, `{duplicate, response}` or `{tooManyQueues}`. */
 export type QueueEnqueueReply =
   { stored: true; admitted: number } | { stored: false; response: string } | "tooManyQueues";

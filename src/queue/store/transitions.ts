@@ -76,6 +76,8 @@ export const transitions = {
   cancel: load("cancel", R.count, ACKED),
   dlqRetry: load("dlq-retry", done, ACKED),
   dlqDelete: load("dlq-delete", R.count, ACKED),
+  /** Read-only: the depth counts of a partition in one moment (store/depth.ts). */
+  depth: load("depth", R.depthReply),
   queueEnqueue: load("queue-enqueue", R.queueEnqueueReply, ACKED),
   queueConfig: load("queue-config", R.countOr(C.queueMissing, C.tooManyQueues), ACKED),
   queueDelete: load("queue-delete", done, ACKED),

@@ -1,6 +1,6 @@
 -- finish: records the outcome of one delivery attempt by the lease holder.
 --
---@keys due active pending log dlq
+--@keys due active pending log dlq dlqWorkflow
 -- ARGV[1] key prefix  ARGV[2] now  ARGV[3] log cutoff  ARGV[4] message id  ARGV[5] lease token
 -- ARGV[6] outcome: DELIVERED | RETRY | FAILED  ARGV[7] attempt JSON (response, error) for the log
 -- ARGV[8] next due ms (RETRY)  ARGV[9] dlq id (FAILED)  ARGV[10] dlq meta JSON (FAILED)
@@ -37,6 +37,10 @@ else
     local body = redis.call('HGET', h, 'body')
     redis.call('HSET', Key.dlqEntry(ARGV[9]), 'meta', ARGV[10], 'body', body)
     redis.call('ZADD', KEYS[5], 0, ARGV[9])
+    -- A workflow run's entry is also indexed, so counts can tell it from a message's.
+    if type(cjson.decode(ARGV[10]).workflow) == 'table' then
+      redis.call('ZADD', KEYS[6], 0, ARGV[9])
+    end
     addLog(KEYS[4], cutoff, now, id, 'ERROR', f[3], ARGV[7])
   end
   addLog(KEYS[4], cutoff, now, id, outcome, f[3], ARGV[7])

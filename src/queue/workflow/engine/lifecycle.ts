@@ -50,7 +50,14 @@ async function reportToInvoker(ctx: QueueContext, run: RunRecord, state: EndStat
     ...(state === "RUN_FAILED" ? { isFailed: true } : {}),
     ...(state === "RUN_CANCELED" ? { isCanceled: true } : {}),
   });
-  const step = { ...inv.step, out };
+  // The invoked run's identity is for the invoker's logs (docs/workflow.md §10, §12).
+  const step = {
+    ...inv.step,
+    out,
+    invokedWorkflowRunId: run.runId,
+    invokedWorkflowUrl: run.url,
+    invokedWorkflowCreatedAt: run.createdAt,
+  };
   try {
     await publishServerStep(ctx, inv.workflowRunId, inv.workflowUrl, inv.headers, step);
   } catch (err) {

@@ -17,19 +17,20 @@ export const isRunEntry = (e: DlqEntry): boolean =>
   e.meta.workflow !== undefined &&
   (e.meta.workflow.callType === "step" || e.meta.workflow.callType === "fromCallback");
 
-/** Run-level filters, matched once the run is loaded (docs/workflow.md §12). */
+/**
+ * Run-level filters, matched once the run is loaded (docs/workflow.md §12). `workflowUrl` is an
+ * exact URL, as the SDK documents for the DLQ; each key may repeat (any of its values matches).
+ */
 function runFilter(q: URLSearchParams): (x: RunEntry) => boolean {
-  const url = q.get("workflowUrl") ?? undefined;
-  const exact = q.get("workflowUrlExactMatch") === "true";
-  const createdAt = q.get("workflowCreatedAt") ?? undefined;
-  const state = q.get("failureFunctionState") ?? undefined;
-  return ({ entry, run }) => {
-    const runUrl = run?.url ?? entry.meta.url;
-    if (url !== undefined && !(exact ? runUrl === url : runUrl.startsWith(url))) return false;
-    if (createdAt !== undefined && String(run?.createdAt) !== createdAt) return false;
-    if (state !== undefined && run?.failure?.state !== state) return false;
-    return true;
-  };
+  const urls = multi(q, "workflowUrl");
+  const createdAts = multi(q, "workflowCreatedAt");
+  const states = multi(q, "failureFunctionState");
+  const anyOf = (wanted: string[], have: string | undefined) =>
+    wanted.length === 0 || (have !== undefined && wanted.includes(have));
+  return ({ entry, run }) =>
+    anyOf(urls, run?.url ?? entry.meta.url) &&
+    anyOf(createdAts, run ? String(run.createdAt) : undefined) &&
+    anyOf(states, run?.failure?.state);
 }
 
 /**
@@ -83,6 +84,7 @@ export function renderRunEntry({ entry, run }: RunEntry): Record<string, unknown
     ...(m.failureCallback ? { failureCallback: m.failureCallback } : {}),
     ...(f
       ? {
+          failureFunctionState: f.state,
           failureCallbackInfo: {
             state: f.state,
             responseStatus: f.responseStatus,

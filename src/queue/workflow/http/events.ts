@@ -60,6 +60,8 @@ function waitResult(w: Waiter, eventId: string, data: string | undefined, timedO
     ...(data ? { out: data } : {}),
     waitEventId: eventId,
     timeout: w.timeout,
+    // For the logs' waitTimeoutDeadline (ms); the SDK ignores fields it does not know.
+    waitTimeoutDeadline: w.deadline * 1000,
     waitTimeout: timedOut,
   };
 }
@@ -132,7 +134,14 @@ async function release(
   if (outcome !== "released") return undefined;
   await ctx.messages.cancel(now, [waiter.token]);
   ctx.dispatcher.wake(made.dueAt);
-  return { waiter: renderWaiter(waiter), messageId: made.append.id, error: "" };
+  return {
+    waiter: renderWaiter(waiter),
+    messageId: made.append.id,
+    deduplicated: false,
+    error: "",
+    workflowRunId: runId,
+    workflowCreatedAt: await ctx.workflows.createdAt(runId),
+  };
 }
 
 /** Event data as the wait result carries it: base64 of the bytes, undefined when empty. */

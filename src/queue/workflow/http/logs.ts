@@ -2,8 +2,18 @@ import type { Headers } from "../../domain/message.js";
 import { bodyFields, redactHeaders } from "../../domain/render.js";
 import type { Handler, QueueContext } from "../../routes/context.js";
 import { countParam, reply } from "../../routes/util.js";
+import type { DlqEntry } from "../../store/dlq-store.js";
 import type { StoredMessage } from "../../store/message-store.js";
 import type { RunRecord, StepEntry } from "../state/run.js";
+import {
+  callbackStepId,
+  callFields,
+  failureFunctionLog,
+  invokeFields,
+  reportedStepName,
+  runFields,
+  waitFields,
+} from "./log-fields.js";
 import { matchesRun, runFilterFromQuery, scanRuns } from "./scan.js";
 import type { StepError, StepInfo, StepRecords } from "../state/step-records.js";
 
@@ -18,6 +28,8 @@ type Records = StepRecords;
  */
 export const listRunLogs: Handler = async (ctx, r) => {
   const filter = runFilterFromQuery(r.query, ["groupBy", "cursor", "count", "messageId"]);
+  // The logs match `workflowUrl` exactly, as the SDK and Upstash's REST docs say (§12).
+  filter.urlExact = true;
   const messageId = r.query.get("messageId") ?? undefined;
   const keep = async (run: RunRecord) =>
     matchesRun(filter, run) &&
@@ -31,10 +43,11 @@ export const listRunLogs: Handler = async (ctx, r) => {
 async function runLog(ctx: QueueContext, run: RunRecord): Promise<Json> {
   const entries = (await ctx.workflows.entries(run.runId)).map((e) => JSON.parse(e) as StepEntry);
   const records = await ctx.workflows.records(run.runId);
-  const groups = stepGroups(run, entries, records);
-  const next = await nextGroup(ctx, run, records);
+  const groups = await withStepFields(ctx, stepGroups(run, entries, records));
+  const failed = run.dlqId ? await ctx.dlq.get(run.dlqId) : undefined;
+  const next = await nextGroup(ctx, run, records, failed);
   if (next.steps.length > 0) groups.push(next);
-  const f = run.failure;
+  const failureFunction = await failureFunctionLog(ctx, run, failed);
   return {
     workflowRunId: run.runId,
     workflowUrl: run.url,
@@ -42,7 +55,7 @@ async function runLog(ctx: QueueContext, run: RunRecord): Promise<Json> {
     workflowRunCreatedAt: run.createdAt,
     ...(run.completedAt ? { workflowRunCompletedAt: run.completedAt } : {}),
     ...(run.response !== undefined ? { workflowRunResponse: run.response } : {}),
-    ...(run.config.labels ? { label: run.config.labels[0] } : {}),
+    ...runFields(run),
     ...(run.dlqId ? { dlqId: run.dlqId } : {}),
     ...(run.invoker
       ? {
@@ -53,23 +66,7 @@ async function runLog(ctx: QueueContext, run: RunRecord): Promise<Json> {
           },
         }
       : {}),
-    ...(f
-      ? {
-          failureFunction: {
-            messageId: f.messageId,
-            url: run.config.failureCallback,
-            state: f.state,
-            dlqId: run.dlqId,
-            ...(f.responseStatus !== undefined
-              ? {
-                  responseStatus: f.responseStatus,
-                  responseBody: f.responseBody,
-                  responseHeaders: f.responseHeaders,
-                }
-              : {}),
-          },
-        }
-      : {}),
+    ...(failureFunction ? { failureFunction } : {}),
     steps: groups,
   };
 }
@@ -86,9 +83,13 @@ function stepGroups(run: RunRecord, entries: StepEntry[], records: Records): Gro
   }
   const seen = new Set<number>();
   let open: Group | undefined;
+  const calls = new Map<number | undefined, Json>();
   for (const e of rest) {
+    if (e.callType === "fromCallback") {
+      calls.set(callbackStepId(records.info.get(e.messageId)), callFields(e));
+    }
     if (e.callType !== "step") continue;
-    const step = parseStep(e.body);
+    const step = withCall(parseStep(e.body), calls);
     const id = Number(step["stepId"] ?? 0);
     if (id === 0 || seen.has(id)) continue;
     seen.add(id);
@@ -103,6 +104,24 @@ function stepGroups(run: RunRecord, entries: StepEntry[], records: Records): Gro
       groups.push(open);
     }
     open.steps.push(log);
+  }
+  return groups;
+}
+
+/** A Call step with the request and response of the call it ran (its latest callback). */
+function withCall(step: Json, calls: Map<number | undefined, Json>): Json {
+  if (step["stepType"] !== "Call") return step;
+  const id = Number(step["stepId"] ?? 0);
+  const call = calls.get(id) ?? calls.get(undefined) ?? {};
+  return { ...step, ...call };
+}
+
+/** Wait and invoke steps with the fields the log types name for them (log-fields.ts). */
+async function withStepFields(ctx: QueueContext, groups: Group[]): Promise<Group[]> {
+  for (const g of groups) {
+    g.steps = await Promise.all(
+      g.steps.map(async (s) => ({ ...s, ...waitFields(s), ...(await invokeFields(ctx, s)) })),
+    );
   }
   return groups;
 }
@@ -168,17 +187,23 @@ const attemptErrors = (records: Records, messageId: string): Json[] =>
   (records.errors.get(messageId) ?? []).map(({ messageId: _, ...e }: StepError) => e);
 
 /** The run's messages not completed yet (or the failed or cancelled ones), as the last group. */
-async function nextGroup(ctx: QueueContext, run: RunRecord, records: Records): Promise<Group> {
+async function nextGroup(
+  ctx: QueueContext,
+  run: RunRecord,
+  records: Records,
+  failed: DlqEntry | undefined,
+): Promise<Group> {
   if (run.state === "RUN_FAILED" && run.dlqId) {
-    const e = await ctx.dlq.get(run.dlqId);
-    if (!e) return { type: "next", steps: [] };
+    if (!failed) return { type: "next", steps: [] };
+    const errors = attemptErrors(records, failed.meta.messageId);
     const step = {
-      messageId: e.meta.messageId,
+      messageId: failed.meta.messageId,
+      ...stepNameOf(errors),
       state: "STEP_FAILED",
-      retries: e.meta.maxRetries,
-      ...retryDelay(e.meta.retryDelayExpression),
+      retries: failed.meta.maxRetries,
+      ...retryDelay(failed.meta.retryDelayExpression),
     };
-    return { type: "next", steps: [{ ...step, errors: attemptErrors(records, step.messageId) }] };
+    return { type: "next", steps: [{ ...step, errors }] };
   }
   if (run.state === "RUN_CANCELED") {
     const steps = (run.canceled ?? []).map((id) => canceledStep(run, id, records));
@@ -186,26 +211,37 @@ async function nextGroup(ctx: QueueContext, run: RunRecord, records: Records): P
   }
   if (run.state !== "RUN_STARTED") return { type: "next", steps: [] };
   const live = await ctx.messages.getMany(await ctx.workflows.messageIds(run.runId));
-  return { type: "next", steps: live.map((m) => pendingStep(m, records)) };
+  const due = await ctx.messages.dueTimes(live.map((m) => m.meta.messageId));
+  return { type: "next", steps: live.map((m, i) => pendingStep(m, records, due[i])) };
 }
+
+/** `stepName` as the failing endpoint reported it, when it did. */
+const stepNameOf = (errors: Json[]): Json => {
+  const name = reportedStepName(errors as unknown as StepError[]);
+  return name !== undefined ? { stepName: name } : {};
+};
 
 function canceledStep(run: RunRecord, messageId: string, records: Records): Json {
   const info = records.info.get(messageId);
+  const errors = attemptErrors(records, messageId);
   return {
     messageId,
+    ...stepNameOf(errors),
     state: "STEP_CANCELED",
     retries: info?.retries ?? run.config.maxRetries,
     ...retryDelay(info ? info.retryDelay : run.config.retryDelayExpression),
-    errors: attemptErrors(records, messageId),
+    errors,
   };
 }
 
-function pendingStep(m: StoredMessage, records: Records): Json {
+function pendingStep(m: StoredMessage, records: Records, due: number | undefined): Json {
   const errors = attemptErrors(records, m.meta.messageId);
   const retrying = m.state === "RETRY" || m.retried > 0 || errors.length > 0;
   return {
     messageId: m.meta.messageId,
+    ...stepNameOf(errors),
     state: retrying ? "STEP_RETRY" : "STEP_PROGRESS",
+    ...(due !== undefined ? { nextDeliveryTime: due } : {}),
     retries: m.meta.maxRetries,
     ...retryDelay(m.meta.retryDelayExpression),
     ...(retrying ? { errors } : {}),

@@ -1,37 +1,15 @@
 import { AppError } from "../../../shared/errors.js";
 import { failureCallbackMessage } from "../../delivery/callbacks.js";
 import { baseMeta } from "../../domain/build.js";
-import { parseFlowControl } from "../../domain/flow-control-config.js";
 import type { MessageMeta } from "../../domain/message.js";
 import type { Handler, QueueContext, QueueRequest } from "../../routes/context.js";
-import { configValues } from "../../routes/publish-request.js";
 import { decode, notFound, reply } from "../../routes/util.js";
 import { selectRunEntries, type RunEntry } from "./dlq.js";
-import { runTag, stepEntry, type RunConfig } from "../state/run.js";
+import { recoveryOf, withLabelHeader } from "./recover-options.js";
+import { runTag, stepEntry } from "../state/run.js";
 import type { Append } from "../state/store.js";
 
 type Mode = "resume" | "restart";
-
-/**
- * The run configuration with the request's overrides: `Upstash-Retries` and the flow-control
- * headers (docs/workflow.md §12).
- */
-function overridden(r: QueueRequest, config: RunConfig): RunConfig {
-  const cfg = configValues(r);
-  const retries = cfg.get("upstash-retries");
-  if (retries !== undefined && !/^\d+$/.test(retries.trim())) {
-    throw new AppError("bad_request", `invalid Upstash-Retries value: ${retries}`);
-  }
-  const fc = parseFlowControl(
-    cfg.get("upstash-flow-control-key"),
-    cfg.get("upstash-flow-control-value"),
-  );
-  return {
-    ...config,
-    ...(retries !== undefined ? { maxRetries: Number(retries.trim()) } : {}),
-    ...(fc ? { flowControl: fc } : {}),
-  };
-}
 
 /**
  * Starts failed run R again under the same id (docs/workflow.md §12): restart from its trigger,
@@ -42,7 +20,7 @@ function overridden(r: QueueRequest, config: RunConfig): RunConfig {
 async function recover(ctx: QueueContext, r: QueueRequest, x: RunEntry, mode: Mode) {
   const { entry, run } = x;
   if (!run) throw new AppError("precondition_failed", "the failed run's record has expired");
-  const config = overridden(r, run.config);
+  const { config, dueAt } = recoveryOf(ctx, r, run.config);
   const now = Date.now();
   const entries = mode === "resume" ? await ctx.workflows.entries(run.runId) : [];
   const failedAt = entries.findIndex((e) => e.startsWith(`{"messageId":"${entry.meta.messageId}"`));
@@ -55,9 +33,13 @@ async function recover(ctx: QueueContext, r: QueueRequest, x: RunEntry, mode: Mo
     messageId: ctx.workflows.messageId(part, undefined),
     url: run.url,
     createdAt: now,
-    notBefore: now,
+    notBefore: Math.max(dueAt, now),
     maxRetries: config.maxRetries,
+    retryDelayExpression: config.retryDelayExpression,
     flowControl: config.flowControl,
+    labels: config.labels,
+    failureCallback: config.failureCallback,
+    header: withLabelHeader(entry.meta.header, config),
     depth: 0,
   };
   const callType = kept.length > 0 ? (entry.meta.workflow?.callType ?? "step") : "step";
@@ -66,7 +48,7 @@ async function recover(ctx: QueueContext, r: QueueRequest, x: RunEntry, mode: Mo
   items.push({
     id: meta.messageId,
     entry: stepEntry(meta.messageId, body, callType),
-    message: { meta, body, dueAt: now },
+    message: { meta, body, dueAt: Math.max(dueAt, now) },
   });
   const fields = {
     url: run.url,
@@ -78,7 +60,7 @@ async function recover(ctx: QueueContext, r: QueueRequest, x: RunEntry, mode: Mo
   const started = await ctx.workflows.start(now, part, run.runId, fields, items);
   if (!started.created) throw new AppError("conflict", `workflow run ${run.runId} is active`);
   await ctx.dlq.delete([entry.meta.dlqId]);
-  ctx.dispatcher.wake(now);
+  ctx.dispatcher.wake(Math.max(dueAt, now));
   return { workflowRunId: run.runId, workflowCreatedAt: now };
 }
 

@@ -8,6 +8,7 @@ import { endRun } from "../engine/lifecycle.js";
 import { listRunLogs } from "./logs.js";
 import * as manage from "./manage.js";
 import * as recover from "./recover.js";
+import * as restApi from "./rest-api.js";
 import { produceWorkflow } from "../engine/produce.js";
 import { triggerRun } from "./trigger.js";
 
@@ -66,6 +67,9 @@ export const WORKFLOW_ROUTES: [string, Handler][] = [
   ["DELETE workflows runs *", deleteRun],
   ["DELETE workflows runs", manage.cancelRuns],
   ["GET workflows events", listRunLogs],
+  ["GET workflows logs", listRunLogs],
+  ["POST batch trigger", restApi.batchTrigger],
+  ["DELETE workflows dlq callback *", restApi.cancelFailureCallback],
   ["GET workflows dlq", dlq.listWorkflowDlq],
   ["GET workflows dlq *", dlq.getWorkflowDlq],
   ["DELETE workflows dlq", dlq.deleteWorkflowDlqMany],

@@ -11,7 +11,7 @@ const FORWARD = "upstash-forward-";
 const FAILURE = "upstash-failure-callback";
 
 /** A run id as the SDK makes them: `wfr_` and 21 random characters, or `wfr_<given id>`. */
-function runIdOf(given: string | undefined): string {
+export function runIdOf(given: string | undefined): string {
   const id = given?.trim();
   if (!id) return `wfr_${base58(21)}`;
   return id.startsWith("wfr_") ? id : `wfr_${id}`;
@@ -23,7 +23,7 @@ function runIdOf(given: string | undefined): string {
  * callback (the given `Upstash-Failure-Callback`, else the workflow URL) marked so that the
  * endpoint's `serve` recognises it, carrying the user's forwarded headers like the SDK's.
  */
-function triggerConfig(cfg: ConfigValues, runId: string, url: string): ConfigValues {
+export function triggerConfig(cfg: ConfigValues, runId: string, url: string): ConfigValues {
   const out = new Map(cfg);
   out.set(IN.init, "true");
   out.set(IN.runId, runId);

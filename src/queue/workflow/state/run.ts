@@ -42,7 +42,7 @@ export interface Invoker {
 
 /** Outcome of the failure callback (docs/workflow.md §7). */
 export interface FailureOutcome {
-  state: "CALLBACK_INPROGRESS" | "CALLBACK_SUCCESS" | "CALLBACK_FAIL";
+  state: "CALLBACK_INPROGRESS" | "CALLBACK_SUCCESS" | "CALLBACK_FAIL" | "CALLBACK_CANCELED";
   messageId?: string | undefined;
   responseStatus?: number | undefined;
   responseBody?: string | undefined;
