@@ -6,7 +6,7 @@ import { skipSpace, stringEnd } from "../parse/body-args.js";
  * The usual `/pipeline` body, `[["GET","k"],["SET","k","v"],…]` (ASCII, every argument a string
  * without escapes), encoded straight from its bytes into the RESP Redis gets: no string or array
  * per argument, and no encoding pass over them afterwards. On a pipeline of 100 GETs that is
- * about a third of reading the body into commands and encoding them (docs/benchmarks.md, "KV
+ * about a third of reading the body into commands and encoding them (docs/benchmarks-log.md, "KV
  * pipeline encoded from its body, 2026-11-27").
  *
  * The bytes between a JSON string's quotes are its value when it has no escape and the body is

@@ -256,7 +256,7 @@ async function parseTop(body: Buffer, maxItems = Infinity): Promise<ParsedValue[
  * The usual body, read by `JSON.parse`: all ASCII and no numbers, so every argument is a string
  * or a boolean and JSON.parse builds exactly what `Reader` would (an ASCII string, without escapes
  * or with them, is the same JS string either way). `JSON.parse` is native and makes no object per
- * string; on a pipeline of 100 GETs it takes a fifth of Reader's time (benchmarks.md, 2026-11-26
+ * string; on a pipeline of 100 GETs it takes a fifth of Reader's time (benchmarks-log.md, 2026-11-26
  * night). Anything else — a number (whose lexeme JSON.parse would lose), other bytes (kept raw by
  * Reader), invalid JSON, null, objects, a wrong shape — gives undefined, and the caller reads the
  * body with Reader, which gives the answer and errors it always gave.
@@ -282,7 +282,7 @@ function parsePlain(body: Buffer): unknown[] | undefined {
  * ASCII string's value is its text.
  *
  * Why: that is nearly every command body (`["GET","k"]`, a pipeline of such), and this reads a
- * pipeline of 100 GETs in about half of JSON.parse's time (benchmarks.md, "KV pipeline,
+ * pipeline of 100 GETs in about half of JSON.parse's time (benchmarks-log.md, "KV pipeline,
  * 2026-11-27"). It looks at the Buffer's bytes: a loop over `charCodeAt` of the text measured no
  * faster than JSON.parse.
  */

@@ -1,6 +1,5 @@
 import type { Reply } from "../../shared/redis/resp.js";
 import type { Partition, Partitions } from "./partitions.js";
-import { asArray } from "./replies.js";
 import { transitions } from "./transitions.js";
 
 /** How many messages the queue holds, by state. */
@@ -42,16 +41,7 @@ export async function readQueueDepth(parts: Partitions): Promise<QueueDepth> {
 async function partitionDepth(p: Partition, now: number): Promise<QueueDepth> {
   const K = p.keys;
   const keys = [K.due, K.active, K.pending, K.dlq, K.dlqWorkflow];
-  const reply = await transitions.depth.run(p.redis, keys, [String(now)]);
-  const [ready, delayed, inFlight, pending, dlq, workflowDlq] = asArray(reply).map(replyInt);
-  return {
-    ready: ready ?? 0,
-    delayed: delayed ?? 0,
-    inFlight: inFlight ?? 0,
-    pending: pending ?? 0,
-    dlq: dlq ?? 0,
-    workflowDlq: workflowDlq ?? 0,
-  };
+  return transitions.depth.run(p.redis, keys, [String(now)]);
 }
 
 /** The integer of an integer reply; 0 for anything else (a missing key counts nothing). */

@@ -1,7 +1,7 @@
 import type { DlqMeta } from "../domain/message.js";
 import { collectPage, type Page } from "./paging.js";
 import type { Partition, Partitions } from "./partitions.js";
-import { asArray, asBuffer, asInt, asText, checked } from "./replies.js";
+import { asArray, asBuffer, asText, checked } from "./replies.js";
 import { groupBy, mergeSorted } from "./spread.js";
 import { transitions } from "./transitions.js";
 
@@ -79,7 +79,7 @@ export class DlqStore {
   async delete(ids: readonly string[]): Promise<number> {
     if (ids.length === 0) return 0;
     const counts = await this.parts.each(async (p) =>
-      asInt(await transitions.dlqDelete.run(p.redis, dlqKeys(p), [p.keys.prefix, ...ids])),
+      transitions.dlqDelete.run(p.redis, dlqKeys(p), [p.keys.prefix, ...ids]),
     );
     return counts.reduce((a, b) => a + b, 0);
   }
@@ -92,7 +92,7 @@ export class DlqStore {
         (r) => asText(r) ?? "",
       );
       if (ids.length === 0) return 0;
-      return asInt(await transitions.dlqDelete.run(p.redis, dlqKeys(p), [p.keys.prefix, ...ids]));
+      return transitions.dlqDelete.run(p.redis, dlqKeys(p), [p.keys.prefix, ...ids]);
     });
     return counts.reduce((a, b) => a + b, 0);
   }

@@ -8,15 +8,15 @@
 -- Returns ok, canceled (cancel requested while in flight, finished as CANCELED), or leaseLost
 -- (the reaper returned it; another attempt owns the message now).
 -- Events: DELIVERED | ERROR,RETRY | ERROR,FAILED | CANCELED; CREATED per callback message.
--- A queue message's slot passes to its callback messages; a final outcome ends its own hold
--- (queueRelease, which admits the queue's next messages when the slot is free), and frees its
--- flow-control slot (fcRelease; a retry keeps it).
+-- A queue message's slot passes to its callback messages; a final outcome ends the message
+-- (endMessage: its own hold on the slot ends, which admits the queue's next messages when the
+-- slot is free, and its flow-control slot is freed; a retry keeps both).
 --@include codes
 --@include keys
 --@include add-log
 --@include insert-from
 --@include queue-release
---@include fc-release
+--@include end-message
 local now, cutoff, id = ARGV[2], ARGV[3], ARGV[4]
 local h = Key.message(id)
 local f = redis.call('HMGET', h, 'lease', 'state', 'meta')
@@ -44,10 +44,7 @@ else
     addLog(KEYS[4], cutoff, now, id, 'ERROR', f[3], ARGV[7])
   end
   addLog(KEYS[4], cutoff, now, id, outcome, f[3], ARGV[7])
-  queueRelease(h, KEYS[1], outcome == 'CANCELED' and (#ARGV + 1) or 11, true)
-  fcRelease(h, id, KEYS[1], now)
-  redis.call('DEL', h)
-  redis.call('ZREM', KEYS[3], id)
+  endMessage(h, id, KEYS[1], KEYS[3], now, outcome ~= 'CANCELED' and 11 or nil)
 end
 if outcome == 'CANCELED' then return Code.canceled end
 insertFrom(11, KEYS[1], KEYS[3], KEYS[4], cutoff, now)

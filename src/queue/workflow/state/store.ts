@@ -177,13 +177,11 @@ export class WorkflowStore {
         ...items.flatMap(appendArgs),
       ],
     );
-    const [flag, firstId] = asArray(reply);
-    if (flag && asInt(flag) === ScriptCode.ok) {
+    if (reply.created) {
       this.runs.remember(runId, p);
       await recordStepInfo(p, runId, items);
-      return { created: true };
     }
-    return { created: false, firstId: asText(firstId) ?? "" };
+    return reply;
   }
 
   /**
@@ -204,8 +202,7 @@ export class WorkflowStore {
         [...this.entryKeys(p, runId), p.keys.active],
         [...this.head(p, now), String(this.maxEntries), ...leaseArgs(lease), ...args],
       );
-      const code = asInt(reply);
-      if (code !== ScriptCode.ok) return code === ScriptCode.tooManySteps ? "full" : "ended";
+      if (reply !== ScriptCode.ok) return reply === ScriptCode.tooManySteps ? "full" : "ended";
       await recordStepInfo(p, runId, items);
       return "ok";
     };
@@ -232,15 +229,13 @@ export class WorkflowStore {
         ],
         [String(now), state, String(this.logRetentionMs), ...Object.entries(extra).flat()],
       );
-      const [flag, ...ids] = asArray(reply);
-      if (!flag || asInt(flag) !== ScriptCode.ok) return undefined;
-      return ids.map((r: Reply) => asText(r) ?? "");
+      return reply;
     };
     return this.onRun(runId, ended, (r) => r === undefined, undefined);
   }
 
   /**
-   * Registers run `runId`'s wait for `eventId` with its timeout message (lua/wait.lua), in the
+   * Registers run `runId`'s wait for `eventId` with its timeout message (store/lua/workflow-wait.lua), in the
    * run's partition: each partition has its own waiters of an event (see `waiters`).
    */
   async wait(
@@ -265,10 +260,7 @@ export class WorkflowStore {
         ],
         [...this.head(p, now), runId, eventId, waiter, ...messageArgs(timeout)],
       );
-      const [flag, data] = asArray(reply);
-      const code = flag ? asInt(flag) : ScriptCode.runNotActive;
-      if (code === ScriptCode.eventKept) return { kept: asText(data) ?? "" };
-      if (code !== ScriptCode.ok) return "ended";
+      if (reply !== "registered") return reply;
       const id = timeout.meta.messageId;
       await recordStepInfo(p, runId, [{ id, entry: "", message: timeout }]);
       return "registered";
@@ -276,7 +268,7 @@ export class WorkflowStore {
     return this.onRun(runId, waited, (r) => r === "ended", "ended");
   }
 
-  /** Ends a wait exactly once (lua/release.lua); `result.message` absent = the timeout itself. */
+  /** Ends a wait exactly once (store/lua/workflow-release.lua); `result.message` absent = the timeout itself. */
   async release(
     now: number,
     runId: string,
@@ -301,18 +293,17 @@ export class WorkflowStore {
         ],
         [...this.head(p, now), runId, token, ...group, result.entry],
       );
-      const code = asInt(reply);
-      if (code === ScriptCode.ok) {
+      if (reply === ScriptCode.ok) {
         await recordStepInfo(p, runId, [result]);
         return "released";
       }
-      if (code === ScriptCode.duplicate) return "again";
-      return code === ScriptCode.unchanged ? "taken" : "ended";
+      if (reply === ScriptCode.duplicate) return "again";
+      return reply === ScriptCode.unchanged ? "taken" : "ended";
     };
     return this.onRun(runId, released, (r) => r === "ended", "ended");
   }
 
-  /** A run-scoped notification: the waiter to release, or the data kept (lua/keep.lua). */
+  /** A run-scoped notification: the waiter to release, or the data kept (store/lua/workflow-keep.lua). */
   async keep(runId: string, eventId: string, data: string): Promise<KeepResult> {
     const kept = async ({ redis, keys: Q }: Partition): Promise<KeepResult> => {
       const reply = await T.workflowKeep.run(
@@ -320,11 +311,7 @@ export class WorkflowStore {
         [Q.workflowWaiters(eventId), Q.workflowNotes(runId), Q.workflowRun(runId)],
         [runId, eventId, data, String(MAX_KEPT_EVENTS)],
       );
-      const [flag, waiter] = asArray(reply);
-      const code = flag ? asInt(flag) : ScriptCode.runNotActive;
-      if (code === ScriptCode.waiting) return { waiter: asText(waiter) ?? "" };
-      if (code === ScriptCode.eventKept) return "kept";
-      return code === ScriptCode.tooManyKept ? "full" : "ended";
+      return reply;
     };
     return this.onRun(runId, kept, (r) => r === "ended", "ended");
   }
