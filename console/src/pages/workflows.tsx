@@ -25,6 +25,9 @@ const RUN_STATES: [string, string][] = [
 
 const PAGE_SIZE = "20";
 
+/** The URL filter is a prefix here (the API matches whole URLs unless told otherwise). */
+const urlPrefix = (f: RunFilters) => (f.workflowUrl ? { workflowUrlExactMatch: "false" } : {});
+
 /** Workflow runs: the runs' logs with their steps (newest first), and the workflow DLQ. */
 export function WorkflowsPage(p: { tab: string | undefined }) {
   return p.tab === "dlq" ? <WorkflowDlq tabs={<WorkflowTabs dlq />} /> : <RunsList />;
@@ -51,7 +54,7 @@ function RunsList() {
   const list = useLoad(
     () =>
       queue<{ runs: Run[]; cursor?: string }>(
-        `workflows/events${query({ ...filters, groupBy: "workflowRunId", count: PAGE_SIZE, cursor: pages.cursor })}`,
+        `workflows/events${query({ ...filters, ...urlPrefix(filters), groupBy: "workflowRunId", count: PAGE_SIZE, cursor: pages.cursor })}`,
       ),
     [filters, pages.cursor],
   );
