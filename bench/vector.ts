@@ -137,6 +137,8 @@ async function main(): Promise<void> {
     kvRedisUrl: redisServer.url,
     services: ["kv"],
     kvVectorQueryTimeoutMs: 120_000,
+    // The default threshold (20 000), or half the vectors of a smaller run so it has a graph too.
+    kvVectorHnswMinVectors: Math.min(20_000, Math.floor(N / 2)),
   });
   try {
     const sdk = new Redis({ url: stashd.kv.url, token: stashd.kv.token });

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { LuaScript } from "../../shared/lua/script.js";
 import type { Arg, Reply } from "../../shared/redis/resp.js";
 import type { Principal } from "../database.js";
-import { ID_PREFIX, logKeyOf } from "./keys.js";
+import { ID_PREFIX, logKeyOf, META_FIELD_COUNT } from "./keys.js";
 import { QueryTimeout } from "./local-index.js";
 import {
   fp32Text,
@@ -141,7 +141,7 @@ async function count(p: Principal, index: string): Promise<Reply> {
   const meta = await readMeta(pool, index);
   if (!meta) return int(0);
   const fields = await pool.exec(["HLEN", index]);
-  return fields.kind === "int" ? int(Math.max(0, Number(fields.value) - 4)) : fields;
+  return fields.kind === "int" ? int(Math.max(0, Number(fields.value) - META_FIELD_COUNT)) : fields;
 }
 
 async function info(p: Principal, index: string): Promise<Reply> {
