@@ -11,6 +11,7 @@
  * - queue: durable publishes (each delivered at once) at 50 connections vs redis-benchmark SET
  *   with `appendfsync always` (lib/redis-anchor.ts); a backlog's deliveries vs a bare undici POST
  *   loop at 50 connections to the same receiver; publish->delivery p50/p99 unloaded.
+ * Each configuration first runs every load for `--warm` seconds, unrecorded (the JIT's warm-up).
  * The load generator is wrk when installed, else autocannon (bench/http-load.ts).
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
@@ -19,6 +20,7 @@ import os from "node:os";
 import path from "node:path";
 import { freePort, startRedis, stopChild } from "../test/harness/redis.js";
 import { hasWrk, runLoad } from "./http-load.js";
+import { cpuMs } from "./lib/proc.js";
 import { bareLoop, latency, publishBacklog } from "./lib/queue-measures.js";
 import {
   drain,
@@ -36,6 +38,8 @@ const option = (name: string): string | undefined => {
   return i === -1 ? undefined : process.argv[i + 1];
 };
 const seconds = smoke ? 1 : Number(option("--seconds")) || 5;
+/** `--warm SECONDS` (default 2): each load's unrecorded run before a configuration's rows. */
+const warmSeconds = Number(option("--warm") ?? 2);
 const BIN = path.resolve(option("--stashd") ?? "bin/stashd");
 const CONNS = smoke ? 4 : 50;
 const cores = os.availableParallelism();
@@ -92,37 +96,86 @@ function startWebdis(redisPort: number, port: number, dir: string): ChildProcess
   return spawn("webdis", [conf], { stdio: "ignore" });
 }
 
+/** The stashd processes of a `bin/stashd start` child: it, and its node children (workers). */
+function stashdPids(child: ChildProcess): number[] {
+  const ps = spawnSync("ps", ["-o", "pid=,comm=", "--ppid", String(child.pid)], {
+    encoding: "utf8",
+  });
+  const workers = ps.stdout
+    .split("\n")
+    .map((l) => l.trim().split(/\s+/))
+    .filter(([, comm]) => comm === "node")
+    .map(([pid]) => Number(pid));
+  return [child.pid ?? 0, ...workers];
+}
+
+/** `work`'s result and the CPU (µs, user + system) all stashd processes used meanwhile. */
+async function withCpu<T>(
+  s: Running,
+  work: () => Promise<T>,
+): Promise<{ result: T; cpuUs: number }> {
+  const pids = stashdPids(s.child);
+  const total = (): number => pids.reduce((sum, pid) => sum + cpuMs(pid), 0);
+  const before = total();
+  const result = await work();
+  return { result, cpuUs: (total() - before) * 1000 };
+}
+
 type Row = [goal: string, stashd: string, anchor: string, ratio: string, target: string];
 const f = (x: number): string => (Number.isFinite(x) ? x.toFixed(x < 10 ? 2 : 0) : "n/a");
 const ratio = (a: number, b: number | undefined): string =>
   b && Number.isFinite(b) ? (a / b).toFixed(2) : "n/a";
 
 /** Requests/s at CONNS connections for `seconds`: a POST of `body`, or a GET without one. */
-async function load(url: string, headers: Record<string, string>, body?: string) {
+async function load(url: string, headers: Record<string, string>, body?: string, secs = seconds) {
   const dir = mkdtempSync(path.join(os.tmpdir(), "stashd-bench-w-"));
   try {
     const how = body === undefined ? { method: "GET" } : { method: "POST", body };
-    const spec = { url, connections: CONNS, seconds, headers, ...how };
+    const spec = { url, connections: CONNS, seconds: secs, headers, ...how };
     return await runLoad(smoke ? { ...spec, requests: 50 } : spec, dir);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
+/**
+ * `warmSeconds` of each load, unrecorded, before a configuration is measured: its workers' JIT
+ * compiles the hot paths during the first seconds (measured cold, the first row came out at a
+ * fraction of the others).
+ */
+async function warmUp(s: Running, rx: string): Promise<void> {
+  if (smoke) return;
+  const auth = kvAuth(s);
+  const gets = JSON.stringify(Array.from({ length: 100 }, () => ["GET", "bench:k"]));
+  for (const [url, body] of [
+    [`${s.kvUrl}/`, '["GET","bench:k"]'],
+    [`${s.kvUrl}/`, '["SET","bench:k","v"]'],
+    [`${s.kvUrl}/pipeline`, gets],
+  ] as const) {
+    await load(url, auth, body, warmSeconds);
+  }
+  const pub = await publishLoad(s.queueUrl, s.queueToken, rx, CONNS, warmSeconds);
+  await drain(rx, pub.total, 30_000);
+}
+
+function kvAuth(s: Running): Record<string, string> {
+  return { authorization: `Bearer ${s.kvToken}`, "content-type": "application/json" };
+}
+
 async function kvRows(s: Running, webdis: string | undefined, redisPort: number): Promise<Row[]> {
-  const auth = { authorization: `Bearer ${s.kvToken}`, "content-type": "application/json" };
-  await fetch(`${s.kvUrl}/`, { method: "POST", headers: auth, body: '["SET","bench:k","v"]' });
+  const auth = kvAuth(s);
   const rows: Row[] = [];
   for (const cmd of ["GET", "SET"]) {
     const body = JSON.stringify(cmd === "GET" ? ["GET", "bench:k"] : ["SET", "bench:k", "v"]);
     const anchor = webdis
       ? (await load(`${webdis}/${cmd === "GET" ? "GET/bench:k" : "SET/bench:k/v"}`, {})).rps
       : NaN;
-    const own = (await load(`${s.kvUrl}/`, auth, body)).rps;
+    const { result, cpuUs } = await withCpu(s, () => load(`${s.kvUrl}/`, auth, body));
+    const own = result.rps;
     const anchorName = webdis ? `webdis ${cmd} (2 threads): ${f(anchor)}` : "webdis not installed";
     rows.push([
       `KV POST / ${cmd} req/s, c=${CONNS}`,
-      f(own),
+      `${f(own)} (stashd CPU ${f(cpuUs / result.requests)} µs/req)`,
       anchorName,
       ratio(own, anchor),
       ">= 1.0",
@@ -204,6 +257,12 @@ async function main(): Promise<void> {
       const dataDir = mkdtempSync(path.join(os.tmpdir(), "stashd-bench-w-data-"));
       const s = await startStashd(dataDir, redis.url, config.env);
       try {
+        await fetch(`${s.kvUrl}/`, {
+          method: "POST",
+          headers: kvAuth(s),
+          body: '["SET","bench:k","v"]',
+        });
+        await warmUp(s, rx);
         const rows = [...(await kvRows(s, webdisUrl, redis.port)), ...(await queueRows(s, rx))];
         out.push(
           "",

@@ -167,7 +167,12 @@ class Workers {
               `worker ${index} exited (${signal ?? String(code)}) before serving; its messages are above`,
             ),
           );
-        } else if (!this.stopping) this.replace(index, code, signal, Date.now() - startedAt);
+        }
+        // Once stashd serves, a worker slot is never left empty: a replacement that could not
+        // start (its Redis down, say) is tried again, with the back-off growing.
+        if (!this.stopping && (serving || this.started)) {
+          this.replace(index, code, signal, Date.now() - startedAt);
+        }
       });
     });
   }
@@ -190,7 +195,7 @@ class Workers {
     setTimeout(() => {
       if (this.stopping) return;
       this.fork(index).catch((err: unknown) => {
-        this.logger.error("replacement worker failed to start", {
+        this.logger.error("replacement worker failed to start; trying again", {
           worker: index,
           err: messageOf(err),
         });

@@ -1,4 +1,5 @@
 import { spawnSync } from "node:child_process";
+import http from "node:http";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -90,34 +91,55 @@ function workerPids(supervisorPid: number): number[] {
     .sort((a, b) => a - b);
 }
 
-/** One KV command on a connection of its own (so requests spread over the workers). */
+/**
+ * A POST on a connection of its own (node:http without an agent, closed after the answer), so
+ * requests spread over the workers: node:cluster hands each new connection to the next worker.
+ */
+function postFresh(
+  url: string,
+  headers: Record<string, string>,
+  body: string,
+  timeoutMs: number,
+): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method: "POST", headers, agent: false, timeout: timeoutMs });
+    req.on("timeout", () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
+    req.on("error", reject);
+    req.on("response", (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (c: Buffer) => chunks.push(c));
+      res.on("error", reject);
+      res.on("end", () =>
+        resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }),
+      );
+    });
+    req.end(body);
+  });
+}
+
+/** One KV command on a connection of its own. */
 async function kv(
   creds: Creds,
   command: unknown[],
   timeoutMs = 25_000,
 ): Promise<{ result?: unknown; error?: string }> {
-  const res = await fetch(creds.kv.url, {
-    method: "POST",
-    signal: AbortSignal.timeout(timeoutMs),
-    headers: {
-      authorization: `Bearer ${creds.kv.databases[0]?.token ?? ""}`,
-      connection: "close",
-    },
-    body: JSON.stringify(command),
-  });
-  return (await res.json()) as { result?: unknown; error?: string };
+  const auth = { authorization: `Bearer ${creds.kv.databases[0]?.token ?? ""}` };
+  const res = await postFresh(creds.kv.url, auth, JSON.stringify(command), timeoutMs);
+  return JSON.parse(res.body) as { result?: unknown; error?: string };
 }
 
+/** A queue API POST (publish, enqueue) on a connection of its own. */
+function queuePost(creds: Creds, path: string, body: string, headers: Record<string, string> = {}) {
+  const auth = { authorization: `Bearer ${creds.queue.token}`, ...headers };
+  return postFresh(`${creds.queue.url}${path}`, auth, body, 10_000);
+}
+
+/** A publish to the receiver; its body when acknowledged (201), undefined otherwise. */
 async function publish(creds: Creds, body: string): Promise<string | undefined> {
   try {
-    const res = await fetch(`${creds.queue.url}/v2/publish/${rx.url}/w`, {
-      method: "POST",
-      signal: AbortSignal.timeout(10_000),
-      headers: { authorization: `Bearer ${creds.queue.token}`, connection: "close" },
-      body,
-    });
+    const res = await queuePost(creds, `/v2/publish/${rx.url}/w`, body);
     if (res.status !== 201) return undefined;
-    return ((await res.json()) as { messageId: string }).messageId;
+    return (JSON.parse(res.body) as { messageId: string }).messageId;
   } catch {
     return undefined; // cut off by the kill: not acknowledged
   }
@@ -176,6 +198,27 @@ describe("stashd start with 2 workers", { timeout: 120_000 }, () => {
     const labels = { service: "kv", route: "INCR", status: "200" };
     expect(await counter(creds.admin.url, "stashd_http_requests_total", labels)).toBe(requests);
     expect(await counter(creds.admin.url, "stashd_workers")).toBe(2);
+  });
+
+  it("keeps a FIFO queue's order and deduplication across workers", async () => {
+    const creds = await startWorkers(newDataDir());
+    rx.requests.length = 0;
+    rx.delayMs = 20;
+    // Each enqueue and publish on its own connection: they alternate between the workers.
+    for (let i = 0; i < 12; i++) {
+      const res = await queuePost(creds, `/v2/enqueue/fifo/${rx.url}/fifo`, String(i));
+      expect(res.status).toBe(201);
+    }
+    const dedup = { "upstash-deduplication-id": "once" };
+    const answers = [];
+    for (let i = 0; i < 6; i++)
+      answers.push(await queuePost(creds, `/v2/publish/${rx.url}/dedup`, "d", dedup));
+    expect(answers.map((a) => a.status).sort()).toEqual([201, 202, 202, 202, 202, 202]);
+    await eventually(() => expect(rx.requests.length).toBe(13), { timeoutMs: 15_000 });
+    const fifo = rx.requests.filter((r) => r.url.endsWith("/fifo")).map((r) => Number(r.body));
+    expect(fifo).toEqual(Array.from({ length: 12 }, (_, i) => i));
+    expect(rx.requests.filter((r) => r.url.endsWith("/dedup"))).toHaveLength(1);
+    rx.delayMs = 0;
   });
 
   it("drains every worker on SIGTERM: deliveries in flight are recorded, then all processes end", async () => {
