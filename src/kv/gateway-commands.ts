@@ -4,6 +4,7 @@ import type { Arg, Reply } from "../shared/redis/resp.js";
 import type { Principal } from "./database.js";
 import { mintAclToken } from "./tokens.js";
 import { QUEUE_KEY_PREFIX, patternAvoidsPrefix } from "./command-rights.js";
+import { isSearchCommand, searchCommand } from "./search/commands.js";
 
 /**
  * Upstash-only commands that the gateway answers itself, outside transactions:
@@ -17,6 +18,7 @@ import { QUEUE_KEY_PREFIX, patternAvoidsPrefix } from "./command-rights.js";
  *   (command-rights.ts), so they run on stashd's own connection, checked here: `ACL SETUSER` gets
  *   the policy's ceiling appended and may not touch stashd's users; `CONFIG GET` hides passwords.
  *   Other tokens run them as their own ACL user, which Redis checks.
+ * - `SEARCH.*`: Upstash's search commands, served from search/ (docs/search.md).
  */
 export type GatewayHandler = (p: Principal, argv: Arg[]) => Promise<Reply>;
 
@@ -34,6 +36,7 @@ export function isScanWithType(argv: readonly Arg[]): boolean {
 export function gatewayCommand(argv: readonly Arg[]): GatewayHandler | undefined {
   if (isRestToken(argv)) return restToken;
   if (isScanWithType(argv)) return scanWithType;
+  if (isSearchCommand(argv)) return searchCommand;
   const name = lower(argv[0]);
   if (name === "acl") return aclCommand;
   if (name === "config") return configCommand;
@@ -43,6 +46,7 @@ export function gatewayCommand(argv: readonly Arg[]): GatewayHandler | undefined
 /** Why a command the gateway serves itself cannot be queued in a transaction, if it is one. */
 export function servedOutsideTransactions(argv: readonly Arg[]): string | undefined {
   const name = lower(argv[0]);
+  if (isSearchCommand(argv)) return `ERR ${name?.toUpperCase()} is not allowed in a transaction`;
   if (name !== "acl" && name !== "config") return undefined;
   const words = [name, lower(argv[1])].filter((w) => w !== undefined);
   return `ERR ${words.join(" ").toUpperCase()} is not allowed in a transaction`;

@@ -1,0 +1,148 @@
+import SearchableMap from "minisearch/SearchableMap";
+import { analyze } from "./analyzer.js";
+import type { FieldValues } from "./documents.js";
+import type { FieldDef, IndexDef } from "./schema.js";
+import { SearchError } from "./errors.js";
+
+/**
+ * One index's derived state in this process's memory (docs/decisions.md, "Search index"):
+ * documents by key, and per field either postings with positions (TEXT: term → doc → positions,
+ * plus a radix-tree term dictionary from MiniSearch for fuzzy and prefix look-ups) or the values
+ * (every other type: doc → values). Rebuilt from Redis at start; never the source of truth.
+ */
+export type DocId = number;
+
+export class TextColumn {
+  readonly postings = new Map<string, Map<DocId, number[]>>();
+  /** The terms, for fuzzy and prefix look-ups; the value is the term's document frequency. */
+  readonly dictionary = new SearchableMap<number>();
+  readonly lengths = new Map<DocId, number>();
+  totalLength = 0;
+
+  add(doc: DocId, values: FieldValues, field: FieldDef, def: IndexDef): string[] {
+    const positions = new Map<string, number[]>();
+    let offset = 0;
+    for (const value of values) {
+      // Values of a multi-valued field are kept apart by a gap of 100 positions (no phrase spans two).
+      const tokens = analyze(String(value), field, def.language);
+      for (const token of tokens) {
+        let list = positions.get(token.term);
+        if (list === undefined) positions.set(token.term, (list = []));
+        list.push(offset + token.position);
+      }
+      offset += tokens.length + 100;
+    }
+    let count = 0;
+    for (const [term, list] of positions) {
+      let docs = this.postings.get(term);
+      if (docs === undefined) this.postings.set(term, (docs = new Map()));
+      docs.set(doc, list);
+      this.dictionary.set(term, docs.size);
+      count += list.length;
+    }
+    this.lengths.set(doc, count);
+    this.totalLength += count;
+    return [...positions.keys()];
+  }
+
+  remove(doc: DocId, terms: readonly string[]): void {
+    for (const term of terms) {
+      const docs = this.postings.get(term);
+      if (docs === undefined) continue;
+      docs.delete(doc);
+      if (docs.size === 0) {
+        this.postings.delete(term);
+        this.dictionary.delete(term);
+      } else this.dictionary.set(term, docs.size);
+    }
+    this.totalLength -= this.lengths.get(doc) ?? 0;
+    this.lengths.delete(doc);
+  }
+
+  averageLength(documents: number): number {
+    return documents === 0 ? 1 : Math.max(1, this.totalLength / documents);
+  }
+}
+
+export class ValueColumn {
+  readonly values = new Map<DocId, FieldValues>();
+}
+
+export class MemoryIndex {
+  private readonly ids = new Map<string, DocId>();
+  private readonly keysById = new Map<DocId, string>();
+  private readonly terms = new Map<DocId, Map<string, string[]>>();
+  private nextId = 0;
+  readonly text = new Map<string, TextColumn>();
+  readonly columns = new Map<string, ValueColumn>();
+
+  constructor(
+    readonly def: IndexDef,
+    private readonly maxDocuments: number,
+  ) {
+    for (const field of def.fields) {
+      if (field.type === "TEXT") this.text.set(field.name, new TextColumn());
+      else this.columns.set(field.name, new ValueColumn());
+    }
+  }
+
+  get size(): number {
+    return this.ids.size;
+  }
+
+  has(key: string): boolean {
+    return this.ids.has(key);
+  }
+
+  keyOf(doc: DocId): string | undefined {
+    return this.keysById.get(doc);
+  }
+
+  allDocs(): IterableIterator<DocId> {
+    return this.keysById.keys();
+  }
+
+  keys(): IterableIterator<string> {
+    return this.ids.keys();
+  }
+
+  /** Puts (or replaces) a document; throws SearchError past the index's document limit. */
+  put(key: string, values: Map<string, FieldValues>): void {
+    this.remove(key);
+    if (this.ids.size >= this.maxDocuments) {
+      throw new SearchError(
+        `ERR search index '${this.def.name}' is full: at most ${this.maxDocuments} documents (STASHD_SEARCH_MAX_DOCUMENTS)`,
+      );
+    }
+    const doc = this.nextId++;
+    this.ids.set(key, doc);
+    this.keysById.set(doc, key);
+    const docTerms = new Map<string, string[]>();
+    for (const field of this.def.fields) {
+      const v = values.get(field.name);
+      if (v === undefined) continue;
+      const column = this.text.get(field.name);
+      if (column) docTerms.set(field.name, column.add(doc, v, field, this.def));
+      else this.columns.get(field.name)?.values.set(doc, v);
+    }
+    this.terms.set(doc, docTerms);
+  }
+
+  remove(key: string): void {
+    const doc = this.ids.get(key);
+    if (doc === undefined) return;
+    this.ids.delete(key);
+    this.keysById.delete(doc);
+    for (const [field, terms] of this.terms.get(doc) ?? [])
+      this.text.get(field)?.remove(doc, terms);
+    for (const column of this.columns.values()) column.values.delete(doc);
+    this.terms.delete(doc);
+  }
+
+  field(name: string): FieldDef {
+    const field = this.def.fields.find((f) => f.name === name);
+    if (field === undefined)
+      throw new SearchError(`ERR unknown field '${name}' in index '${this.def.name}'`);
+    return field;
+  }
+}
