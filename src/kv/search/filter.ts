@@ -2,7 +2,13 @@ import { queryTerms } from "./analyzer.js";
 import type { Deadline } from "./deadline.js";
 import { dateValue } from "./documents.js";
 import { SearchError } from "./errors.js";
-import type { DocId, MemoryIndex, TextColumn } from "./memory-index.js";
+import {
+  positionList,
+  termFrequency,
+  type DocId,
+  type MemoryIndex,
+  type TextColumn,
+} from "./memory-index.js";
 import { isNumeric, type FieldDef } from "./schema.js";
 import { fuzzyTerms, prefixTerms, regexTerms, type FuzzyOptions } from "./terms.js";
 
@@ -155,7 +161,7 @@ function expanded(
     const idf = Math.log(1 + (n - docs.size + 0.5) / (docs.size + 0.5));
     for (const [doc, positions] of docs) {
       ctx.deadline.tick();
-      const tf = positions.length;
+      const tf = termFrequency(positions);
       const len = column.lengths.get(doc) ?? 1;
       const score = (weight * idf * (tf * (K1 + 1))) / (tf + K1 * (1 - B + (B * len) / avg));
       out.set(doc, Math.max(out.get(doc) ?? 0, score));
@@ -252,8 +258,12 @@ function phraseOf(field: FieldDef, words: string[][], slop: number, ctx: FilterC
 }
 
 function mergedPositions(column: TextColumn, terms: readonly string[], doc: DocId): number[] {
-  if (terms.length === 1) return column.postings.get(terms[0] as string)?.get(doc) ?? [];
-  return terms.flatMap((t) => column.postings.get(t)?.get(doc) ?? []).sort((a, b) => a - b);
+  const of = (t: string): number[] => {
+    const p = column.postings.get(t)?.get(doc);
+    return p === undefined ? [] : positionList(p);
+  };
+  if (terms.length === 1) return of(terms[0] as string);
+  return terms.flatMap(of).sort((a, b) => a - b);
 }
 
 function inOrder(positions: readonly number[][], slop: number): boolean {

@@ -11,11 +11,19 @@ import { SearchError } from "./errors.js";
  * (every other type: doc → values). Rebuilt from Redis at start; never the source of truth.
  */
 export type DocId = number;
+/**
+ * A term's positions in one document: a bare number when it occurs once (most terms), which
+ * saves an array object per posting (measured: ~30 % of the index's heap, docs/decisions.md).
+ */
+export type Positions = number | number[];
+
+export const positionList = (p: Positions): number[] => (typeof p === "number" ? [p] : p);
+export const termFrequency = (p: Positions): number => (typeof p === "number" ? 1 : p.length);
 
 export class TextColumn {
-  readonly postings = new Map<string, Map<DocId, number[]>>();
-  /** The terms, for fuzzy and prefix look-ups; the value is the term's document frequency. */
-  readonly dictionary = new SearchableMap<number>();
+  readonly postings = new Map<string, Map<DocId, Positions>>();
+  /** The terms, for fuzzy and prefix look-ups (set once per term: a radix-tree walk costs). */
+  readonly dictionary = new SearchableMap<true>();
   readonly lengths = new Map<DocId, number>();
   totalLength = 0;
 
@@ -35,9 +43,11 @@ export class TextColumn {
     let count = 0;
     for (const [term, list] of positions) {
       let docs = this.postings.get(term);
-      if (docs === undefined) this.postings.set(term, (docs = new Map()));
-      docs.set(doc, list);
-      this.dictionary.set(term, docs.size);
+      if (docs === undefined) {
+        this.postings.set(term, (docs = new Map()));
+        this.dictionary.set(term, true);
+      }
+      docs.set(doc, list.length === 1 ? (list[0] as number) : list);
       count += list.length;
     }
     this.lengths.set(doc, count);
@@ -53,7 +63,7 @@ export class TextColumn {
       if (docs.size === 0) {
         this.postings.delete(term);
         this.dictionary.delete(term);
-      } else this.dictionary.set(term, docs.size);
+      }
     }
     this.totalLength -= this.lengths.get(doc) ?? 0;
     this.lengths.delete(doc);
