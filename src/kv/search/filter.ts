@@ -8,6 +8,7 @@ import {
   type DocId,
   type MemoryIndex,
   type TextColumn,
+  type ValueColumn,
 } from "./memory-index.js";
 import { isNumeric, type FieldDef } from "./schema.js";
 import { fuzzyTerms, prefixTerms, regexTerms, type FuzzyOptions } from "./terms.js";
@@ -290,10 +291,11 @@ function inOrder(positions: readonly number[][], slop: number): boolean {
 type Value = string | number;
 
 function valueOperator(field: FieldDef, op: string, operand: Json, ctx: FilterContext): Scores {
-  const test = valueTest(field, op, operand);
   const column = ctx.index.columns.get(field.name);
+  if (column === undefined) return new Map();
+  if (RANGES.has(op) && ordered(field)) return inRange(column, op, operandValue(field, operand));
+  const test = valueTest(field, op, operand);
   const out: Scores = new Map();
-  if (column === undefined) return out;
   for (const [doc, values] of column.values) {
     ctx.deadline.tick();
     if (values.some(test)) out.set(doc, 1);
@@ -301,8 +303,38 @@ function valueOperator(field: FieldDef, op: string, operand: Json, ctx: FilterCo
   return op === "$ne" ? complement(out, ctx) : out;
 }
 
+const RANGES = new Set(["$gt", "$gte", "$lt", "$lte"]);
+const ordered = (field: FieldDef): boolean =>
+  isNumeric(field.type) || field.type === "DATE" || field.type === "KEYWORD";
+
+/** Documents with a value past the bound, by binary search in the column's sorted view. */
+function inRange(column: ValueColumn, op: string, bound: Value): Scores {
+  const { values, docs } = column.sorted();
+  const first = (strict: boolean): number => {
+    let lo = 0;
+    let hi = values.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      const v = values[mid] as Value;
+      if (v < bound || (strict && v === bound)) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  };
+  const [from, to] =
+    op === "$gt"
+      ? [first(true), values.length]
+      : op === "$gte"
+        ? [first(false), values.length]
+        : op === "$lt"
+          ? [0, first(false)]
+          : [0, first(true)];
+  const out: Scores = new Map();
+  for (let i = from; i < to; i++) out.set(docs[i] as DocId, 1);
+  return out;
+}
+
 function valueTest(field: FieldDef, op: string, operand: Json): (v: Value) => boolean {
-  const ordered = isNumeric(field.type) || field.type === "DATE" || field.type === "KEYWORD";
   switch (op) {
     case "$eq":
     case "$ne": {

@@ -74,8 +74,32 @@ export class TextColumn {
   }
 }
 
+/**
+ * A non-TEXT field's values per document, and a sorted view of them for range filters (built on
+ * the first range query after a change: O(n log n) once, then binary searches).
+ */
 export class ValueColumn {
   readonly values = new Map<DocId, FieldValues>();
+  private view: { values: (string | number)[]; docs: DocId[] } | undefined;
+
+  set(doc: DocId, values: FieldValues): void {
+    this.values.set(doc, values);
+    this.view = undefined;
+  }
+
+  delete(doc: DocId): void {
+    if (this.values.delete(doc)) this.view = undefined;
+  }
+
+  /** Every (value, document) pair, by value ascending. */
+  sorted(): { values: (string | number)[]; docs: DocId[] } {
+    if (this.view) return this.view;
+    const pairs: [string | number, DocId][] = [];
+    for (const [doc, vs] of this.values) for (const v of vs) pairs.push([v, doc]);
+    pairs.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    this.view = { values: pairs.map(([v]) => v), docs: pairs.map(([, d]) => d) };
+    return this.view;
+  }
 }
 
 export class MemoryIndex {
@@ -133,7 +157,7 @@ export class MemoryIndex {
       if (v === undefined) continue;
       const column = this.text.get(field.name);
       if (column) docTerms.set(field.name, column.add(doc, v, field, this.def));
-      else this.columns.get(field.name)?.values.set(doc, v);
+      else this.columns.get(field.name)?.set(doc, v);
     }
     this.terms.set(doc, docTerms);
   }
@@ -145,7 +169,7 @@ export class MemoryIndex {
     this.keysById.delete(doc);
     for (const [field, terms] of this.terms.get(doc) ?? [])
       this.text.get(field)?.remove(doc, terms);
-    for (const column of this.columns.values()) column.values.delete(doc);
+    for (const column of this.columns.values()) column.delete(doc);
     this.terms.delete(doc);
   }
 
