@@ -153,52 +153,13 @@ describe("SEARCH.CREATE, DESCRIBE, DROP, LISTINDEXES", () => {
   });
 
   it("answers bad definitions with errors", async () => {
-    await expect(
-      redis.exec(["SEARCH.CREATE", "x", "ON", "LIST", "PREFIX", "1", "x:", "SCHEMA", "a", "TEXT"]),
-    ).rejects.toThrow("unknown data type");
-    await expect(
-      redis.exec([
-        "SEARCH.CREATE",
-        "x",
-        "ON",
-        "HASH",
-        "PREFIX",
-        "1",
-        "x:",
-        "SCHEMA",
-        "a",
-        "VECTOR",
-      ]),
-    ).rejects.toThrow("unknown field type");
-    await expect(
-      redis.exec([
-        "SEARCH.CREATE",
-        "x",
-        "ON",
-        "HASH",
-        "PREFIX",
-        "1",
-        "x:",
-        "SCHEMA",
-        "a.b",
-        "TEXT",
-      ]),
-    ).rejects.toThrow("flat fields");
-    await expect(
-      redis.exec([
-        "SEARCH.CREATE",
-        "x",
-        "ON",
-        "HASH",
-        "PREFIX",
-        "1",
-        "x:",
-        "SCHEMA",
-        "a",
-        "U64",
-        "NOSTEM",
-      ]),
-    ).rejects.toThrow("TEXT fields only");
+    const create = (on: string, ...schema: string[]) =>
+      redis.exec(["SEARCH.CREATE", "x", "ON", on, "PREFIX", "1", "x:", "SCHEMA", ...schema]);
+    await expect(create("LIST", "a", "TEXT")).rejects.toThrow("unknown data type");
+    await expect(create("HASH", "a", "VECTOR")).rejects.toThrow("unknown field type");
+    await expect(create("HASH", "a.b", "TEXT")).rejects.toThrow("flat fields");
+    await expect(create("HASH", "a", "U64", "NOSTEM")).rejects.toThrow("TEXT fields only");
+    await expect(create("HASH")).rejects.toThrow("at least one field");
   });
 
   it("answers the SDK's values for indexes that do not exist", async () => {
