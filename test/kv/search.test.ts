@@ -395,3 +395,126 @@ describe("aliases and tokens", () => {
     );
   });
 });
+
+describe("SEARCH.AGGREGATE, SCOREFUNC, dates, REINDEX and reply forms", () => {
+  let name: string;
+  beforeAll(async () => {
+    name = fresh("sales");
+    const schema = s.object({
+      title: s.string(),
+      region: s.facet(),
+      amount: s.number("F64"),
+      units: s.number("U64"),
+      at: s.date().fast(),
+    });
+    await redis.search.createIndex({ name, schema, dataType: "hash", prefix: `${name}:` });
+    const rows = [
+      ["widget sale", "/eu/fr", 10, 1, "2026-01-01T10:00:00Z"],
+      ["widget sale", "/eu/de", 20, 2, "2026-01-01T20:00:00Z"],
+      ["gadget sale", "/eu/de", 30, 3, "2026-01-02T10:00:00Z"],
+      ["gadget sale", "/us/ny", 45, 4, "2026-01-03T10:00:00Z"],
+    ] as const;
+    for (const [i, [title, region, amount, units, at]] of rows.entries()) {
+      await redis.hset(`${name}:${i}`, { title, region, amount, units, at });
+    }
+    await redis.search.index({ name }).waitIndexing();
+  });
+
+  it("computes metrics, buckets with nested aggregations, and facet trees", async () => {
+    const index = redis.search.index({ name });
+    const result = await index.aggregate({
+      filter: { title: "sale" },
+      aggregations: {
+        stats: { $stats: { field: "amount" } },
+        p: { $percentiles: { field: "amount", percents: [50] } },
+        distinct: { $cardinality: { field: "region" } },
+        byUnits: {
+          $range: { field: "units", ranges: [{ to: 3 }, { from: 3 }] },
+          $aggs: { sum: { $sum: { field: "amount" } } },
+        },
+        perDay: { $dateHistogram: { field: "at", fixedInterval: "1d" } },
+        regions: { $facet: { field: "region", path: "/eu" } },
+      },
+    } as never);
+    expect(result).toEqual({
+      stats: { count: 4, min: 10, max: 45, sum: 105, avg: 26.25 },
+      p: { values: { "50.0": 25 } },
+      distinct: { value: 3 },
+      byUnits: {
+        buckets: [
+          { key: "*-3", docCount: 2, to: 3, sum: { value: 30 } },
+          { key: "3-*", docCount: 2, from: 3, sum: { value: 75 } },
+        ],
+      },
+      perDay: {
+        buckets: [
+          { key: Date.parse("2026-01-01"), docCount: 2 },
+          { key: Date.parse("2026-01-02"), docCount: 1 },
+          { key: Date.parse("2026-01-03"), docCount: 1 },
+        ],
+      },
+      regions: {
+        path: "/eu",
+        sumOtherDocCount: 0,
+        children: [
+          { path: "/eu/de", docCount: 2, sumOtherDocCount: 0 },
+          { path: "/eu/fr", docCount: 1, sumOtherDocCount: 0 },
+        ],
+      },
+    });
+    await expect(
+      index.aggregate({ aggregations: { x: { $avg: { field: "title" } } } } as never),
+    ).rejects.toThrow("non-TEXT");
+  });
+
+  it("ranks by SCOREFUNC and filters dates", async () => {
+    const index = redis.search.index({ name });
+    const replaced = await index.query({
+      filter: { title: "sale" },
+      scoreFunc: { field: "amount", scoreMode: "replace" },
+      select: {},
+    } as never);
+    expect(replaced.map((r) => r.score)).toEqual([45, 30, 20, 10]);
+    const logged = await index.query({
+      filter: { title: "sale" },
+      scoreFunc: { field: "units", modifier: "log1p", factor: 9, scoreMode: "replace" },
+      select: {},
+    } as never);
+    expect(logged[0]?.score).toBeCloseTo(Math.log10(1 + 36));
+    const january2 = await index.query({
+      filter: { at: { $gte: "2026-01-02T00:00:00Z", $lt: "2026-01-03T00:00:00Z" } },
+      select: {},
+    } as never);
+    expect(january2.map((r) => r.key)).toEqual([`${name}:2`]);
+  });
+
+  it("REINDEX rescans; replies come as JSON, base64 and RESP2", async () => {
+    expect(await redis.exec(["SEARCH.REINDEX", name])).toBe("OK");
+    const args = JSON.stringify([
+      "SEARCH.QUERY",
+      name,
+      JSON.stringify({ title: "gadget" }),
+      "NOCONTENT",
+      "LIMIT",
+      "1",
+      "ORDERBY",
+      "amount",
+      "DESC",
+    ]);
+    const json = await c.stashd.kvFetch("/", { body: args });
+    expect(await json.json()).toEqual({ result: [[`${name}:3`, expect.any(String)]] });
+    const b64 = await c.stashd.kvFetch("/", {
+      body: args,
+      headers: { "upstash-encoding": "base64" },
+    });
+    const [[key]] = ((await b64.json()) as { result: string[][] }).result as [[string]];
+    expect(Buffer.from(key, "base64").toString()).toBe(`${name}:3`);
+    const resp = await c.stashd.kvFetch("/", {
+      body: args,
+      headers: { "upstash-response-format": "resp2" },
+    });
+    expect(await resp.text()).toMatch(
+      new RegExp(`^\\*1\\r\\n\\*2\\r\\n\\$\\d+\\r\\n${name}:3\\r\\n\\$\\d+\\r\\n`),
+    );
+  });
+});
