@@ -4,6 +4,7 @@ import path from "node:path";
 import { Redis, s } from "@upstash/redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RedisConnection, parseRedisUrl } from "../../src/shared/redis/connection.js";
+import { eventually } from "../harness/eventually.js";
 import { startRedis, type TestRedis } from "../harness/redis.js";
 import { startStashd, type TestStashd } from "../harness/stashd.js";
 import { spawnStashdKeepingStderr, whenRunning } from "../harness/process.js";
@@ -135,6 +136,49 @@ describe("bounds", () => {
       } as never);
     expect(page).toHaveLength(1000);
   }, 60_000);
+});
+
+describe("lost notifications", () => {
+  it("a dropped subscriber connection is followed by a rescan that catches up", async () => {
+    const name = `lost-${Date.now()}`;
+    await sdk(a).search.createIndex({ name, schema, dataType: "hash", prefix: `${name}:` });
+    const index = sdk(a).search.index({ name });
+    await index.waitIndexing();
+    const conn = await RedisConnection.open(parseRedisUrl(redis.url), 2000);
+    try {
+      await conn.send(["CLIENT", "KILL", "TYPE", "pubsub"]);
+      await conn.send(["HSET", `${name}:1`, "text", "written while nobody listened", "n", "1"]);
+    } finally {
+      conn.destroy();
+    }
+    // No WAITINDEXING: the reconnection's rescan alone must find the key.
+    await eventually(async () =>
+      expect(await index.count({ filter: { text: "nobody" } })).toEqual({ count: 1 }),
+    );
+  });
+
+  it("without keyspace notifications (CONFIG refused), WAITINDEXING rescans", async () => {
+    const bare = await startRedis(["--rename-command", "CONFIG", ""]);
+    const st = await startStashd({ kvRedisUrl: bare.url, services: ["kv"] });
+    try {
+      const name = `noconfig-${Date.now()}`;
+      const index = await sdk(st).search.createIndex({
+        name,
+        schema,
+        dataType: "hash",
+        prefix: `${name}:`,
+      });
+      await sdk(st).hset(`${name}:1`, { text: "seen by a rescan", n: 1 });
+      expect(await index.waitIndexing()).toBe(1);
+      expect(await index.count({ filter: { text: "rescan" } })).toEqual({ count: 1 });
+      await sdk(st).del(`${name}:1`);
+      await index.waitIndexing();
+      expect(await index.count({ filter: {} })).toEqual({ count: 0 });
+    } finally {
+      await st.stop();
+      await bare.stop();
+    }
+  });
 });
 
 describe("SIGKILL while indexing", () => {
