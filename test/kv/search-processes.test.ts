@@ -55,6 +55,26 @@ async function writeDocs(
 
 const schema = s.object({ text: s.string(), n: s.number("U64") });
 
+describe("a managed Redis", () => {
+  it("serves SEARCH on stashd's own redis-server", async () => {
+    const st = await startStashd({ services: ["kv"] });
+    try {
+      const name = `managed-${Date.now()}`;
+      const index = await sdk(st).search.createIndex({
+        name,
+        schema,
+        dataType: "hash",
+        prefix: `${name}:`,
+      });
+      await sdk(st).hset(`${name}:1`, { text: "on the managed redis", n: 1 });
+      expect(await index.waitIndexing()).toBe(1);
+      expect(await index.count({ filter: { text: "managed" } })).toEqual({ count: 1 });
+    } finally {
+      await st.stop();
+    }
+  });
+});
+
 describe("two stashd processes on one Redis", () => {
   it("see each other's indexes, writes, drops and re-creations", async () => {
     const name = `two-${Date.now()}`;
@@ -98,11 +118,15 @@ describe("bounds", () => {
       const index = sdk(small).search.index({ name });
       await index.waitIndexing();
       await expect(index.count({ filter: {} })).rejects.toThrow("STASHD_SEARCH_MAX_DOCUMENTS");
+      // The other process, with the default limit, serves the same index.
+      expect(await sdk(a).search.index({ name }).count({ filter: {} })).toEqual({ count: 60 });
+      // Back within the limit, the next rescan lets it answer again.
+      await sdk(small).del(...Array.from({ length: 20 }, (_, i) => `${name}:${i}`));
+      expect(await sdk(small).exec(["SEARCH.REINDEX", name])).toBe("OK");
+      expect(await index.count({ filter: {} })).toEqual({ count: 40 });
     } finally {
       await small.stop();
     }
-    // The other process, with the default limit, serves the same index.
-    expect(await sdk(a).search.index({ name }).count({ filter: {} })).toEqual({ count: 60 });
   });
 
   it("a query past STASHD_SEARCH_QUERY_TIME_LIMIT_MS, or a huge regex, answers with an error", async () => {

@@ -76,6 +76,8 @@ export class LiveIndex {
     }
     for (const key of this.memory.keys()) if (!seen.has(key)) this.changed(key);
     await this.flush();
+    // A full index that has room again after a whole rescan holds every document: it answers.
+    if (this.memory.size < this.memory.maxDocuments) this.failure = undefined;
   }
 
   private async scanPrefix(

@@ -112,7 +112,7 @@ export class MemoryIndex {
 
   constructor(
     readonly def: IndexDef,
-    private readonly maxDocuments: number,
+    readonly maxDocuments: number,
   ) {
     for (const field of def.fields) {
       if (field.type === "TEXT") this.text.set(field.name, new TextColumn());
