@@ -106,7 +106,7 @@ async function waitIndexing(s: SearchService, words: Words): Promise<Plain> {
 async function reindex(s: SearchService, words: Words): Promise<Plain> {
   const index = await s.index(checkName(words.next("index name")));
   if (!index) throw new SearchError("ERR no such index");
-  await index.rescan();
+  await s.reindex(index);
   return "OK";
 }
 

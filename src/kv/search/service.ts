@@ -1,4 +1,5 @@
 import type { Config } from "../../config/schema.js";
+import { messageOf } from "../../shared/errors.js";
 import type { Logger } from "../../shared/log.js";
 import type { RedisBackend } from "../../shared/redis/backend.js";
 import type { RedisConnection, RedisEndpoint } from "../../shared/redis/connection.js";
@@ -62,8 +63,10 @@ export class SearchService {
       this.forget(name);
       return undefined;
     }
-    const index = await this.ensure(def);
-    await index.ready;
+    const index = this.ensure(def);
+    await index.ready.catch((err: unknown) => {
+      throw asSearchError(err, `ERR search index '${def.name}' could not be built`);
+    });
     return index;
   }
 
@@ -113,7 +116,14 @@ export class SearchService {
         // The feed went down meanwhile: the rescan below is the safe answer.
       }
     }
-    await index.rescan();
+    await this.reindex(index);
+  }
+
+  /** SEARCH.REINDEX: a full scan of the index's keys now. */
+  async reindex(index: LiveIndex): Promise<void> {
+    await index.rescan().catch((err: unknown) => {
+      throw asSearchError(err, `ERR search index '${index.def.name}' could not be scanned`);
+    });
   }
 
   // ---- aliases ----
@@ -277,6 +287,11 @@ export class SearchService {
     for (const f of this.feeds) f.close();
     this.live.clear();
   }
+}
+
+/** A SearchError as it is, any other failure (Redis down mid-scan) as one saying what failed. */
+function asSearchError(err: unknown, what: string): SearchError {
+  return err instanceof SearchError ? err : new SearchError(`${what}: ${messageOf(err)}`);
 }
 
 /** Checks a name given to SEARCH.* (index or alias). */
