@@ -185,8 +185,8 @@ export const SETTINGS = {
   searchMaxDocuments: {
     env: "STASHD_SEARCH_MAX_DOCUMENTS",
     kind: "int",
-    default: 1_000_000,
-    doc: "Most documents one SEARCH index holds in each stashd process's memory (docs/search.md); past it the index answers every query with an error until documents are removed or it is dropped.",
+    default: 250_000,
+    doc: "Most documents one SEARCH index holds in each stashd process's memory (about 3 KB of heap per document of 60 words, docs/benchmarks.md); past it the index answers every query with an error until documents are removed and a rescan finds it within the limit.",
   },
   searchQueryTimeLimitMs: {
     env: "STASHD_SEARCH_QUERY_TIME_LIMIT_MS",
