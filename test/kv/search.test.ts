@@ -283,6 +283,20 @@ describe("SEARCH.QUERY filters", () => {
     );
   });
 
+  it("matches several words smartly and highlights whole documents", async () => {
+    expect(names(await index.query({ filter: { description: "ergonomic wireles mous" } }))).toEqual(
+      ["Wireless Mouse"],
+    );
+    const [hit] = await index.query({
+      filter: { description: { $eq: "cable" } },
+      highlight: { fields: ["description"] },
+    });
+    expect(hit?.data).toMatchObject({
+      name: "USB Cable",
+      description: "Fast charging USB <em>cable</em>",
+    });
+  });
+
   it("counts, and answers bad filters with errors", async () => {
     expect(await index.count({ filter: { category: "accessories" } })).toEqual({ count: 2 });
     await expect(index.query({ filter: { nope: 1 } } as never)).rejects.toThrow(
