@@ -224,6 +224,30 @@ export const SETTINGS = {
     default: 30_000,
     doc: "Longest a request's blocking commands may wait, together: a longer timeout, or 0 (forever), is cut to it (below the 60 s after which proxies cut idle HTTP).",
   },
+  searchMaxDocuments: {
+    env: "STASHD_SEARCH_MAX_DOCUMENTS",
+    kind: "int",
+    default: 250_000,
+    doc: "Most documents one SEARCH index holds in each stashd process's memory (about 3 KB of heap per document of 60 words, docs/benchmarks.md); past it the index answers every query with an error until documents are removed and a rescan finds it within the limit.",
+  },
+  searchQueryTimeLimitMs: {
+    env: "STASHD_SEARCH_QUERY_TIME_LIMIT_MS",
+    kind: "int",
+    default: 2_000,
+    doc: "Longest a SEARCH.QUERY, COUNT or AGGREGATE may compute before it is answered with an error (the event loop is shared by every request).",
+  },
+  searchMaxLimit: {
+    env: "STASHD_SEARCH_MAX_LIMIT",
+    kind: "int",
+    default: 1_000,
+    doc: "Largest LIMIT a SEARCH.QUERY may ask for (the documents of one page are read from Redis).",
+  },
+  searchRescanIntervalMs: {
+    env: "STASHD_SEARCH_RESCAN_INTERVAL_MS",
+    kind: "int",
+    default: 300_000,
+    doc: "How often each process rescans its SEARCH indexes' keys to repair what lost keyspace notifications missed (0: never; a lost subscriber connection always triggers one).",
+  },
   sseKeepAliveMs: {
     env: "STASHD_SSE_KEEPALIVE_MS",
     kind: "int",
