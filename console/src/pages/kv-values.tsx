@@ -1,6 +1,6 @@
 import { useState } from "preact/hooks";
 import { flatReply } from "../api.js";
-import { Action, Pre } from "../ui.js";
+import { Action, ActionForm, Pre } from "../ui.js";
 import type { KeyView } from "./kv-key.js";
 
 type Write = (...commands: string[][]) => Promise<void>;
@@ -274,7 +274,17 @@ function Rows(p: {
           ))}
         </tbody>
       </table>
-      <div class="bar">
+      <ActionForm
+        class="bar"
+        label="Add"
+        kind="plain"
+        done="Added"
+        run={async () => {
+          await p.add(field, value);
+          setField("");
+          setValue("");
+        }}
+      >
         {addField && (
           <input
             name="add-field"
@@ -291,16 +301,7 @@ function Rows(p: {
             onInput={(e) => setValue((e.target as HTMLInputElement).value)}
           />
         )}
-        <Action
-          label="Add"
-          done="Added"
-          run={async () => {
-            await p.add(field, value);
-            setField("");
-            setValue("");
-          }}
-        />
-      </div>
+      </ActionForm>
     </div>
   );
 }

@@ -29,8 +29,14 @@ export interface Message {
  * A message: while it is stored (waiting, in flight, retrying) GET /v2/messages/{id} has its
  * headers and body and it can be cancelled; once finished only its log events remain.
  */
-export function MessageDetail(p: { event: LogEvent; onClose: () => void; onChanged: () => void }) {
-  const id = p.event.messageId;
+export function MessageDetail(p: {
+  id: string;
+  /** Its newest event, once the list has it (the message itself loads meanwhile). */
+  event: LogEvent | undefined;
+  onClose: () => void;
+  onChanged: () => void;
+}) {
+  const id = p.id;
   const msg = useLoad(async () => {
     try {
       return await queue<Message>(`messages/${encodeURIComponent(id)}`);
@@ -80,7 +86,7 @@ export function MessageDetail(p: { event: LogEvent; onClose: () => void; onChang
         </>
       )}
       <h3>Event</h3>
-      <Pre value={p.event} />
+      {p.event ? <Pre value={p.event} /> : <p class="hint">Loading…</p>}
     </Panel>
   );
 }
