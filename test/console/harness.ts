@@ -32,6 +32,17 @@ export function loadScaled(ms: number): number {
   return ms * Math.max(1, load / os.availableParallelism());
 }
 
+/** Logs in over plain HTTP with the queue token; answers the session cookie (`name=value`). */
+export async function consoleCookie(env: ConsoleEnv): Promise<string> {
+  const res = await fetch(`${env.url}/api/login`, {
+    method: "POST",
+    headers: { "x-stashd-console": "1", "content-type": "application/json" },
+    body: JSON.stringify({ token: env.q.stashd.queue.token }),
+  });
+  if (res.status !== 200) throw new Error(`console login answered ${res.status}`);
+  return (res.headers.get("set-cookie") ?? "").split(";")[0] ?? "";
+}
+
 export interface ConsoleEnv {
   q: QueueTestEnv;
   /** Base URL of the console, e.g. http://127.0.0.1:1234/console */

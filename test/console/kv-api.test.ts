@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { consoleEnv, type ConsoleEnv } from "./harness.js";
+import { consoleCookie, consoleEnv, type ConsoleEnv } from "./harness.js";
 import { redisOn } from "./kv-helpers.js";
 
 /**
@@ -11,12 +11,7 @@ let cookie: string;
 
 beforeAll(async () => {
   env = await consoleEnv({ browser: false });
-  const res = await fetch(`${env.url}/api/login`, {
-    method: "POST",
-    headers: { "x-stashd-console": "1", "content-type": "application/json" },
-    body: JSON.stringify({ token: env.q.stashd.queue.token }),
-  });
-  cookie = (res.headers.get("set-cookie") ?? "").split(";")[0] ?? "";
+  cookie = await consoleCookie(env);
   await redisOn(env, "MSET", "app:user:1", "a", "app:user:2", "b", "app:cfg", "c", "x*y:1", "d");
 });
 afterAll(() => env?.close());

@@ -1,13 +1,7 @@
-import { ApiError, queue, queueSend } from "../api.js";
+import { ApiError, query, queue, queueSend } from "../api.js";
 import { Action, ErrorLine, Facts, fmtTime, HeaderList, Panel, Pre, useLoad } from "../ui.js";
 import { href } from "../routes.js";
 import type { LogEvent } from "./events.js";
-
-/** The workflow run a message belongs to, from its `Upstash-Workflow-RunId` header. */
-export function workflowRunOf(header: Record<string, string[]> | undefined): string | undefined {
-  const name = Object.keys(header ?? {}).find((h) => h.toLowerCase() === "upstash-workflow-runid");
-  return name ? header?.[name]?.[0] : undefined;
-}
 
 /** A message as GET /v2/messages/{id} renders it (DLQ entries add to it). */
 export interface Message {
@@ -76,7 +70,7 @@ export function MessageDetail(p: {
               ["Not before", fmtTime(m.notBefore)],
               ["Max retries", String(m.maxRetries)],
               ["Queue / group", m.queueName ?? m.topicName ?? "—"],
-              ["Workflow run", <RunLink id={workflowRunOf(m.header)} />],
+              ["Workflow run", <RunLink messageId={id} />],
             ]}
           />
           <h3>Headers</h3>
@@ -91,7 +85,18 @@ export function MessageDetail(p: {
   );
 }
 
-/** A link to a workflow run's page, or "—". */
-export function RunLink(p: { id: string | undefined }) {
-  return p.id ? <a href={href.workflowRun(p.id)}>{p.id}</a> : <>—</>;
+/**
+ * The workflow run a message belongs to, as a link, or "—": the workflow logs answer which run
+ * holds a message id (GET /v2/workflows/events?messageId=), as the message API does not say.
+ */
+export function RunLink(p: { messageId: string }) {
+  const run = useLoad(
+    () =>
+      queue<{ runs: { workflowRunId: string }[] }>(
+        `workflows/events${query({ messageId: p.messageId, count: "1" })}`,
+      ).then((r) => r.runs[0]?.workflowRunId),
+    [p.messageId],
+  );
+  if (run.error) return <span class="hint">{run.error}</span>;
+  return run.data ? <a href={href.workflowRun(run.data)}>{run.data}</a> : <>—</>;
 }
