@@ -251,6 +251,10 @@ test("every page renders its seeded content within the budget; screenshots for t
     const runs = [];
     for (let i = 0; i < 3; i++) runs.push(await firstRender(stop));
     timings[stop.name] = median(runs);
+    // The screenshot shows the page settled: nothing still loading beside the timed content.
+    await eventually(async () => expect(await page.getByText("Loading…").count()).toBe(0), {
+      timeoutMs: 10_000,
+    });
     await page.screenshot({ path: path.join(DOCS_IMG, `console-${stop.name}.png`) });
   }
   const budget = loadScaled(BUDGET_MS);
