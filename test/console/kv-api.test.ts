@@ -62,6 +62,20 @@ test("delete-matching: a dry run counts, the real run deletes exactly the matchi
   const done = await (await call("delete-matching", { match: "app:user:*" })).json();
   expect(done).toEqual({ deleted: 2 });
   expect(await redisOn(env, "EXISTS", "app:user:1", "app:user:2", "app:cfg")).toBe(1);
+  // Like every write, it needs the session and the console's CSRF header.
+  const csrf = await fetch(`${env.url}/api/kv/default/delete-matching`, {
+    method: "POST",
+    headers: { cookie, "content-type": "application/json" },
+    body: JSON.stringify({ match: "*" }),
+  });
+  expect(csrf.status).toBe(403);
+  const anonymous = await fetch(`${env.url}/api/kv/default/delete-matching`, {
+    method: "POST",
+    headers: { "x-stashd-console": "1", "content-type": "application/json" },
+    body: JSON.stringify({ match: "*" }),
+  });
+  expect(anonymous.status).toBe(401);
+  expect(await redisOn(env, "EXISTS", "app:cfg")).toBe(1);
   for (const bad of [{ match: "" }, { match: 3 }, {}]) {
     const res = await call("delete-matching", bad);
     expect(res.status).toBe(400);
