@@ -59,6 +59,7 @@ export const transitions = {
   cancel: load("cancel", ACKED),
   dlqRetry: load("dlq-retry", ACKED),
   dlqDelete: load("dlq-delete", ACKED),
+  dlqIndex: load("dlq-index"),
   /** Read-only: the depth counts of a partition in one moment (store/depth.ts). */
   depth: load("depth"),
   queueEnqueue: load("queue-enqueue", ACKED),
