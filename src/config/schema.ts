@@ -38,6 +38,12 @@ export const SETTINGS = {
     default: 8080,
     doc: "Port of the message queue API (0 picks a free port).",
   },
+  workers: {
+    env: "STASHD_WORKERS",
+    kind: "int",
+    default: 0,
+    doc: "Processes that serve the KV and queue APIs under `stashd start`, sharing the ports, with one supervisor that owns the managed redis-servers and restarts a worker that dies. 0: one per CPU core (os.availableParallelism()); 1 (and a 1-core machine): one process, no supervisor. start() in a program and `stashd dev` always run one process. Sizing: docs/operations.md.",
+  },
   dataDir: {
     env: "STASHD_DATA_DIR",
     kind: "string",
@@ -103,6 +109,42 @@ export const SETTINGS = {
     kind: "int",
     default: 5_000,
     doc: "A Lua script or function running longer is killed (SCRIPT/FUNCTION KILL) and its request answered with an error.",
+  },
+  kvVectorMaxDimension: {
+    env: "STASHD_KV_VECTOR_MAX_DIMENSION",
+    kind: "int",
+    default: 32_768,
+    doc: "Largest DIM of a vector index (VECTOR.CREATE), and most elements in a vector argument.",
+  },
+  kvVectorMaxIndexBytes: {
+    env: "STASHD_KV_VECTOR_MAX_INDEX_BYTES",
+    kind: "int",
+    default: 256 * 1024 * 1024,
+    doc: "Most bytes of vectors (count × DIM × 4) in one vector index; VECTOR.ADD past it answers `ERR vector index full`.",
+  },
+  kvVectorCacheBytes: {
+    env: "STASHD_KV_VECTOR_CACHE_BYTES",
+    kind: "int",
+    default: 1024 * 1024 * 1024,
+    doc: "Memory per database for the in-process copies of vector indexes that VECTOR.QUERY reads (with their HNSW graphs); the least recently queried are dropped past it.",
+  },
+  kvVectorQueryTimeoutMs: {
+    env: "STASHD_KV_VECTOR_QUERY_TIMEOUT_MS",
+    kind: "int",
+    default: 2_000,
+    doc: "Longest a VECTOR.QUERY may take, loading the index into this process included; past it the query answers an error (a load goes on in the background).",
+  },
+  kvVectorMaxTopK: {
+    env: "STASHD_KV_VECTOR_MAX_TOPK",
+    kind: "int",
+    default: 1_000,
+    doc: "Largest TOPK of a VECTOR.QUERY.",
+  },
+  kvVectorHnswMinVectors: {
+    env: "STASHD_KV_VECTOR_HNSW_MIN_VECTORS",
+    kind: "int",
+    default: 20_000,
+    doc: "Vector indexes with fewer vectors answer every profile by an exact scan; larger ones get an HNSW graph for the FAST and BALANCED profiles (PRECISE always scans).",
   },
   kvUnkillableScriptGraceMs: {
     env: "STASHD_KV_UNKILLABLE_SCRIPT_GRACE_MS",
@@ -259,6 +301,18 @@ export const SETTINGS = {
     kind: "log-level",
     default: "info",
     doc: "debug, info, warn, error or silent.",
+  },
+  accessLog: {
+    env: "STASHD_ACCESS_LOG",
+    kind: "bool",
+    default: false,
+    doc: "true: one `request` log line per HTTP request (method, route, status, ms, bytes). Off by default: at tens of thousands of requests a second the lines cost about 15 % of KV throughput (docs/decisions.md). Errors (5xx) and slow requests are logged either way.",
+  },
+  slowRequestMs: {
+    env: "STASHD_SLOW_REQUEST_MS",
+    kind: "int",
+    default: 1_000,
+    doc: "A request answered after this many ms is logged as `slow request` (info) even without STASHD_ACCESS_LOG; 0 turns that off. Blocking commands and event streams that wait on purpose show up too.",
   },
   stopWithParent: {
     env: "STASHD_STOP_WITH_PARENT",

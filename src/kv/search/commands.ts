@@ -1,5 +1,5 @@
 import type { Arg, Reply } from "../../shared/redis/resp.js";
-import type { Principal } from "../database.js";
+import type { Principal } from "../databases/database.js";
 import { aggregate } from "./aggregate.js";
 import { contentOf } from "./content.js";
 import { SearchError } from "./errors.js";
