@@ -139,11 +139,21 @@ async function query(s: SearchService, words: Words, host: SearchHost): Promise<
     page.map((r) => r.key),
   );
   const out: Plain[] = [];
+  let bytes = 0;
   page.forEach((r, i) => {
     const source = sources[i];
     if (source === undefined) return; // deleted since it was indexed
-    out.push([r.key, formatNumber(r.score), contentOf(index.memory, source, opts, matched)]);
+    const content = contentOf(index.memory, source, opts, matched);
+    for (const [field, value] of content) bytes += field.length + value.length + 48;
+    out.push([r.key, formatNumber(r.score), content]);
   });
+  // The page is built here, not by Redis: the gateway's reply bound applies to it too.
+  const max = host.config.kvMaxReplyBytes;
+  if (bytes > max) {
+    throw new SearchError(
+      `ERR reply too large: this page of documents exceeds the max reply size of ${max} bytes (STASHD_KV_MAX_REPLY_BYTES); ask for a smaller LIMIT or SELECT fewer fields`,
+    );
+  }
   return out;
 }
 
