@@ -2,7 +2,7 @@ import type { Arg, Reply } from "../../shared/redis/resp.js";
 import type { Principal } from "../databases/database.js";
 import { aggregate } from "./aggregate.js";
 import { contentOf } from "./content.js";
-import { SearchError } from "./errors.js";
+import { pageTooLarge, SearchError } from "./errors.js";
 import { readSources } from "./live-index.js";
 import {
   matchesOf,
@@ -133,10 +133,12 @@ async function query(s: SearchService, words: Words, host: SearchHost): Promise<
   );
   const page = rankedPage(index.memory, scores, opts, deadline);
   if (opts.noContent) return page.map((r) => [r.key, formatNumber(r.score)]);
+  const max = host.config.kvMaxReplyBytes;
   const sources = await readSources(
     host.serverAdmin,
     index.def,
     page.map((r) => r.key),
+    max,
   );
   const out: Plain[] = [];
   let bytes = 0;
@@ -148,12 +150,7 @@ async function query(s: SearchService, words: Words, host: SearchHost): Promise<
     out.push([r.key, formatNumber(r.score), content]);
   });
   // The page is built here, not by Redis: the gateway's reply bound applies to it too.
-  const max = host.config.kvMaxReplyBytes;
-  if (bytes > max) {
-    throw new SearchError(
-      `ERR reply too large: this page of documents exceeds the max reply size of ${max} bytes (STASHD_KV_MAX_REPLY_BYTES); ask for a smaller LIMIT or SELECT fewer fields`,
-    );
-  }
+  if (bytes > max) throw pageTooLarge(max);
   return out;
 }
 
