@@ -129,6 +129,33 @@ describe("bounds", () => {
     }
   });
 
+  it("a page of documents past STASHD_KV_MAX_REPLY_BYTES answers with an error", async () => {
+    const name = `big-${Date.now()}`;
+    const st = await startStashd({
+      kvRedisUrl: redis.url,
+      services: ["kv"],
+      kvMaxReplyBytes: 4096,
+    });
+    try {
+      await writeDocs(`${name}:`, 20, (i) => `long ${"text ".repeat(100)}${i}`);
+      const index = await sdk(st).search.createIndex({
+        name,
+        schema,
+        dataType: "hash",
+        prefix: `${name}:`,
+      });
+      await index.waitIndexing();
+      await expect(index.query({ filter: { text: "long" }, limit: 20 })).rejects.toThrow(
+        "STASHD_KV_MAX_REPLY_BYTES",
+      );
+      expect(await index.query({ filter: { text: "long" }, limit: 20, select: {} })).toHaveLength(
+        20,
+      );
+    } finally {
+      await st.stop();
+    }
+  });
+
   it("a query past STASHD_SEARCH_QUERY_TIME_LIMIT_MS, or a huge regex, answers with an error", async () => {
     const name = `slow-${Date.now()}`;
     await writeDocs(`${name}:`, 5_000, (i) => `term${i.toString(36)}x${(i * 7919).toString(36)}`);

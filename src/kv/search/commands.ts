@@ -2,7 +2,7 @@ import type { Arg, Reply } from "../../shared/redis/resp.js";
 import type { Principal } from "../databases/database.js";
 import { aggregate } from "./aggregate.js";
 import { contentOf } from "./content.js";
-import { SearchError } from "./errors.js";
+import { pageTooLarge, SearchError } from "./errors.js";
 import { readSources } from "./live-index.js";
 import {
   matchesOf,
@@ -133,17 +133,24 @@ async function query(s: SearchService, words: Words, host: SearchHost): Promise<
   );
   const page = rankedPage(index.memory, scores, opts, deadline);
   if (opts.noContent) return page.map((r) => [r.key, formatNumber(r.score)]);
+  const max = host.config.kvMaxReplyBytes;
   const sources = await readSources(
     host.serverAdmin,
     index.def,
     page.map((r) => r.key),
+    max,
   );
   const out: Plain[] = [];
+  let bytes = 0;
   page.forEach((r, i) => {
     const source = sources[i];
     if (source === undefined) return; // deleted since it was indexed
-    out.push([r.key, formatNumber(r.score), contentOf(index.memory, source, opts, matched)]);
+    const content = contentOf(index.memory, source, opts, matched);
+    for (const [field, value] of content) bytes += field.length + value.length + 48;
+    out.push([r.key, formatNumber(r.score), content]);
   });
+  // The page is built here, not by Redis: the gateway's reply bound applies to it too.
+  if (bytes > max) throw pageTooLarge(max);
   return out;
 }
 

@@ -1,8 +1,8 @@
 import type { RedisBackend } from "../../shared/redis/backend.js";
 import type { RedisConnection } from "../../shared/redis/connection.js";
-import type { Arg, Reply } from "../../shared/redis/resp.js";
+import { REPLY_TOO_LARGE, type Arg, type Reply } from "../../shared/redis/resp.js";
 import { indexedValues, sourceOf, type Source } from "./documents.js";
-import { SearchError } from "./errors.js";
+import { pageTooLarge, SearchError } from "./errors.js";
 import { MemoryIndex } from "./memory-index.js";
 import { coversKey, type IndexDef } from "./schema.js";
 
@@ -135,9 +135,17 @@ export async function readSources(
   reader: RedisBackend,
   def: IndexDef,
   keys: readonly string[],
+  maxBytes?: number,
 ): Promise<(Source | undefined)[]> {
   const read = (k: string): Arg[] => (def.dataType === "HASH" ? ["HGETALL", k] : ["GET", k]);
-  const replies = await reader.execMany(keys.map(read));
+  const commands = keys.map(read);
+  // With a budget (a query's page), replies past it become errors instead of being held.
+  const replies =
+    maxBytes === undefined
+      ? await reader.execMany(commands)
+      : (await reader.exchange(commands, { maxReplyBytes: maxBytes })).replies;
+  const tooLarge = replies.find((r) => r.kind === "error" && r.value.startsWith(REPLY_TOO_LARGE));
+  if (tooLarge && maxBytes !== undefined) throw pageTooLarge(maxBytes);
   // A JSON document on a Redis with the JSON module is not a string: JSON.GET reads it.
   const moduleJson = def.dataType === "JSON" ? wrongTypeIndexes(replies) : [];
   if (moduleJson.length > 0) {
