@@ -5,7 +5,8 @@ import { DlqPage } from "./pages/dlq.js";
 import { FlowControlPage } from "./pages/flow-control.js";
 import { KvPage } from "./pages/kv.js";
 import { LogsPage } from "./pages/logs.js";
-import { MessagesPage } from "./pages/messages.js";
+import { MessageListPage } from "./pages/message-list.js";
+import { MessagePage } from "./pages/message-page.js";
 import { QueuesPage } from "./pages/queues.js";
 import { SchedulesPage } from "./pages/schedules.js";
 import { SigningKeysPage } from "./pages/signing-keys.js";
@@ -250,6 +251,6 @@ function PageFor(p: { route: string[]; page: string; session: Session }) {
       return <KvPage key={db} db={db} />;
     }
     default:
-      return <MessagesPage />;
+      return p.route[1] ? <MessagePage key={p.route[1]} id={p.route[1]} /> : <MessageListPage />;
   }
 }

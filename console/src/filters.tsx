@@ -30,7 +30,7 @@ export const NO_FILTERS: Filters = {
   toDate: "",
 };
 
-const STATES: [string, string][] = [
+export const STATES: [string, string][] = [
   ["", "any state"],
   ["CREATED", "created"],
   ["ACTIVE", "active"],
@@ -58,6 +58,8 @@ export function FilterBar(p: {
   fields: (keyof Filters)[];
   initial: Filters;
   onApply: (f: Filters) => void;
+  /** The State choices (the events' states unless given). */
+  states?: [string, string][];
 }) {
   const [f, setF] = useState(p.initial);
   const set = (k: keyof Filters) => (v: string) => setF({ ...f, [k]: v });
@@ -78,7 +80,13 @@ export function FilterBar(p: {
     <Form onSubmit={() => p.onApply(f)} class="bar filters">
       {p.fields.map((k) =>
         k === "state" ? (
-          <Select key={k} label="State" value={f.state} options={STATES} onChange={set(k)} />
+          <Select
+            key={k}
+            label="State"
+            value={f.state}
+            options={p.states ?? STATES}
+            onChange={set(k)}
+          />
         ) : (
           <Field
             key={k}

@@ -17,6 +17,7 @@ import {
 } from "./auth.js";
 import type { QueueDepth } from "../../queue/store/depth.js";
 import { readKey, scanKeys } from "./kv-browse.js";
+import { listMessages, messagePage, queueGetter } from "./messages.js";
 import { SessionStore } from "./sessions.js";
 import { summarize } from "./summary.js";
 import { callApi, kvCommands } from "./upstream.js";
@@ -119,9 +120,20 @@ async function route(
     return json(c, 200, await summarize(summarySources(deps)));
   }
   if (c.path.startsWith("/api/queue/")) return proxyQueue(deps, c);
+  if (c.path.startsWith("/api/messages") && c.method === "GET") return messageRoute(deps, c);
   const kv = /^\/api\/kv\/([^/]+)\/(scan|key|exec)$/.exec(c.path);
   if (kv) return kvRoute(deps, c, decodePathSegment(kv[1] ?? ""), kv[2] ?? "");
   throw new AppError("not_found", `no console API ${c.method} ${c.path}`);
+}
+
+/** The message-centric views (messages.ts): the list, and one message's page. */
+async function messageRoute(deps: ConsoleDeps, c: Call): Promise<void> {
+  c.req.resume();
+  const get = queueGetter(deps.queueUrl, deps.queueToken);
+  if (c.path === "/api/messages") return json(c, 200, await listMessages(get, c.query));
+  const one = /^\/api\/messages\/([^/]+)$/.exec(c.path);
+  if (!one) throw new AppError("not_found", `no console API ${c.method} ${c.path}`);
+  json(c, 200, await messagePage(get, decodePathSegment(one[1] ?? "")));
 }
 
 function serveStatic(c: Call): void {
