@@ -7,6 +7,7 @@ import { KvPage } from "./pages/kv.js";
 import { LogsPage } from "./pages/logs.js";
 import { MessageListPage } from "./pages/message-list.js";
 import { MessagePage } from "./pages/message-page.js";
+import { PendingPage } from "./pages/pending.js";
 import { QueuesPage } from "./pages/queues.js";
 import { SchedulesPage } from "./pages/schedules.js";
 import { SigningKeysPage } from "./pages/signing-keys.js";
@@ -48,6 +49,7 @@ const SUMMARY_TIMEOUT_MS = 4000;
 
 const NAV: [string, string][] = [
   ["messages", "Messages"],
+  ["pending", "Pending now"],
   ["dlq", "DLQ"],
   ["logs", "Logs"],
   ["schedules", "Schedules"],
@@ -230,6 +232,8 @@ function StatusBar(p: { summary: Summary | undefined; conn: Connection }) {
 
 function PageFor(p: { route: string[]; page: string; session: Session }) {
   switch (p.page) {
+    case "pending":
+      return <PendingPage />;
     case "dlq":
       return <DlqPage />;
     case "logs":

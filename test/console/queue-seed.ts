@@ -20,6 +20,7 @@ export async function startDestination(): Promise<Destination> {
     req.resume();
     req.on("end", () => {
       const path = (req.url ?? "/").split("?")[0];
+      if (path === "/slow") return;
       if (path === "/bin") res.writeHead(500, { "x-reply": "binary" }).end(BINARY_REPLY);
       else if (path === "/busy") res.writeHead(503).end("busy");
       else res.writeHead(200, { "x-reply": "thanks" }).end("thanks: grüße");
@@ -29,7 +30,11 @@ export async function startDestination(): Promise<Destination> {
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}`,
-    close: () => new Promise<void>((r) => server.close(() => r())),
+    close: () =>
+      new Promise<void>((r) => {
+        server.close(() => r());
+        server.closeAllConnections();
+      }),
   };
 }
 

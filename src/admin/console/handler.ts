@@ -18,6 +18,7 @@ import {
 import type { QueueDepth } from "../../queue/store/depth.js";
 import { readKey, scanKeys } from "./kv-browse.js";
 import { listMessages, messagePage, queueGetter } from "./messages.js";
+import { pendingQuery, type PendingNow, type PendingQuery } from "./pending.js";
 import { SessionStore } from "./sessions.js";
 import { summarize } from "./summary.js";
 import { callApi, kvCommands } from "./upstream.js";
@@ -35,6 +36,8 @@ export interface ConsoleDeps {
   consoleToken?: string | undefined;
   /** Queue depth for the live counts (optional: without it those counts are not shown). */
   queueDepth?: (() => Promise<QueueDepth>) | undefined;
+  /** What is pending now, by state (pending.ts); without it the Pending page says it is off. */
+  pendingNow?: ((q: PendingQuery) => Promise<PendingNow>) | undefined;
   /** Idle time after which a session ends. */
   sessionTtlMs: number;
   /** Budgets of failed logins (STASHD_CONSOLE_LOGIN_*); see login(). */
@@ -121,6 +124,11 @@ async function route(
   }
   if (c.path.startsWith("/api/queue/")) return proxyQueue(deps, c);
   if (c.path.startsWith("/api/messages") && c.method === "GET") return messageRoute(deps, c);
+  if (c.path === "/api/pending" && c.method === "GET") {
+    c.req.resume();
+    if (!deps.pendingNow) throw new AppError("not_found", "this stashd has no queue store here");
+    return json(c, 200, await deps.pendingNow(pendingQuery(c.query)));
+  }
   const kv = /^\/api\/kv\/([^/]+)\/(scan|key|exec)$/.exec(c.path);
   if (kv) return kvRoute(deps, c, decodePathSegment(kv[1] ?? ""), kv[2] ?? "");
   throw new AppError("not_found", `no console API ${c.method} ${c.path}`);
