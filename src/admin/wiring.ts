@@ -7,7 +7,7 @@ import { readQueueDepth } from "../queue/store/depth.js";
 import type { Partitions } from "../queue/store/partitions.js";
 import type { QueueRedis } from "../queue/store/redis.js";
 import { createConsoleHandler } from "./console/handler.js";
-import { readPendingNow } from "./console/pending.js";
+import { readPendingIds, readPendingNow } from "./console/pending.js";
 import { queueGaugeRegistry } from "./queue-gauges.js";
 import { checkReadiness } from "./readiness.js";
 import { startAdmin, type AdminListener } from "./server.js";
@@ -41,6 +41,7 @@ function consoleFor(config: Config, kv: KvService, queue: QueueService, logger: 
     consoleToken: config.consoleToken,
     queueDepth: () => readQueueDepth(queue.pool.partitions),
     pendingNow: (q) => readPendingNow(queue.pool.partitions, q),
+    pendingIds: (q) => readPendingIds(queue.pool.partitions, q),
     sessionTtlMs: config.consoleSessionTtlMs,
     loginThrottle: {
       perAddress: config.consoleLoginFailuresPerAddress,

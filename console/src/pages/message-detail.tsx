@@ -1,7 +1,3 @@
-import { ApiError, queue, queueSend } from "../api.js";
-import { Action, ErrorLine, Facts, fmtTime, HeaderList, Panel, Pre, useLoad } from "../ui.js";
-import type { LogEvent } from "./events.js";
-
 /** A message as GET /v2/messages/{id} renders it (DLQ entries add to it). */
 export interface Message {
   messageId: string;
@@ -16,63 +12,4 @@ export interface Message {
   queueName?: string;
   topicName?: string;
   scheduleId?: string;
-}
-
-/**
- * A message: while it is stored (waiting, in flight, retrying) GET /v2/messages/{id} has its
- * headers and body and it can be cancelled; once finished only its log events remain.
- */
-export function MessageDetail(p: { event: LogEvent; onClose: () => void; onChanged: () => void }) {
-  const id = p.event.messageId;
-  const msg = useLoad(async () => {
-    try {
-      return await queue<Message>(`messages/${encodeURIComponent(id)}`);
-    } catch (err) {
-      if (err instanceof ApiError && err.status === 404) return null;
-      throw err;
-    }
-  }, [id]);
-  const m = msg.data;
-  return (
-    <Panel title={`Message ${id}`} onClose={p.onClose}>
-      <ErrorLine error={msg.error} />
-      {m === null && (
-        <p class="hint">
-          Finished or cancelled: the message is no longer stored. Its last event is shown below.
-        </p>
-      )}
-      {m && (
-        <>
-          <div class="bar">
-            <Action
-              label="Cancel message"
-              kind="danger"
-              confirm={`Cancel message ${id}?`}
-              done="Message cancelled"
-              run={async () => {
-                await queueSend("DELETE", `messages/${encodeURIComponent(id)}`);
-                msg.reload();
-                p.onChanged();
-              }}
-            />
-          </div>
-          <Facts
-            items={[
-              ["Destination", <span class="url">{`${m.method} ${m.url}`}</span>],
-              ["Created", fmtTime(m.createdAt)],
-              ["Not before", fmtTime(m.notBefore)],
-              ["Max retries", String(m.maxRetries)],
-              ["Queue / group", m.queueName ?? m.topicName ?? "—"],
-            ]}
-          />
-          <h3>Headers</h3>
-          <HeaderList headers={m.header} />
-          <h3>Body</h3>
-          <Pre value={m.body ?? (m.bodyBase64 ? `(base64) ${m.bodyBase64}` : "(empty)")} />
-        </>
-      )}
-      <h3>Event</h3>
-      <Pre value={p.event} />
-    </Panel>
-  );
 }

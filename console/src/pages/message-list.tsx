@@ -9,6 +9,7 @@ import {
   type Filters,
 } from "../filters.js";
 import { Badge, Page, Table, useLoad } from "../ui.js";
+import { BulkAction, cancelPlan, cancelRefusal } from "./bulk.js";
 import { fmtRelative, fmtZoned, go, hrefOf } from "./shown.js";
 
 /** A row of GET /console/api/messages (src/admin/console/messages.ts). */
@@ -79,6 +80,14 @@ export function MessageListPage(p: { filters?: Partial<Filters> }) {
           pages.reset();
         }}
       />
+      <div class="bar">
+        <BulkAction
+          key={JSON.stringify(filters)}
+          plan={cancelPlan(filters)}
+          disabled={cancelRefusal(filters)}
+          onDone={list.reload}
+        />
+      </div>
       <MessageTable
         rows={list.data?.messages ?? []}
         error={list.error}

@@ -1,5 +1,7 @@
 import { AppError } from "../../shared/errors.js";
 import type { Reply } from "../../shared/redis/resp.js";
+import { filterFromQuery, matches } from "../../queue/domain/filters.js";
+import type { MessageMeta } from "../../queue/domain/message.js";
 import type { Partition, Partitions } from "../../queue/store/partitions.js";
 import { asArray, asText, checked } from "../../queue/store/replies.js";
 
@@ -96,9 +98,8 @@ const zero = (): Counts => ({
 
 export async function readPendingNow(parts: Partitions, query: PendingQuery): Promise<PendingNow> {
   const now = Date.now();
-  const perPartition = Math.ceil(PENDING_SCAN_LIMIT / parts.all.length);
-  const found = await parts.each((p) => scanPartition(p, now, perPartition));
-  const rows = found.flatMap((f) => f.rows).sort((a, b) => a.createdAt - b.createdAt);
+  const found = await scanAll(parts, now);
+  const rows = found.rows.map((r) => r.row);
   const counts = zero();
   const groups = new Map<string, PendingGroup>();
   const groupOf = (kind: PendingGroup["kind"], name: string) => {
@@ -120,7 +121,7 @@ export async function readPendingNow(parts: Partitions, query: PendingQuery): Pr
   );
   return {
     now,
-    total: found.reduce((n, f) => n + f.total, 0),
+    total: found.total,
     scanned: rows.length,
     counts,
     groups: [...groups.values()].sort(
@@ -128,6 +129,56 @@ export async function readPendingNow(parts: Partitions, query: PendingQuery): Pr
     ),
     rows: chosen.slice(0, ROWS),
   };
+}
+
+/** Every pending message read (oldest first, at most PENDING_SCAN_LIMIT), with its meta. */
+async function scanAll(parts: Partitions, now: number) {
+  const perPartition = Math.ceil(PENDING_SCAN_LIMIT / parts.all.length);
+  const found = await parts.each((p) => scanPartition(p, now, perPartition));
+  return {
+    total: found.reduce((n, f) => n + f.total, 0),
+    rows: found.flatMap((f) => f.rows).sort((a, b) => a.row.createdAt - b.row.createdAt),
+  };
+}
+
+/** States a "state now" filter of the Messages list selects (message-list.tsx, STATES_NOW). */
+const STATE_NOW: Record<string, PendingState[]> = {
+  "": [...PENDING_STATES],
+  IN_PROGRESS: [...PENDING_STATES],
+  CREATED: ["ready", "delayed", "waiting", "other"],
+  ACTIVE: ["inFlight"],
+  RETRY: ["retrying"],
+};
+
+/**
+ * `GET /console/api/pending/ids?<filters>` → `{ids, total, scanned}`: the ids of the pending
+ * messages matching the Messages list's filters (the logs' filter keys, matched as the queue API
+ * matches them; `fromDate`/`toDate` on the creation time; `state` the state now), for a bulk
+ * cancel that shows its count first. A finished state is refused: those cannot be cancelled.
+ */
+export interface PendingIds {
+  ids: string[];
+  total: number;
+  scanned: number;
+}
+
+export async function readPendingIds(parts: Partitions, q: URLSearchParams): Promise<PendingIds> {
+  const params = new URLSearchParams(q);
+  const stateNow = (params.get("state") ?? "").toUpperCase();
+  params.delete("state");
+  const states = STATE_NOW[stateNow];
+  if (!states) {
+    throw new AppError("bad_request", `only pending messages can be cancelled, not ${stateNow}`);
+  }
+  const filter = filterFromQuery(params, "logs");
+  const found = await scanAll(parts, Date.now());
+  const ids = found.rows
+    .filter(
+      ({ row, meta }) =>
+        states.includes(row.state) && matches(filter, meta, { time: meta.createdAt }),
+    )
+    .map(({ row }) => row.messageId);
+  return { ids, total: found.total, scanned: found.rows.length };
 }
 
 async function scanPartition(p: Partition, now: number, limit: number) {
@@ -138,7 +189,7 @@ async function scanPartition(p: Partition, now: number, limit: number) {
   ]);
   const total = card?.kind === "int" ? Number(card.value) : 0;
   const ids = (range ? asArray(checked(range, "pending")) : []).map((r) => asText(r) ?? "");
-  const rows: PendingRow[] = [];
+  const rows: { row: PendingRow; meta: MessageMeta }[] = [];
   for (let i = 0; i < ids.length; i += CHUNK) {
     const chunk = ids.slice(i, i + CHUNK);
     const replies = await p.redis.execMany(
@@ -163,17 +214,11 @@ function rowOf(
   fields: Reply | undefined,
   due: Reply | undefined,
   active: Reply | undefined,
-): PendingRow | undefined {
+): { row: PendingRow; meta: MessageMeta } | undefined {
   const f = fields?.kind === "array" ? fields.value.map((r) => asText(r)) : [];
   const [state, metaJson, retried, queue, fc] = f;
   if (metaJson === undefined) return undefined;
-  const meta = JSON.parse(metaJson) as {
-    url: string;
-    createdAt: number;
-    queueName?: string;
-    topicName?: string;
-    flowControl?: { key?: string };
-  };
+  const meta = JSON.parse(metaJson) as MessageMeta;
   const dueAt = asText(due);
   const leaseUntil = asText(active);
   const [where, until] =
@@ -185,7 +230,7 @@ function rowOf(
             Number(dueAt),
           ] as const)
         : ([queue !== undefined || fc !== undefined ? "waiting" : "other", undefined] as const);
-  return {
+  const row = {
     messageId: id,
     url: meta.url,
     state: where,
@@ -196,4 +241,5 @@ function rowOf(
     topicName: meta.topicName,
     flowControlKey: meta.flowControl?.key,
   };
+  return { row, meta };
 }
