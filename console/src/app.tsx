@@ -8,6 +8,7 @@ import { LogsPage } from "./pages/logs.js";
 import { MessageListPage } from "./pages/message-list.js";
 import { MessagePage } from "./pages/message-page.js";
 import { PendingPage } from "./pages/pending.js";
+import { RequestBuilderPage } from "./pages/request-builder.js";
 import { QueuesPage } from "./pages/queues.js";
 import { SchedulesPage } from "./pages/schedules.js";
 import { SigningKeysPage } from "./pages/signing-keys.js";
@@ -50,6 +51,7 @@ const SUMMARY_TIMEOUT_MS = 4000;
 const NAV: [string, string][] = [
   ["messages", "Messages"],
   ["pending", "Pending now"],
+  ["publish", "Publish"],
   ["dlq", "DLQ"],
   ["logs", "Logs"],
   ["schedules", "Schedules"],
@@ -234,6 +236,12 @@ function PageFor(p: { route: string[]; page: string; session: Session }) {
   switch (p.page) {
     case "pending":
       return <PendingPage />;
+    case "publish":
+      return p.route[1] === "schedule" ? (
+        <RequestBuilderPage key={p.route[2] ?? ""} mode="schedule" scheduleId={p.route[2]} />
+      ) : (
+        <RequestBuilderPage key="publish" mode="publish" />
+      );
     case "dlq":
       return <DlqPage />;
     case "logs":
