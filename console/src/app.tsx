@@ -7,6 +7,7 @@ import { KvPage } from "./pages/kv.js";
 import { LogsPage } from "./pages/logs.js";
 import { MessageListPage } from "./pages/message-list.js";
 import { MessagePage } from "./pages/message-page.js";
+import { ChartsPage } from "./pages/charts.js";
 import { PendingPage } from "./pages/pending.js";
 import { RequestBuilderPage } from "./pages/request-builder.js";
 import { QueuesPage } from "./pages/queues.js";
@@ -52,6 +53,7 @@ const NAV: [string, string][] = [
   ["messages", "Messages"],
   ["pending", "Pending now"],
   ["publish", "Publish"],
+  ["charts", "Charts"],
   ["dlq", "DLQ"],
   ["logs", "Logs"],
   ["schedules", "Schedules"],
@@ -236,6 +238,8 @@ function PageFor(p: { route: string[]; page: string; session: Session }) {
   switch (p.page) {
     case "pending":
       return <PendingPage />;
+    case "charts":
+      return <ChartsPage />;
     case "publish":
       return p.route[1] === "schedule" ? (
         <RequestBuilderPage key={p.route[2] ?? ""} mode="schedule" scheduleId={p.route[2]} />

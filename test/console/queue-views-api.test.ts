@@ -9,7 +9,7 @@ let dest: Destination;
 let cookie: string;
 
 beforeAll(async () => {
-  env = await consoleEnv({ browser: false });
+  env = await consoleEnv({ browser: false, start: { consoleChartStepMs: 25 } });
   dest = await startDestination();
   const res = await fetch(`${env.url}/api/login`, {
     method: "POST",
@@ -93,7 +93,32 @@ test("pending: every unfinished message counted once, by state and group", async
 });
 
 test("the new endpoints need a session", async () => {
-  for (const path of ["messages", "messages/msg_x", "pending"]) {
+  for (const path of ["messages", "messages/msg_x", "pending", "pending/ids", "charts"]) {
     expect((await fetch(`${env.url}/api/${path}`)).status).toBe(401);
   }
+});
+
+interface ChartPoint {
+  delivered: number;
+  failed: number;
+  byHost: Record<string, { delivered: number; failed: number }>;
+  latency: { count: number; p50: number | null };
+  backlog: { pending: number } | null;
+}
+
+test("charts: per-step points, at most 60, counting deliveries per destination host", async () => {
+  await env.q.client.publish({ url: `${dest.url}/ok`, body: "c" });
+  const host = new URL(dest.url).host;
+  await eventually(async () => {
+    const { points } = await call<{ points: ChartPoint[] }>("charts");
+    const delivered = points.reduce((n, p) => n + (p.byHost[host]?.delivered ?? 0), 0);
+    expect(delivered).toBeGreaterThan(0);
+    expect(points.some((p) => p.latency.count > 0 && p.latency.p50 !== null)).toBe(true);
+  });
+  await eventually(async () => {
+    const { points, stepMs } = await call<{ points: ChartPoint[]; stepMs: number }>("charts");
+    expect(stepMs).toBe(25);
+    expect(points).toHaveLength(60);
+    expect(points.at(-1)?.backlog).not.toBeNull();
+  });
 });

@@ -17,6 +17,7 @@ import {
 } from "./auth.js";
 import type { QueueDepth } from "../../queue/store/depth.js";
 import { readKey, scanKeys } from "./kv-browse.js";
+import type { ChartRing } from "./charts.js";
 import { listMessages, messagePage, queueGetter } from "./messages.js";
 import { pendingQuery, type PendingIds, type PendingNow, type PendingQuery } from "./pending.js";
 import { SessionStore } from "./sessions.js";
@@ -40,6 +41,8 @@ export interface ConsoleDeps {
   pendingNow?: ((q: PendingQuery) => Promise<PendingNow>) | undefined;
   /** The ids of the pending messages matching filters (pending.ts), for a bulk cancel. */
   pendingIds?: ((q: URLSearchParams) => Promise<PendingIds>) | undefined;
+  /** The charts' points (charts.ts); without it the Charts page says they are off. */
+  charts?: (() => ReturnType<ChartRing["snapshot"]>) | undefined;
   /** Idle time after which a session ends. */
   sessionTtlMs: number;
   /** Budgets of failed logins (STASHD_CONSOLE_LOGIN_*); see login(). */
@@ -127,6 +130,11 @@ async function route(
   if (c.path.startsWith("/api/queue/")) return proxyQueue(deps, c);
   if (c.path.startsWith("/api/messages") && c.method === "GET") return messageRoute(deps, c);
   if (c.path.startsWith("/api/pending") && c.method === "GET") return pendingRoute(deps, c);
+  if (c.path === "/api/charts" && c.method === "GET") {
+    c.req.resume();
+    if (!deps.charts) throw new AppError("not_found", "no charts here");
+    return json(c, 200, deps.charts());
+  }
   const kv = /^\/api\/kv\/([^/]+)\/(scan|key|exec)$/.exec(c.path);
   if (kv) return kvRoute(deps, c, decodePathSegment(kv[1] ?? ""), kv[2] ?? "");
   throw new AppError("not_found", `no console API ${c.method} ${c.path}`);

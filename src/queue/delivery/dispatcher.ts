@@ -439,7 +439,11 @@ export class Dispatcher {
     if (done === ScriptCode.leaseLost)
       this.log.warn("lease lost before the outcome was recorded", { id: meta.messageId });
     else {
-      metrics.delivery(outcome === "DELIVERED" ? "delivered" : final ? "failed" : "retry");
+      metrics.delivery(outcome === "DELIVERED" ? "delivered" : final ? "failed" : "retry", {
+        queueName: meta.queueName,
+        url: meta.url,
+        durationMs: now - startedAt,
+      });
       await this.hooks?.recorded(c, outcome, result, dlq, children);
     }
     // A queue message's finish may admit the queue's next message (due now): claim it.
