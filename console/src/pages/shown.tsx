@@ -60,21 +60,8 @@ export function Body(p: { base64?: string | undefined; text?: string | undefined
   );
 }
 
-/** The browser's time zone, as shown beside every time ("UTC", "Europe/Berlin"). */
-export const TIME_ZONE = Intl.DateTimeFormat().resolvedOptions().timeZone || "local time";
-
-/** `2026-11-27 21:50:08 UTC+01:00`-style text: local time with its offset. */
-export function fmtZoned(ms: number | undefined): string {
-  if (!ms) return "—";
-  const d = new Date(ms);
-  const pad = (n: number) => String(n).padStart(2, "0");
-  const off = -d.getTimezoneOffset();
-  const zone =
-    off === 0
-      ? "UTC"
-      : `UTC${off > 0 ? "+" : "−"}${pad(Math.floor(Math.abs(off) / 60))}:${pad(Math.abs(off) % 60)}`;
-  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())} ${zone}`;
-}
+/** Times shown with their zone (ui.tsx fmtTime). */
+export { fmtTime as fmtZoned } from "../ui.js";
 
 /** "in 3m 20s" / "5s ago" next to a time. */
 export function fmtRelative(ms: number, now = Date.now()): string {
