@@ -127,7 +127,7 @@ test("schedules: create with options, cron in words, a reused id asks, edit keep
 
   // Editing it: the form is filled from the schedule, and saving its own id does not ask.
   await page.goto(`${env.url}#/publish/schedule/built`);
-  await expect(page.inputValue("[name=cron]")).resolves.toBe("0 3 * * *");
+  await expect.poll(() => page.inputValue("[name=cron]")).toBe("0 3 * * *");
   await page.getByText("At 03:00 (UTC)").waitFor();
   await fill({ cron: "0 4 * * *" });
   asked.length = 0;
