@@ -62,7 +62,7 @@ export function FilterBar(p: {
   states?: [string, string][];
 }) {
   const [f, setF] = useState(p.initial);
-  const set = (k: keyof Filters) => (v: string) => setF({ ...f, [k]: v });
+  const set = (k: keyof Filters) => (v: string) => setF((cur) => ({ ...cur, [k]: v }));
   const labels: Record<keyof Filters, string> = {
     messageId: "Message id",
     state: "State",

@@ -1,6 +1,8 @@
+import { Client, serve } from "@upstash/workflow";
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { eventually } from "../harness/eventually.js";
+import { startApp, type App } from "../workflow/harness.js";
 import { consoleEnv, type ConsoleEnv } from "./harness.js";
 import { renderMs, startDestination, type Destination } from "./queue-seed.js";
 import { recordRender } from "./render-times.js";
@@ -13,6 +15,7 @@ import { recordRender } from "./render-times.js";
 let env: ConsoleEnv;
 let page: Page;
 let dest: Destination;
+let app: App | undefined;
 
 beforeAll(async () => {
   env = await consoleEnv();
@@ -21,6 +24,7 @@ beforeAll(async () => {
   await env.login(page);
 }, 60_000);
 afterAll(async () => {
+  await app?.close();
   await dest?.close();
   await env?.close();
 });
@@ -107,4 +111,41 @@ test("Messages: cancel all matching works with the page's message-id and state f
   await button("Search").click();
   await page.getByText("Finished messages cannot be cancelled").waitFor();
   await expect(button("Cancel all matching").isDisabled()).resolves.toBe(true);
+});
+
+test("workflow DLQ: restart all failed runs, with the count first", async () => {
+  app = await startApp();
+  const q = env.q.stashd.queue;
+  const client = new Client({ baseUrl: q.url, token: q.token });
+  const workflowEnv = {
+    QSTASH_URL: q.url,
+    QSTASH_TOKEN: q.token,
+    QSTASH_CURRENT_SIGNING_KEY: q.currentSigningKey,
+    QSTASH_NEXT_SIGNING_KEY: q.nextSigningKey,
+  };
+  const state = { broken: true, done: 0 };
+  const url = app.route(
+    "/fragile",
+    serve(
+      async (context) => {
+        await context.run("work", () => {
+          if (state.broken) throw new Error("broken");
+          state.done++;
+        });
+      },
+      { env: workflowEnv },
+    ).handler,
+  );
+  for (let i = 0; i < 3; i++) await client.trigger({ url, retries: 0 });
+  const failedRuns = async () =>
+    ((await api<{ messages: unknown[] }>("/v2/workflows/dlq")).messages ?? []).length;
+  await eventually(async () => expect(await failedRuns()).toBe(3));
+  state.broken = false;
+  await page.goto(`${env.url}#/workflows/dlq`);
+  await button("Restart all").click();
+  await page.getByText("3 failed runs match").waitFor();
+  await button("Restart 3 failed runs").click();
+  await page.locator("[data-bulk-progress]", { hasText: "3 of 3 (100%)" }).waitFor();
+  await eventually(() => expect(state.done).toBe(3));
+  expect(await failedRuns()).toBe(0);
 });

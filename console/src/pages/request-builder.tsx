@@ -238,7 +238,7 @@ export function RequestBuilderPage(p: {
 function Builder(p: { mode: "publish" | "schedule"; initial: Draft; editing: string | undefined }) {
   const [d, setD] = useState(p.initial);
   const [errors, setErrors] = useState<string[]>([]);
-  const set = (k: keyof Draft) => (v: string) => setD({ ...d, [k]: v });
+  const set = (k: keyof Draft) => (v: string) => setD((cur) => ({ ...cur, [k]: v }));
   const text = (k: keyof Draft, label: string, width = "12rem", placeholder?: string) => (
     <Field
       label={label}
