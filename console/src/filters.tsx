@@ -16,6 +16,20 @@ export interface Filters {
   toDate: string;
 }
 
+/** The filters GET /v2/events accepts (src/queue/domain/filters.ts, scope "logs"), in bar order. */
+export const EVENT_FILTERS: (keyof Filters)[] = [
+  "messageId",
+  "state",
+  "url",
+  "queueName",
+  "topicName",
+  "scheduleId",
+  "label",
+  "flowControlKey",
+  "fromDate",
+  "toDate",
+];
+
 export const NO_FILTERS: Filters = {
   messageId: "",
   state: "",

@@ -1,32 +1,20 @@
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { consoleEnv, type ConsoleEnv } from "./harness.js";
-import {
-  renderMs,
-  seedQueue,
-  startDestination,
-  type Destination,
-  type Seeded,
-} from "./queue-seed.js";
+import type { ConsoleEnv } from "./harness.js";
+import { renderMs, seededConsole, type Seeded, type SeededConsole } from "./queue-seed.js";
 import { recordRender } from "./render-times.js";
 
 /** The message-centric views (docs/console.md, Messages) on a seeded queue, in chromium. */
 let env: ConsoleEnv;
 let page: Page;
-let dest: Destination;
 let seed: Seeded;
+let seeded: SeededConsole | undefined;
 
 beforeAll(async () => {
-  env = await consoleEnv();
-  dest = await startDestination();
-  seed = await seedQueue(env, dest, 1000);
-  page = await env.newPage();
-  await env.login(page);
+  seeded = await seededConsole(1000);
+  ({ env, page, seed } = seeded);
 }, 120_000);
-afterAll(async () => {
-  await dest?.close();
-  await env?.close();
-});
+afterAll(() => seeded?.close());
 
 const rowOf = (id: string) => page.locator("table[aria-label=messages] tbody tr", { hasText: id });
 

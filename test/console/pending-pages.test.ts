@@ -1,28 +1,25 @@
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { eventually } from "../harness/eventually.js";
-import { consoleEnv, type ConsoleEnv } from "./harness.js";
+import type { ConsoleEnv } from "./harness.js";
 import {
   renderMs,
-  seedQueue,
-  startDestination,
+  seededConsole,
   type Destination,
   type Seeded,
+  type SeededConsole,
 } from "./queue-seed.js";
 import { recordRender } from "./render-times.js";
 
 /** "Pending now" (docs/console.md) on a seeded queue with a FIFO queue and a URL group. */
 let env: ConsoleEnv;
 let page: Page;
-let dest: Destination;
 let seed: Seeded;
+let seeded: SeededConsole | undefined;
 
-beforeAll(async () => {
-  env = await consoleEnv();
-  dest = await startDestination();
-  seed = await seedQueue(env, dest, 500);
-  const client = env.q.client;
-  // FIFO queue "orders", parallelism 1: the first stays in flight (/slow), two wait for the slot.
+/** FIFO queue "orders", parallelism 1: the first stays in flight (/slow), two wait for the slot. */
+async function queueAndGroup(e: ConsoleEnv, dest: Destination): Promise<void> {
+  const client = e.q.client;
   await client.queue({ queueName: "orders" }).upsert({ parallelism: 1 });
   for (const n of [1, 2, 3]) {
     await client
@@ -35,16 +32,16 @@ beforeAll(async () => {
   });
   await client.publishJSON({ urlGroup: "fanout", body: { to: "all" }, delay: 1800 });
   await eventually(async () => {
-    const r = await env.q.api("/v2/events?queueName=orders&state=ACTIVE");
+    const r = await e.q.api("/v2/events?queueName=orders&state=ACTIVE");
     expect(((await r.json()) as { events: unknown[] }).events).toHaveLength(1);
   });
-  page = await env.newPage();
-  await env.login(page);
+}
+
+beforeAll(async () => {
+  seeded = await seededConsole(500, queueAndGroup);
+  ({ env, page, seed } = seeded);
 }, 120_000);
-afterAll(async () => {
-  await dest?.close();
-  await env?.close();
-});
+afterAll(() => seeded?.close());
 
 const tab = (name: string) => page.getByRole("tab", { name: new RegExp(`^${name} `) });
 

@@ -2,7 +2,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { expect } from "vitest";
 import { eventually } from "../harness/eventually.js";
-import type { ConsoleEnv } from "./harness.js";
+import { consoleEnv, type ConsoleEnv } from "./harness.js";
 
 /**
  * A destination whose answer depends on the path: `/ok` 200 with a text body and an
@@ -126,4 +126,36 @@ export async function renderMs(
 /** Runs in the page: goes to hash `h` (the test's tsconfig has no DOM types). */
 function setHash(h: string): void {
   (globalThis as unknown as { location: { hash: string } }).location.hash = h;
+}
+
+/** A console on a seeded queue (seedQueue) with a logged-in tab; `close` stops it all. */
+export interface SeededConsole {
+  env: ConsoleEnv;
+  dest: Destination;
+  seed: Seeded;
+  page: import("playwright-core").Page;
+  close(): Promise<void>;
+}
+
+/** Starts a console, a destination and seeds `bulk` messages; `more` adds to the seed first. */
+export async function seededConsole(
+  bulk: number,
+  more?: (env: ConsoleEnv, dest: Destination) => Promise<void>,
+): Promise<SeededConsole> {
+  const env = await consoleEnv();
+  const dest = await startDestination();
+  const seed = await seedQueue(env, dest, bulk);
+  await more?.(env, dest);
+  const page = await env.newPage();
+  await env.login(page);
+  return {
+    env,
+    dest,
+    seed,
+    page,
+    close: async () => {
+      await dest.close();
+      await env.close();
+    },
+  };
 }

@@ -1,21 +1,9 @@
 import { useState } from "preact/hooks";
-import type { Filters } from "../filters.js";
+import { EVENT_FILTERS } from "../filters.js";
 import { Page, Panel, Pre } from "../ui.js";
 import { EventList, type LogEvent } from "./events.js";
 
-/** The filters GET /v2/events accepts (src/queue/domain/filters.ts, scope "logs"). */
-const FIELDS: (keyof Filters)[] = [
-  "messageId",
-  "state",
-  "url",
-  "queueName",
-  "topicName",
-  "scheduleId",
-  "label",
-  "flowControlKey",
-  "fromDate",
-  "toDate",
-];
+const FIELDS = EVENT_FILTERS;
 
 /** Logs: every state change of every message, newest first, refreshed live. */
 export function LogsPage() {

@@ -1,6 +1,7 @@
 import { useState } from "preact/hooks";
 import { get, query } from "../api.js";
 import {
+  EVENT_FILTERS,
   filterParams,
   FilterBar,
   NO_FILTERS,
@@ -30,18 +31,7 @@ export interface MessageRow {
   dlqId?: string;
 }
 
-const FIELDS: (keyof Filters)[] = [
-  "messageId",
-  "state",
-  "url",
-  "queueName",
-  "topicName",
-  "scheduleId",
-  "label",
-  "flowControlKey",
-  "fromDate",
-  "toDate",
-];
+const FIELDS = EVENT_FILTERS;
 
 /** "State now" choices: a message's latest state, not an event's. */
 export const STATES_NOW: [string, string][] = [
