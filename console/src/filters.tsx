@@ -12,6 +12,10 @@ export interface Filters {
   label: string;
   flowControlKey: string;
   responseStatus: string;
+  host: string;
+  path: string;
+  callerIp: string;
+  workflowRunId: string;
   fromDate: string;
   toDate: string;
 }
@@ -26,6 +30,10 @@ export const EVENT_FILTERS: (keyof Filters)[] = [
   "scheduleId",
   "label",
   "flowControlKey",
+  "host",
+  "path",
+  "callerIp",
+  "workflowRunId",
   "fromDate",
   "toDate",
 ];
@@ -40,6 +48,10 @@ export const NO_FILTERS: Filters = {
   label: "",
   flowControlKey: "",
   responseStatus: "",
+  host: "",
+  path: "",
+  callerIp: "",
+  workflowRunId: "",
   fromDate: "",
   toDate: "",
 };
@@ -87,6 +99,10 @@ export function FilterBar(p: {
     label: "Label",
     flowControlKey: "Flow-control key",
     responseStatus: "Response status",
+    host: "Host",
+    path: "Path",
+    callerIp: "Caller IP",
+    workflowRunId: "Workflow run",
     fromDate: "From",
     toDate: "To",
   };

@@ -90,4 +90,10 @@ test("logs: every filter the events API has, the response status included, works
   const table = page.locator("table[aria-label=events]");
   await table.getByText("FAILED").waitFor();
   await expect(table.locator("tbody tr").count()).resolves.toBe(4);
+  // Path, one of the filters the events API has beyond the SDKs' list.
+  await page.getByRole("button", { name: "Clear", exact: true }).click();
+  await page.fill("input[name=Path]", "/busy");
+  await page.press("input[name=Path]", "Enter");
+  await expect.poll(() => table.locator("tbody tr").count()).toBe(4);
+  await expect(table.textContent()).resolves.not.toContain("/ok");
 });

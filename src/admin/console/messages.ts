@@ -95,6 +95,10 @@ const PASSED = [
   "scheduleId",
   "label",
   "flowControlKey",
+  "host",
+  "path",
+  "callerIp",
+  "workflowRunId",
   "fromDate",
   "toDate",
 ];
