@@ -6,7 +6,12 @@ import { DlqPage } from "./pages/dlq.js";
 import { FlowControlPage } from "./pages/flow-control.js";
 import { KvPage } from "./pages/kv.js";
 import { LogsPage } from "./pages/logs.js";
-import { MessagesPage } from "./pages/messages.js";
+import { filtersFrom } from "./filters.js";
+import { MessageListPage } from "./pages/message-list.js";
+import { MessagePage } from "./pages/message-page.js";
+import { ChartsPage } from "./pages/charts.js";
+import { PendingPage } from "./pages/pending.js";
+import { RequestBuilderPage } from "./pages/request-builder.js";
 import { QueuesPage } from "./pages/queues.js";
 import { SchedulesPage } from "./pages/schedules.js";
 import { SigningKeysPage } from "./pages/signing-keys.js";
@@ -58,6 +63,9 @@ const SUMMARY_TIMEOUT_MS = 4000;
 
 const NAV: [string, string][] = [
   ["messages", "Messages"],
+  ["pending", "Pending now"],
+  ["publish", "Publish"],
+  ["charts", "Charts"],
   ["dlq", "DLQ"],
   ["logs", "Logs"],
   ["schedules", "Schedules"],
@@ -237,6 +245,16 @@ function PageFor(p: { route: Route; session: Session }) {
   const id = rest[0];
   const filters = params.toString();
   switch (page) {
+    case "pending":
+      return <PendingPage />;
+    case "charts":
+      return <ChartsPage />;
+    case "publish":
+      return rest[0] === "schedule" ? (
+        <RequestBuilderPage key={rest[1] ?? ""} mode="schedule" scheduleId={rest[1]} />
+      ) : (
+        <RequestBuilderPage key="publish" mode="publish" />
+      );
     case "dlq":
       return <DlqPage key={filters} id={id} params={params} />;
     case "logs":
@@ -263,8 +281,7 @@ function PageFor(p: { route: Route; session: Session }) {
       return <KvPage key={db} db={db} selected={key} params={params} />;
     }
     default:
-      return (
-        <MessagesPage key={filters} id={page === "messages" ? id : undefined} params={params} />
-      );
+      if (page === "messages" && id !== undefined) return <MessagePage key={id} id={id} />;
+      return <MessageListPage key={filters} filters={filtersFrom(params)} />;
   }
 }

@@ -14,9 +14,30 @@ export interface Filters {
   flowControlKey: string;
   workflowRunId: string;
   responseStatus: string;
+  host: string;
+  path: string;
+  callerIp: string;
   fromDate: string;
   toDate: string;
 }
+
+/** The filters GET /v2/events accepts (src/queue/domain/filters.ts, scope "logs"), in bar order. */
+export const EVENT_FILTERS: (keyof Filters)[] = [
+  "messageId",
+  "state",
+  "url",
+  "queueName",
+  "topicName",
+  "scheduleId",
+  "label",
+  "flowControlKey",
+  "host",
+  "path",
+  "callerIp",
+  "workflowRunId",
+  "fromDate",
+  "toDate",
+];
 
 export const NO_FILTERS: Filters = {
   messageId: "",
@@ -29,11 +50,14 @@ export const NO_FILTERS: Filters = {
   flowControlKey: "",
   workflowRunId: "",
   responseStatus: "",
+  host: "",
+  path: "",
+  callerIp: "",
   fromDate: "",
   toDate: "",
 };
 
-const STATES: [string, string][] = [
+export const STATES: [string, string][] = [
   ["", "any state"],
   ["CREATED", "created"],
   ["ACTIVE", "active"],
@@ -70,12 +94,14 @@ export function FilterBar(p: {
   fields: (keyof Filters)[];
   initial: Filters;
   onApply: (f: Filters) => void;
+  /** The State choices (the events' states unless given). */
+  states?: [string, string][];
 }) {
   const [f, setF] = useState(p.initial);
   // The fields follow the URL (back/forward, a pasted link), not only what was typed.
   const shown = JSON.stringify(p.initial);
   useEffect(() => setF(p.initial), [shown]);
-  const set = (k: keyof Filters) => (v: string) => setF({ ...f, [k]: v });
+  const set = (k: keyof Filters) => (v: string) => setF((cur) => ({ ...cur, [k]: v }));
   const labels: Record<keyof Filters, string> = {
     messageId: "Message id",
     state: "State",
@@ -87,6 +113,9 @@ export function FilterBar(p: {
     flowControlKey: "Flow-control key",
     workflowRunId: "Workflow run",
     responseStatus: "Response status",
+    host: "Host",
+    path: "Path",
+    callerIp: "Caller IP",
     fromDate: "From",
     toDate: "To",
   };
@@ -94,7 +123,13 @@ export function FilterBar(p: {
     <Form onSubmit={() => p.onApply(f)} class="bar filters">
       {p.fields.map((k) =>
         k === "state" ? (
-          <Select key={k} label="State" value={f.state} options={STATES} onChange={set(k)} />
+          <Select
+            key={k}
+            label="State"
+            value={f.state}
+            options={p.states ?? STATES}
+            onChange={set(k)}
+          />
         ) : (
           <Field
             key={k}

@@ -412,11 +412,20 @@ export function Badge(p: { text: string }) {
 
 // ---- formatting ----
 
+/**
+ * A time as `2026-11-27 21:50:08 UTC+01:00`: the browser's local time with its offset from UTC
+ * ("UTC" when none), so a time pasted into a chat says which zone it is in.
+ */
 export function fmtTime(ms: number | undefined): string {
   if (!ms) return "—";
   const d = new Date(ms);
   const pad = (n: number) => String(n).padStart(2, "0");
-  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+  const off = -d.getTimezoneOffset();
+  const zone =
+    off === 0
+      ? "UTC"
+      : `UTC${off > 0 ? "+" : "−"}${pad(Math.floor(Math.abs(off) / 60))}:${pad(Math.abs(off) % 60)}`;
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())} ${zone}`;
 }
 
 export function fmtTtl(ms: number): string {

@@ -6,7 +6,10 @@ import type { Logger } from "../shared/log.js";
 import { readQueueDepth } from "../queue/store/depth.js";
 import type { Partitions } from "../queue/store/partitions.js";
 import type { QueueRedis } from "../queue/store/redis.js";
+import { ChartRing } from "./console/charts.js";
 import { createConsoleHandler } from "./console/handler.js";
+import { kvCommands } from "./console/upstream.js";
+import { readPendingIds, readPendingNow } from "./console/pending.js";
 import { queueGaugeRegistry } from "./queue-gauges.js";
 import { checkReadiness } from "./readiness.js";
 import { startAdmin, type AdminListener, type MetricsScrape } from "./server.js";
@@ -27,12 +30,43 @@ export async function adminFor(
   scrape?: MetricsScrape,
 ): Promise<AdminListener> {
   const admin = await startProbes(config, kv, queue, logger, scrape);
-  if (kv) admin.mount("/console", consoleFor(config, kv, queue, logger));
-  return admin;
+  if (!kv) return admin;
+  const charts = new ChartRing({
+    stepMs: config.consoleChartStepMs,
+    depth: () => readQueueDepth(queue.pool.partitions),
+    dbSizes: () => databaseSizes(kv),
+  });
+  charts.start();
+  admin.mount("/console", consoleFor(config, kv, queue, logger, charts));
+  return {
+    ...admin,
+    close: async (graceMs) => {
+      charts.stop();
+      await admin.close(graceMs);
+    },
+  };
+}
+
+/** Each KV database's key count (DBSIZE), null for one that does not answer. */
+async function databaseSizes(kv: KvService): Promise<{ name: string; keys: number | null }[]> {
+  const dbs = kv.databases();
+  const sizes = await Promise.all(
+    dbs.map(async (d) => {
+      const [r] = await kvCommands(kv.url, d.readonlyToken, [["DBSIZE"]]).catch(() => []);
+      return r && "result" in r ? Number(r.result) : null;
+    }),
+  );
+  return dbs.map((d, i) => ({ name: d.name, keys: sizes[i] ?? null }));
 }
 
 /** The web console (docs/console.md), calling the services' public APIs. */
-function consoleFor(config: Config, kv: KvService, queue: QueueService, logger: Logger) {
+function consoleFor(
+  config: Config,
+  kv: KvService,
+  queue: QueueService,
+  logger: Logger,
+  charts: ChartRing,
+) {
   return createConsoleHandler({
     queueUrl: queue.url,
     queueToken: () => queue.currentToken(),
@@ -40,6 +74,9 @@ function consoleFor(config: Config, kv: KvService, queue: QueueService, logger: 
     databases: () => kv.databases(),
     consoleToken: config.consoleToken,
     queueDepth: () => readQueueDepth(queue.pool.partitions),
+    pendingNow: (q) => readPendingNow(queue.pool.partitions, q),
+    pendingIds: (q) => readPendingIds(queue.pool.partitions, q),
+    charts: () => charts.snapshot(),
     sessionTtlMs: config.consoleSessionTtlMs,
     loginThrottle: {
       perAddress: config.consoleLoginFailuresPerAddress,

@@ -602,6 +602,12 @@ export const SETTINGS = {
     default: 8 * 60 * 60 * 1000,
     doc: "Idle time after which a web console session ends (sessions live in memory only).",
   },
+  consoleChartStepMs: {
+    env: "STASHD_CONSOLE_CHART_STEP_MS",
+    kind: "int",
+    default: 60_000,
+    doc: "Length of one point of the web console's charts; the last 60 points are kept in memory (an hour by default) and lost on restart.",
+  },
   consoleLoginFailuresPerAddress: {
     env: "STASHD_CONSOLE_LOGIN_FAILURES_PER_ADDRESS",
     kind: "int",

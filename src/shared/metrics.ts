@@ -101,8 +101,34 @@ const workerRestarts = new Counter({
   help: "Worker processes that exited unasked and were replaced by the supervisor.",
   registers: [registry],
 });
+const attemptDuration = new Histogram({
+  name: "stashd_queue_attempt_duration_seconds",
+  help: "Time from a delivery attempt's request to its recorded outcome (destination latency plus the Redis write).",
+  buckets: LATENCY_BUCKETS,
+  registers: [registry],
+});
 
 export type DeliveryOutcome = "delivered" | "retry" | "failed";
+
+/** What the console's charts group deliveries by (src/admin/console/charts.ts). */
+export interface DeliveryDetail {
+  queueName: string | undefined;
+  url: string;
+  durationMs: number;
+}
+
+type DeliveryListener = (outcome: DeliveryOutcome, detail: DeliveryDetail) => void;
+const deliveryListeners = new Set<DeliveryListener>();
+
+/**
+ * Calls `fn` for every recorded delivery attempt of this process; answers the unsubscribe. The
+ * console's per-minute charts count per queue and destination host with it, in memory, without
+ * adding Prometheus label values (which would grow a series per host).
+ */
+export function onDelivery(fn: DeliveryListener): () => void {
+  deliveryListeners.add(fn);
+  return () => void deliveryListeners.delete(fn);
+}
 
 /** The hooks other modules call. Each is one counter or gauge update. */
 export const metrics = {
@@ -117,9 +143,12 @@ export const metrics = {
   sseClosed(): void {
     sseOpen.dec();
   },
-  delivery(outcome: DeliveryOutcome): void {
+  delivery(outcome: DeliveryOutcome, detail?: DeliveryDetail): void {
     deliveries.inc({ outcome });
     if (outcome === "retry") retries.inc();
+    if (!detail) return;
+    attemptDuration.observe(detail.durationMs / 1000);
+    for (const listener of deliveryListeners) listener(outcome, detail);
   },
   attemptStarted(how: "claimed" | "handed_off"): void {
     attemptsStarted.inc({ how });

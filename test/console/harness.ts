@@ -3,6 +3,7 @@ import { mkdirSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
+import type { StartOptions } from "../../src/index.js";
 import { queueEnv, type QueueTestEnv } from "../queue/setup.js";
 
 /** The console's second login token in tests. */
@@ -62,9 +63,15 @@ export interface ConsoleEnv {
  * A real stashd (queue on a test redis-server, KV managed) with the console on its admin
  * listener, and Debian's chromium driven by playwright-core.
  */
-export async function consoleEnv(opts: { browser?: boolean } = {}): Promise<ConsoleEnv> {
+export async function consoleEnv(
+  opts: { browser?: boolean; start?: StartOptions } = {},
+): Promise<ConsoleEnv> {
   // The console browses both services.
-  const q = await queueEnv({ consoleToken: CONSOLE_TOKEN, services: ["kv", "queue"] });
+  const q = await queueEnv({
+    consoleToken: CONSOLE_TOKEN,
+    services: ["kv", "queue"],
+    ...opts.start,
+  });
   if (!q.stashd.admin) throw new Error("the admin listener is off");
   const url = `${q.stashd.admin.url}/console`;
   const browser =

@@ -1,5 +1,6 @@
 import { useState } from "preact/hooks";
 import { query, queue, queueSend } from "../api.js";
+import { BulkAction, dlqPlans } from "./bulk.js";
 import { RunLink, type Message } from "./message-detail.js";
 import {
   filterParams,
@@ -114,6 +115,9 @@ export function DlqPage(p: { id: string | undefined; params: URLSearchParams }) 
           done="Deleted"
           run={() => queueSend("DELETE", "dlq", { dlqIds: ids }).then(after)}
         />
+        {dlqPlans(filters).map((plan) => (
+          <BulkAction key={`${plan.label}${JSON.stringify(filters)}`} plan={plan} onDone={after} />
+        ))}
       </div>
       <Table
         error={list.error}

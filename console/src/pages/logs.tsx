@@ -1,23 +1,10 @@
 import { useState } from "preact/hooks";
-import { filterParams, filtersFrom, type Filters } from "../filters.js";
+import { EVENT_FILTERS, filterParams, filtersFrom } from "../filters.js";
 import { href, navigate } from "../routes.js";
 import { Page, Panel, Pre } from "../ui.js";
 import { EventList, type LogEvent } from "./events.js";
 
-/** The filters GET /v2/events accepts (src/queue/domain/filters.ts, scope "logs"). */
-const FIELDS: (keyof Filters)[] = [
-  "messageId",
-  "state",
-  "url",
-  "queueName",
-  "topicName",
-  "scheduleId",
-  "label",
-  "flowControlKey",
-  "workflowRunId",
-  "fromDate",
-  "toDate",
-];
+const FIELDS = EVENT_FILTERS;
 
 /** Logs: every state change of every message, newest first, refreshed live; filters in the URL. */
 export function LogsPage(p: { params: URLSearchParams }) {

@@ -1,4 +1,5 @@
 import { useState } from "preact/hooks";
+import { CronCell, LastRun, type ScheduleRun } from "./schedule-health.js";
 import { ApiError, queue, queueSend } from "../api.js";
 import { href, navigate } from "../routes.js";
 import {
@@ -15,7 +16,7 @@ import {
   useLoad,
 } from "../ui.js";
 
-interface Schedule {
+interface Schedule extends ScheduleRun {
   scheduleId: string;
   cron: string;
   destination: string;
@@ -72,11 +73,18 @@ export function SchedulesPage(p: { id: string | undefined }) {
         empty={list.loading ? "Loading…" : "No schedules yet."}
         columns={[
           { title: "Id", render: (s) => <code>{s.scheduleId}</code> },
-          { title: "Cron", render: (s) => <code>{s.cron}</code> },
+          { title: "Cron", render: (s) => <CronCell cron={s.cron} /> },
           { title: "Destination", render: (s) => <span class="url">{s.destination}</span> },
           { title: "Next", render: (s) => fmtTime(s.nextScheduleTime), class: "nowrap" },
           { title: "Last", render: (s) => fmtTime(s.lastScheduleTime), class: "nowrap" },
-          { title: "State", render: (s) => <Badge text={s.isPaused ? "PAUSED" : "ACTIVE"} /> },
+          {
+            title: "State",
+            render: (s) => (
+              <>
+                <Badge text={s.isPaused ? "PAUSED" : "ACTIVE"} /> <LastRun s={s} />
+              </>
+            ),
+          },
           {
             title: "",
             class: "nowrap",

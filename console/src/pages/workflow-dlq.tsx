@@ -1,6 +1,7 @@
 import { query, queue, queueSend } from "../api.js";
 import { Pager, useCursorPages } from "../filters.js";
 import { href, navigate } from "../routes.js";
+import { BulkAction, workflowDlqPlans } from "./bulk.js";
 import { Action, fmtTime, Page, Table, useLoad, type Children } from "../ui.js";
 
 /** One failed run as GET /v2/workflows/dlq lists it (docs/workflow.md, workflow DLQ). */
@@ -29,6 +30,11 @@ export function WorkflowDlq(p: { tabs: Children }) {
   const act = (method: string, path: string) => () => queueSend(method, path).then(list.reload);
   return (
     <Page title="Workflow DLQ" actions={p.tabs}>
+      <div class="bar">
+        {workflowDlqPlans().map((plan) => (
+          <BulkAction key={plan.label} plan={plan} onDone={list.reload} />
+        ))}
+      </div>
       <Table
         error={list.error}
         label="workflow dlq"

@@ -18,6 +18,9 @@ import {
 import type { QueueDepth } from "../../queue/store/depth.js";
 import { readKey, scanKeys } from "./kv-browse.js";
 import { deleteMatching, planDelete, treeLevel } from "./kv-namespaces.js";
+import type { ChartRing } from "./charts.js";
+import { listMessages, messagePage, queueGetter } from "./messages.js";
+import { pendingQuery, type PendingIds, type PendingNow, type PendingQuery } from "./pending.js";
 import { SessionStore } from "./sessions.js";
 import { summarize } from "./summary.js";
 import { callApi, kvCommands } from "./upstream.js";
@@ -35,6 +38,12 @@ export interface ConsoleDeps {
   consoleToken?: string | undefined;
   /** Queue depth for the live counts (optional: without it those counts are not shown). */
   queueDepth?: (() => Promise<QueueDepth>) | undefined;
+  /** What is pending now, by state (pending.ts); without it the Pending page says it is off. */
+  pendingNow?: ((q: PendingQuery) => Promise<PendingNow>) | undefined;
+  /** The ids of the pending messages matching filters (pending.ts), for a bulk cancel. */
+  pendingIds?: ((q: URLSearchParams) => Promise<PendingIds>) | undefined;
+  /** The charts' points (charts.ts); without it the Charts page says they are off. */
+  charts?: (() => ReturnType<ChartRing["snapshot"]>) | undefined;
   /** Idle time after which a session ends. */
   sessionTtlMs: number;
   /** Budgets of failed logins (STASHD_CONSOLE_LOGIN_*); see login(). */
@@ -120,8 +129,35 @@ async function route(
     return json(c, 200, await summarize(summarySources(deps)));
   }
   if (c.path.startsWith("/api/queue/")) return proxyQueue(deps, c);
+  if (c.path.startsWith("/api/messages") && c.method === "GET") return messageRoute(deps, c);
+  if (c.path.startsWith("/api/pending") && c.method === "GET") return pendingRoute(deps, c);
+  if (c.path === "/api/charts" && c.method === "GET") {
+    c.req.resume();
+    if (!deps.charts) throw new AppError("not_found", "no charts here");
+    return json(c, 200, deps.charts());
+  }
   const kv = /^\/api\/kv\/([^/]+)\/(scan|key|exec|tree|delete-matching)$/.exec(c.path);
   if (kv) return kvRoute(deps, c, decodePathSegment(kv[1] ?? ""), kv[2] ?? "");
+  throw new AppError("not_found", `no console API ${c.method} ${c.path}`);
+}
+
+/** The message-centric views (messages.ts): the list, and one message's page. */
+async function messageRoute(deps: ConsoleDeps, c: Call): Promise<void> {
+  c.req.resume();
+  const get = queueGetter(deps.queueUrl, deps.queueToken);
+  if (c.path === "/api/messages") return json(c, 200, await listMessages(get, c.query));
+  const one = /^\/api\/messages\/([^/]+)$/.exec(c.path);
+  if (!one) throw new AppError("not_found", `no console API ${c.method} ${c.path}`);
+  json(c, 200, await messagePage(get, decodePathSegment(one[1] ?? "")));
+}
+
+/** What is pending now (pending.ts): the counts and rows, or the ids matching filters. */
+async function pendingRoute(deps: ConsoleDeps, c: Call): Promise<void> {
+  c.req.resume();
+  const { pendingNow, pendingIds } = deps;
+  if (!pendingNow || !pendingIds) throw new AppError("not_found", "no queue store here");
+  if (c.path === "/api/pending") return json(c, 200, await pendingNow(pendingQuery(c.query)));
+  if (c.path === "/api/pending/ids") return json(c, 200, await pendingIds(c.query));
   throw new AppError("not_found", `no console API ${c.method} ${c.path}`);
 }
 

@@ -371,7 +371,8 @@ export class Dispatcher {
       const body = prepared?.body ?? c.body;
       const header = prepared?.header ?? meta.header;
       const key = (await this.keys.get()).current;
-      const signature = signDelivery(key, meta.url, body, Date.now());
+      const startedAt = Date.now();
+      const signature = signDelivery(key, meta.url, body, startedAt);
       const result = await this.client.send({
         url: meta.url,
         method: meta.method,
@@ -384,13 +385,14 @@ export class Dispatcher {
       answered();
       this.leases.settle(meta.messageId, c.token);
       const reviewed = this.hooks ? this.hooks.review(c, result) : result;
-      if (!(abort.reason instanceof LeaseLost)) await this.record(c, reviewed);
+      if (!(abort.reason instanceof LeaseLost)) await this.record(c, reviewed, startedAt);
     } finally {
       this.leases.release(meta.messageId, c.token);
     }
   }
 
-  private async record(c: Claimed, result: AttemptResult): Promise<void> {
+  /** Records an attempt's outcome; `startedAt` is when its request was sent (ms). */
+  private async record(c: Claimed, result: AttemptResult, startedAt: number): Promise<void> {
     const now = Date.now();
     const { meta } = c;
     const ok = isSuccess(result);
@@ -418,7 +420,10 @@ export class Dispatcher {
       (m): m is NewMessage => m !== undefined,
     );
     const logged = attemptLog(result, kept);
+    logged.startedAt = startedAt;
+    logged.durationMs = now - startedAt;
     if (nextDue) logged.nextDeliveryTime = nextDue;
+    if (dlq) logged.dlqId = dlq.dlqId;
     const attempt = JSON.stringify(logged);
     const done = await this.store.finish(now, {
       id: meta.messageId,
@@ -434,7 +439,11 @@ export class Dispatcher {
     if (done === ScriptCode.leaseLost)
       this.log.warn("lease lost before the outcome was recorded", { id: meta.messageId });
     else {
-      metrics.delivery(outcome === "DELIVERED" ? "delivered" : final ? "failed" : "retry");
+      metrics.delivery(outcome === "DELIVERED" ? "delivered" : final ? "failed" : "retry", {
+        queueName: meta.queueName,
+        url: meta.url,
+        durationMs: now - startedAt,
+      });
       await this.hooks?.recorded(c, outcome, result, dlq, children);
     }
     // A queue message's finish may admit the queue's next message (due now): claim it.

@@ -39,6 +39,8 @@ function renderEvent(e: LogEvent): Record<string, unknown> {
     header: redactHeaders(m.header, m.redact),
     maxRetries: m.maxRetries,
     timeout: m.timeoutMs,
+    createdAt: m.createdAt,
+    notBefore: m.notBefore,
     ...(m.topicName ? { topicName: m.topicName, endpointName: m.endpointName } : {}),
     ...(m.callback ? { callback: m.callback, callbackHeaders: m.callbackHeader } : {}),
     ...(m.failureCallback
