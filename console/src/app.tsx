@@ -164,7 +164,6 @@ function navCount(id: string, s: Summary | undefined): string {
   const n: Record<string, number | null | undefined> = {
     messages: s.queue?.pending,
     dlq: s.queue?.dlq,
-    workflows: s.queue?.workflowDlq,
     schedules: s.schedules,
     queues: s.queues,
     "url-groups": s.urlGroups,

@@ -12,6 +12,7 @@ export interface Filters {
   scheduleId: string;
   label: string;
   flowControlKey: string;
+  workflowRunId: string;
   responseStatus: string;
   fromDate: string;
   toDate: string;
@@ -26,6 +27,7 @@ export const NO_FILTERS: Filters = {
   scheduleId: "",
   label: "",
   flowControlKey: "",
+  workflowRunId: "",
   responseStatus: "",
   fromDate: "",
   toDate: "",
@@ -83,6 +85,7 @@ export function FilterBar(p: {
     scheduleId: "Schedule id",
     label: "Label",
     flowControlKey: "Flow-control key",
+    workflowRunId: "Workflow run",
     responseStatus: "Response status",
     fromDate: "From",
     toDate: "To",

@@ -111,7 +111,7 @@ interface ActionProps {
   /** Toast on success. */
   done?: string;
   disabled?: boolean;
-  title?: string;
+  title?: string | undefined;
 }
 
 /** Runs an action once at a time: confirm first, then its outcome as a toast. */

@@ -2,7 +2,7 @@ import { Client, serve } from "@upstash/workflow";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { eventually } from "../harness/eventually.js";
 import { startApp, type App } from "../workflow/harness.js";
-import { consoleEnv, type ConsoleEnv } from "./harness.js";
+import { consoleCookie, consoleEnv, type ConsoleEnv } from "./harness.js";
 
 /**
  * The console's DLQ count is the message DLQ's (what GET /v2/dlq lists), the workflow DLQ's is
@@ -17,12 +17,7 @@ let cookie: string;
 beforeAll(async () => {
   env = await consoleEnv({ browser: false });
   app = await startApp();
-  const res = await fetch(`${env.url}/api/login`, {
-    method: "POST",
-    headers: { "x-stashd-console": "1", "content-type": "application/json" },
-    body: JSON.stringify({ token: env.q.stashd.queue.token }),
-  });
-  cookie = (res.headers.get("set-cookie") ?? "").split(";")[0] ?? "";
+  cookie = await consoleCookie(env);
 });
 afterAll(async () => {
   await app?.close();

@@ -87,9 +87,18 @@ test("workflow runs: listed with their steps, a sleeping run cancelled from the 
     .locator("[data-waiting]", { hasText: /Sleeping \(nap, 3600 s\) until \d{4}-/ })
     .waitFor();
   await env.shot(page, "workflow-run");
+  // The run links to its messages, and the message back to its run.
+  await steps.locator("[data-step='(next)']").getByRole("link", { name: "message" }).click();
+  const runLink = page.locator("aside.panel").getByRole("link", { name: workflowRunId });
+  await runLink.click();
+  await steps.locator("[data-step=nap]").waitFor();
+  await page.getByRole("link", { name: "Its messages in the logs" }).click();
+  await page.locator("table[aria-label=events] tbody tr").first().waitFor();
+  expect(await page.locator("input[name='Workflow run']").inputValue()).toBe(workflowRunId);
+  await page.goBack();
   await button("Cancel run").click();
   await toast("Run cancelled");
-  await page.goBack();
+  await page.goto(`${env.url}#/workflows?label=sleepy`);
   await row.getByText("RUN_CANCELED").waitFor();
   expect((await runLog(workflowRunId))?.workflowState).toBe("RUN_CANCELED");
 });

@@ -178,6 +178,7 @@ async function messagePaths(messages: MessageStore, dlq: DlqStore, now: number):
   await messages.enqueue(now, [message("m6", now)], undefined, { token: "t2", leaseMs: 1 });
   await eventually(async () => expect(await messages.reap(now)).toBeGreaterThan(0));
   expect(await dlq.delete(["dlq-1", "dlq-none"])).toBe(0);
+  expect(await dlq.indexWorkflow(["dlq-none"])).toBe(0);
 }
 
 async function queuePaths(messages: MessageStore, queues: QueueStore, now: number): Promise<void> {

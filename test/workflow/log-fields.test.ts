@@ -183,6 +183,12 @@ describe("workflowUrl filters", () => {
     const prefix = `${w.app.url}/url-filter/`;
     expect((await w.client.logs({ filter: { workflowUrl: prefix } })).runs).toEqual([]);
     expect((await w.client.logs({ filter: { workflowUrl: a } })).runs).toHaveLength(1);
+    // A prefix when asked for one, as the console does.
+    const query = `workflowUrl=${encodeURIComponent(prefix)}&workflowUrlExactMatch=false`;
+    const byPrefix = (await (await w.api(`/v2/workflows/events?${query}`)).json()) as {
+      runs: { workflowUrl: string }[];
+    };
+    expect(byPrefix.runs.map((r) => r.workflowUrl).sort()).toEqual([a, b]);
     const both = await w.client.dlq.list({ filter: { workflowUrl: [a, b] } });
     expect(both.messages.map((m) => m.workflowUrl).sort()).toEqual([a, b]);
     expect((await w.client.dlq.list({ filter: { workflowUrl: prefix } })).messages).toEqual([]);

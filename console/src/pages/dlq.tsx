@@ -1,6 +1,6 @@
 import { useState } from "preact/hooks";
 import { query, queue, queueSend } from "../api.js";
-import { RunLink, workflowRunOf, type Message } from "./message-detail.js";
+import { RunLink, type Message } from "./message-detail.js";
 import {
   filterParams,
   FilterBar,
@@ -178,7 +178,7 @@ function DlqDetail(p: { m: DlqMessage; onClose: () => void; onChanged: () => voi
           ["Destination", <span class="url">{`${m.method} ${m.url}`}</span>],
           ["Created", fmtTime(m.createdAt)],
           ["Response status", String(m.responseStatus)],
-          ["Workflow run", <RunLink id={workflowRunOf(m.header)} />],
+          ["Workflow run", <RunLink messageId={m.messageId} />],
         ]}
       />
       <h3>Request headers</h3>

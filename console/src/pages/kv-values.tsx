@@ -1,6 +1,6 @@
 import { useState } from "preact/hooks";
 import { flatReply } from "../api.js";
-import { Action, Pre } from "../ui.js";
+import { Action, ActionForm, Pre } from "../ui.js";
 import type { KeyView } from "./kv-key.js";
 
 type Write = (...commands: string[][]) => Promise<void>;
@@ -45,7 +45,7 @@ export function ValueEditor(p: { view: KeyView; write: Write; cas: CompareAndWri
       return (
         <Rows
           kind="hash"
-          rows={(view.value as [string, string][]).map(([f, v]) => ({ id: f, label: f, value: v }))}
+          rows={(view.value as [Member, Member][]).map(([f, v]) => row(f, f, v))}
           labels={["Field", "Value"]}
           save={(r, v) => cas(["HGET", k, r.id], r.value, ["HSET", k, r.id, v])}
           remove={(r) => cas(["HGET", k, r.id], r.value, ["HDEL", k, r.id])}
@@ -60,11 +60,7 @@ export function ValueEditor(p: { view: KeyView; write: Write; cas: CompareAndWri
       return (
         <Rows
           kind="list"
-          rows={(view.value as string[]).map((v, i) => ({
-            id: String(i),
-            label: String(i),
-            value: v,
-          }))}
+          rows={(view.value as Member[]).map((v, i) => row(String(i), String(i), v))}
           labels={["Index", "Value"]}
           save={(r, v) => cas(["LINDEX", k, r.id], r.value, ["LSET", k, r.id, v])}
           remove={(r) => {
@@ -84,7 +80,7 @@ export function ValueEditor(p: { view: KeyView; write: Write; cas: CompareAndWri
       return (
         <Rows
           kind="set"
-          rows={(view.value as string[]).map((m) => ({ id: m, label: m, value: "" }))}
+          rows={(view.value as Member[]).map((m) => row(m, m, ""))}
           labels={["Member", ""]}
           remove={(r) => cas(["SISMEMBER", k, r.id], "1", ["SREM", k, r.id])}
           add={(f) => write(["SADD", k, f])}
@@ -95,7 +91,7 @@ export function ValueEditor(p: { view: KeyView; write: Write; cas: CompareAndWri
       return (
         <Rows
           kind="zset"
-          rows={(view.value as [string, string][]).map(([m, s]) => ({ id: m, label: m, value: s }))}
+          rows={(view.value as [Member, Member][]).map(([m, s]) => row(m, m, s))}
           labels={["Member", "Score"]}
           save={(r, v) => cas(["ZSCORE", k, r.id], r.value, ["ZADD", k, checkScore(v), r.id])}
           remove={(r) => cas(["ZSCORE", k, r.id], r.value, ["ZREM", k, r.id])}
@@ -106,12 +102,11 @@ export function ValueEditor(p: { view: KeyView; write: Write; cas: CompareAndWri
       return (
         <Rows
           kind="stream"
-          rows={(view.value as [string, [string, string][]][]).map(([id, fields]) => ({
-            id,
-            label: id,
-            value: fields.map(([f, v]) => `${f}=${v}`).join("  "),
-            entry: flatReply([[id, fields]]),
-          }))}
+          rows={(view.value as [string, [Member, Member][]][]).map(([id, fields]) => {
+            const binary = fields.flat().some((m) => typeof m !== "string");
+            const shown = fields.map(([f, v]) => `${textOf(f)}=${textOf(v)}`).join("  ");
+            return { ...row(id, id, shown), binary, entry: flatReply([[id, fields]]) };
+          })}
           labels={["Entry id", "Fields"]}
           remove={(r) => cas(["XRANGE", k, r.id, r.id], r.entry ?? "", ["XDEL", k, r.id])}
           add={(f, v) => write(["XADD", k, "*", f, v])}
@@ -219,10 +214,26 @@ function isJson(text: string): boolean {
   }
 }
 
+/**
+ * A member as GET .../key sends it: its text when UTF-8, else `{hex}` of its bytes (a binary
+ * member is shown as hex and cannot be edited: the REST API's JSON carries text only).
+ */
+type Member = string | { hex: string };
+
+const textOf = (m: Member): string => (typeof m === "string" ? m : m.hex);
+
+/** A table row of a member: `id` names it in commands, `label` and `value` are shown. */
+function row(id: Member, label: Member, value: Member): Row {
+  const binary = [id, label, value].some((m) => typeof m !== "string");
+  return { id: textOf(id), label: textOf(label), value: textOf(value), binary };
+}
+
 interface Row {
   id: string;
   label: string;
   value: string;
+  /** Some of it is not UTF-8: shown as hex, read-only. */
+  binary: boolean;
   /** Streams: the entry as XRANGE answers it, flattened (flatReply), to compare before XDEL. */
   entry?: string;
 }
@@ -274,7 +285,17 @@ function Rows(p: {
           ))}
         </tbody>
       </table>
-      <div class="bar">
+      <ActionForm
+        class="bar"
+        label="Add"
+        kind="plain"
+        done="Added"
+        run={async () => {
+          await p.add(field, value);
+          setField("");
+          setValue("");
+        }}
+      >
         {addField && (
           <input
             name="add-field"
@@ -291,16 +312,7 @@ function Rows(p: {
             onInput={(e) => setValue((e.target as HTMLInputElement).value)}
           />
         )}
-        <Action
-          label="Add"
-          done="Added"
-          run={async () => {
-            await p.add(field, value);
-            setField("");
-            setValue("");
-          }}
-        />
-      </div>
+      </ActionForm>
     </div>
   );
 }
@@ -311,11 +323,18 @@ function MemberRow(p: {
   remove: (r: Row) => Promise<void>;
 }) {
   const [value, setValue] = useState(p.row.value);
-  const save = p.save;
+  const binary = p.row.binary;
+  const save = binary ? undefined : p.save;
   return (
-    <tr>
+    <tr class={binary ? "binary" : undefined}>
       <td>
         <code>{p.row.label}</code>
+        {binary && (
+          <span class="hint" title="not UTF-8: shown as hex, read-only">
+            {" "}
+            hex
+          </span>
+        )}
       </td>
       <td>
         {save ? (
@@ -337,7 +356,14 @@ function MemberRow(p: {
             run={() => save(p.row, value)}
           />
         )}
-        <Action label="Remove" kind="danger" done="Removed" run={() => p.remove(p.row)} />
+        <Action
+          label="Remove"
+          kind="danger"
+          done="Removed"
+          disabled={binary}
+          title={binary ? "binary (not UTF-8): read-only here; use redis-cli" : undefined}
+          run={() => p.remove(p.row)}
+        />
       </td>
     </tr>
   );

@@ -14,6 +14,7 @@ const FIELDS: (keyof Filters)[] = [
   "scheduleId",
   "label",
   "flowControlKey",
+  "workflowRunId",
   "fromDate",
   "toDate",
 ];

@@ -57,9 +57,10 @@ export function MessagesPage(p: { id: string | undefined; params: URLSearchParam
     <Page
       title="Messages"
       side={
-        selected && (
+        p.id !== undefined && (
           <MessageDetail
-            key={selected.messageId}
+            key={p.id}
+            id={p.id}
             event={selected}
             onClose={() => navigate(listHref(given))}
             onChanged={() => setVersion(version + 1)}

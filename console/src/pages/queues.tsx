@@ -50,11 +50,11 @@ export function QueuesPage(p: { name: string | undefined }) {
     >
       <ActionForm
         label="Create / update"
-        disabled={!name}
+        disabled={name.trim() === ""}
         done="Queue saved"
         run={async () => {
           await queueSend("POST", "queues", {
-            queueName: name,
+            queueName: name.trim(),
             parallelism: parseParallelism(parallelism),
           });
           setName("");

@@ -178,6 +178,9 @@ function RunView(p: { run: Run; reload: () => void }) {
           ["DLQ id", r.dlqId ?? "—"],
         ]}
       />
+      <p>
+        <a href={href.list("logs", { workflowRunId: r.workflowRunId })}>Its messages in the logs</a>
+      </p>
       {waits && (
         <p class="waiting" data-waiting>
           {waits}
@@ -221,7 +224,7 @@ function FailedStep(p: { step: TimelineStep; steps: TimelineStep[] }) {
         {p.step.messageId && (
           <>
             {" · "}
-            <a href={href.list("logs", { messageId: p.step.messageId })}>its message</a>
+            <a href={href.message(p.step.messageId)}>its message</a>
           </>
         )}
       </p>
@@ -284,7 +287,7 @@ function StepItem(p: { s: TimelineStep }) {
           {s.errors && s.errors.length > 0 ? `, ${s.errors.length} failed attempts` : ""}
         </span>
         {s.messageId && (
-          <a href={href.list("logs", { messageId: s.messageId })} class="hint">
+          <a href={href.message(s.messageId)} class="hint">
             message
           </a>
         )}

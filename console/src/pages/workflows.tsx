@@ -27,6 +27,9 @@ const RUN_STATES: [string, string][] = [
 
 const PAGE_SIZE = "20";
 
+/** The URL filter is a prefix here (the API matches whole URLs unless told otherwise). */
+const urlPrefix = (f: RunFilters) => (f.workflowUrl ? { workflowUrlExactMatch: "false" } : {});
+
 /**
  * Workflow runs: the runs' logs (newest first, filters in the URL: `#/workflows?state=RUN_FAILED`),
  * each opening its run page (`#/workflows/runs/<id>`), and the workflow DLQ (`#/workflows/dlq`).
@@ -45,7 +48,7 @@ function RunsList(p: { filters: RunFilters }) {
   const list = useLoad(
     () =>
       queue<{ runs: Run[]; cursor?: string }>(
-        `workflows/events${query({ ...filters, groupBy: "workflowRunId", count: PAGE_SIZE, cursor: pages.cursor })}`,
+        `workflows/events${query({ ...filters, ...urlPrefix(filters), groupBy: "workflowRunId", count: PAGE_SIZE, cursor: pages.cursor })}`,
       ),
     [JSON.stringify(filters), pages.cursor],
   );

@@ -134,9 +134,12 @@ export async function readKey(db: Db, key: string, cursor: string): Promise<KeyV
   if (type === "string") return { key, type, ttl, cursor: "", ...(await readString(db, key)) };
   const page = PAGES[type];
   if (!page) return { key, type, ttl, length: 0, cursor: "", value: null };
-  const [len, body] = await kvCommands(db.kvUrl, db.token, page(key, cursor || "0"));
+  // Collections are read base64-encoded, like strings, so members that are not UTF-8 arrive intact
+  // (shown as hex); a JSON document is text by definition.
+  const base64 = type !== "ReJSON-RL";
+  const [len, body] = await kvCommands(db.kvUrl, db.token, page(key, cursor || "0"), { base64 });
   const length = Number(resultOf(len));
-  const raw = resultOf(body);
+  const raw = base64 ? decodeMembers(resultOf(body)) : resultOf(body);
   const { value, next } = shape(type, raw, cursor || "0", length);
   return { key, type, ttl, length, cursor: next, value };
 }
@@ -171,6 +174,24 @@ async function readString(
 }
 
 const strictUtf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+
+/** A member of a collection: its text when UTF-8, else `{hex}` of its bytes. */
+export type Member = string | { hex: string };
+
+/**
+ * A reply read with base64, each string decoded: UTF-8 becomes text, anything else `{hex}`
+ * (a hash field, set or sorted-set member, list item or stream field that is binary).
+ */
+function decodeMembers(reply: unknown): unknown {
+  if (Array.isArray(reply)) return reply.map(decodeMembers);
+  if (typeof reply !== "string") return reply;
+  const bytes = decodeBase64Result(reply);
+  try {
+    return strictUtf8.decode(bytes);
+  } catch {
+    return { hex: bytes.toString("hex") } satisfies Member;
+  }
+}
 
 /**
  * The text of `bytes` if they are UTF-8, with how many bytes it covers; when `cut`, up to three
@@ -224,23 +245,23 @@ function shape(
   switch (type) {
     case "hash":
     case "set": {
-      const [next, items] = raw as [string, string[]];
+      const [next, items] = raw as [string, Member[]];
       return { value: type === "hash" ? pairs(items) : items, next };
     }
     case "list": {
       const start = Number(cursor);
-      const items = raw as string[];
+      const items = raw as Member[];
       const end = start + items.length;
       return { value: items, next: end < length ? String(end) : "" };
     }
     case "zset": {
       const start = Number(cursor);
-      const items = pairs(raw as string[]).map(([member, score]) => [member, score]);
+      const items = pairs(raw as Member[]);
       const end = start + items.length;
       return { value: items, next: end < length ? String(end) : "" };
     }
     case "stream": {
-      const entries = (raw as [string, string[]][]).map(([id, fields]) => [id, pairs(fields)]);
+      const entries = (raw as [string, Member[]][]).map(([id, fields]) => [id, pairs(fields)]);
       const last = entries[entries.length - 1];
       return { value: entries, next: entries.length === MEMBERS && last ? String(last[0]) : "" };
     }
@@ -249,8 +270,8 @@ function shape(
   }
 }
 
-function pairs(flat: string[]): [string, string][] {
-  const out: [string, string][] = [];
-  for (let i = 0; i + 1 < flat.length; i += 2) out.push([flat[i] as string, flat[i + 1] as string]);
+function pairs(flat: Member[]): [Member, Member][] {
+  const out: [Member, Member][] = [];
+  for (let i = 0; i + 1 < flat.length; i += 2) out.push([flat[i] as Member, flat[i + 1] as Member]);
   return out;
 }

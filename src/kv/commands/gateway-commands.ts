@@ -6,6 +6,7 @@ import { mintAclToken } from "../databases/tokens.js";
 import { QUEUE_KEY_PREFIX, patternAvoidsPrefix } from "./command-rights.js";
 import { namesWith } from "./traits.js";
 import { isVectorCommand, vectorCommand } from "../vector/commands.js";
+import { isSearchCommand, searchCommand } from "../search/commands.js";
 
 /**
  * Upstash-only commands that the gateway answers itself, outside transactions:
@@ -19,6 +20,7 @@ import { isVectorCommand, vectorCommand } from "../vector/commands.js";
  *   (command-rights.ts), so they run on stashd's own connection, checked here: `ACL SETUSER` gets
  *   the policy's ceiling appended and may not touch stashd's users; `CONFIG GET` hides passwords.
  *   Other tokens run them as their own ACL user, which Redis checks.
+ * - `SEARCH.*`: Upstash's search commands, served from search/ (docs/search.md).
  */
 export type GatewayHandler = (p: Principal, argv: Arg[]) => Promise<Reply>;
 
@@ -43,6 +45,7 @@ export function gatewayCommand(argv: readonly Arg[]): GatewayHandler | undefined
   if (isScanWithType(argv)) return scanWithType;
   // Upstash's module commands that stashd serves itself, on any Redis.
   if (isVectorCommand(argv)) return vectorCommand;
+  if (isSearchCommand(argv)) return searchCommand;
   if (name === "acl") return aclCommand;
   if (name === "config") return configCommand;
   return undefined;
@@ -54,6 +57,7 @@ export function servedOutsideTransactions(argv: readonly Arg[]): string | undefi
     return "ERR VECTOR.* commands are not allowed in a transaction on stashd (docs/vector.md)";
   }
   const name = lower(argv[0]);
+  if (isSearchCommand(argv)) return `ERR ${name?.toUpperCase()} is not allowed in a transaction`;
   if (name !== "acl" && name !== "config") return undefined;
   const words = [name, lower(argv[1])].filter((w) => w !== undefined);
   return `ERR ${words.join(" ").toUpperCase()} is not allowed in a transaction`;

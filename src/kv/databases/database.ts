@@ -20,6 +20,7 @@ import {
 import type { DatabaseRecord } from "./registry.js";
 import { ScriptAliases } from "../commands/rewrite.js";
 import { ScriptKiller } from "./script-killer.js";
+import { closeSearch } from "../search/commands.js";
 import { ExclusiveLimits } from "./exclusive-limits.js";
 import { FailureThrottle } from "../../shared/failure-throttle.js";
 import { readonlyUserPassword, standardUserPassword, type AclCredentials } from "./tokens.js";
@@ -103,8 +104,8 @@ export class KvDatabase {
   constructor(
     readonly record: DatabaseRecord,
     readonly endpoint: RedisEndpoint,
-    private readonly config: Config,
-    private readonly logger: Logger,
+    readonly config: Config,
+    readonly logger: Logger,
     readonly managed?: ManagedRedis,
     private readonly sharing: RedisSharing = { withQueue: false, queueUser: undefined },
   ) {
@@ -411,6 +412,7 @@ export class KvDatabase {
 
   async close(): Promise<void> {
     this.killer.close();
+    closeSearch(this);
     await Promise.all([
       this.admin.close(),
       this.standardPool.close(),

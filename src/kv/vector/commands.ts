@@ -2,8 +2,8 @@ import { randomUUID } from "node:crypto";
 import { LuaScript } from "../../shared/lua/script.js";
 import type { Arg, Reply } from "../../shared/redis/resp.js";
 import type { Principal } from "../databases/database.js";
-import { ID_PREFIX, logKeyOf } from "./keys.js";
-import { QueryTimeout, type LocalIndex } from "./local-index.js";
+import { ID_PREFIX, logKeyOf, META_FIELD_COUNT } from "./keys.js";
+import { QueryTimeout } from "./local-index.js";
 import {
   fp32Text,
   parseCreate,
@@ -11,12 +11,10 @@ import {
   parseVector,
   toFp32Bytes,
   VectorSyntax,
-  type Profile,
-  type QueryRequest,
 } from "./parse.js";
-import { prepared, score } from "./similarity.js";
 import { CacheFull, fromFp32, IndexReadError, readMeta } from "./sync.js";
 import { StillLoading, VectorStore } from "./store.js";
+import { nearest } from "./search.js";
 
 /**
  * Upstash's vector commands (VECTOR.CREATE, ADD, GET, QUERY, DEL, COUNT, INFO, DROP) served by
@@ -30,9 +28,6 @@ const WRITE_SCRIPT = LuaScript.fromFile(new URL("./lua/vector-write.lua", import
 
 /** Change-log entries kept per index (XADD MAXLEN ~): a copy further behind loads whole. */
 const LOG_LENGTH = 10_000;
-
-/** HNSW search breadth per profile (PRECISE scans exactly); measured in bench/vector.ts. */
-const EF: Record<Exclude<Profile, "PRECISE">, number> = { FAST: 40, BALANCED: 120 };
 
 const stores = new WeakMap<Principal["db"], VectorStore>();
 
@@ -146,7 +141,7 @@ async function count(p: Principal, index: string): Promise<Reply> {
   const meta = await readMeta(pool, index);
   if (!meta) return int(0);
   const fields = await pool.exec(["HLEN", index]);
-  return fields.kind === "int" ? int(Math.max(0, Number(fields.value) - 4)) : fields;
+  return fields.kind === "int" ? int(Math.max(0, Number(fields.value) - META_FIELD_COUNT)) : fields;
 }
 
 async function info(p: Principal, index: string): Promise<Reply> {
@@ -170,28 +165,11 @@ async function query(p: Principal, index: string, rest: Arg[]): Promise<Reply> {
       `ERR query vector has ${req.vector.length} elements, the index has DIM ${local.dim}`,
     );
   }
-  return { kind: "array", value: nearest(local, req, deadline) };
-}
-
-/** The k nearest as `[id, score]` pairs, best first: by the graph, or by an exact scan. */
-function nearest(local: LocalIndex, req: QueryRequest, deadline: number): Reply[] {
-  const k = Math.min(req.topK, local.count);
-  if (k === 0) return [];
-  const graph = local.graph;
-  let hits: { slot: number; sim: number }[];
-  if (req.profile !== "PRECISE" && graph?.ready) {
-    const q = prepared(local.metric, req.vector);
-    hits = graph
-      .search(q, k, EF[req.profile])
-      .map((slot) => ({ slot, sim: local.similarityAt(q, slot) }))
-      .sort((a, b) => b.sim - a.sim);
-  } else {
-    hits = local.exact(req.vector, k, deadline);
-  }
-  return hits.map(({ slot, sim }) => ({
+  const hits = nearest(local, req, deadline);
+  return {
     kind: "array",
-    value: [bulk(local.idAt(slot) ?? ""), bulk(String(score(local.metric, sim)))],
-  }));
+    value: hits.map(({ id, score }) => ({ kind: "array", value: [bulk(id), bulk(String(score))] })),
+  };
 }
 
 function storeOf(p: Principal): VectorStore {

@@ -6,7 +6,7 @@ import type { Metric } from "./parse.js";
  * BALANCED profiles of large indexes (docs/decisions.md, "Vector search"). Derived state twice
  * over: rebuilt from the LocalIndex, which is rebuilt from Redis. Insertion costs about a
  * millisecond per 384-dimension vector, so the store adds pending slots a few milliseconds at a
- * time between requests (`build`), and queries use the graph only once nothing is pending.
+ * time between requests (`build`), and a query searches the graph and scans the few pending slots exactly (commands.ts).
  */
 
 /** Graph degree and construction breadth (measured in bench/vector.ts). */
@@ -49,6 +49,15 @@ export class Graph {
 
   get pendingCount(): number {
     return this.pending.size;
+  }
+
+  isPending(slot: number): boolean {
+    return this.pending.has(slot);
+  }
+
+  /** The slots not (or not as they are now) in the graph yet. */
+  pendingSlots(): IterableIterator<number> {
+    return this.pending.values();
   }
 
   /** Inserts pending slots until `budgetMs` has passed; true while some remain. */

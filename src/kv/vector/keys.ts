@@ -10,6 +10,8 @@ export const META_METRIC = "meta:metric";
 export const META_GEN = "meta:gen";
 export const META_SEQ = "meta:seq";
 export const ID_PREFIX = "id:";
+/** How many `meta:` fields an index hash has (HLEN minus this is the vector count). */
+export const META_FIELD_COUNT = 4;
 
 /**
  * The text Redis Cluster hashes for `key`: the first `{…}` with something inside, else the key.

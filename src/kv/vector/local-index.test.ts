@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { Graph } from "./graph.js";
 import { LocalIndex } from "./local-index.js";
 import { fp32Text, parseQuery, parseVector, VectorSyntax } from "./parse.js";
+import { nearest } from "./search.js";
 
 /** The in-process copy and its HNSW graph, without Redis: what VECTOR.QUERY searches. */
 
@@ -87,5 +88,21 @@ describe("vector arguments", () => {
     const q = parseQuery(["PROFILE", "fast", "TOPK", "5", "VALUES", "1", "2"], limits);
     expect([q.profile, q.topK, Array.from(q.vector)]).toEqual(["FAST", 5, [2]]);
     expect(() => parseQuery(["TOPK", "6", "VALUES", "1", "1"], limits)).toThrow(/TOPK/);
+  });
+});
+
+describe("VECTOR.QUERY's search (search.ts)", () => {
+  it("merges the graph's hits with an exact scan of vectors not in it yet", () => {
+    const local = withGraph(2_000);
+    for (let i = 0; i < 50; i++) local.upsert(`new${i}`, unit(20_000 + i));
+    local.upsert("v3", unit(30_000));
+    expect((local.graph as Graph).pendingCount).toBe(51);
+    const query = (i: number, profile: "FAST" | "BALANCED") =>
+      nearest(local, { topK: 3, profile, vector: unit(i) }, Infinity);
+    expect(query(20_007, "FAST")[0]).toEqual({ id: "new7", score: expect.closeTo(1, 5) });
+    const moved = query(30_000, "BALANCED");
+    expect(moved[0]?.id).toBe("v3");
+    expect(new Set(moved.map((h) => h.id)).size).toBe(3);
+    expect(query(3, "FAST").map((h) => h.id)).not.toContain("v3");
   });
 });

@@ -1,3 +1,4 @@
+import os from "node:os";
 import type { Arg, Reply } from "../../shared/redis/resp.js";
 import { ID_PREFIX, META_DIM, META_GEN, META_METRIC, META_SEQ } from "./keys.js";
 import { LocalIndex } from "./local-index.js";
@@ -60,12 +61,25 @@ export async function readMeta(pool: Reader, name: string): Promise<IndexMeta | 
   return { dim: Number(dim), metric: known, gen, seq: Number(seq ?? 0) };
 }
 
-/** FP32 little-endian bytes as a vector. */
+const LITTLE_ENDIAN = os.endianness() === "LE";
+
+/**
+ * FP32 little-endian bytes as a vector: one copy into an aligned buffer on a little-endian
+ * machine (about 10 times faster than reading float by float, which a whole load of 100 000
+ * vectors felt), else read element by element.
+ */
 export function fromFp32(bytes: Buffer): Float32Array {
+  if (LITTLE_ENDIAN) {
+    const end = bytes.byteOffset + (bytes.length & ~3);
+    return new Float32Array(bytes.buffer.slice(bytes.byteOffset, end));
+  }
   const out = new Float32Array(bytes.length >> 2);
   for (let i = 0; i < out.length; i++) out[i] = bytes.readFloatLE(i * 4);
   return out;
 }
+
+/** Hash fields per HSCAN round trip of a whole load (about 1.5 MB of 384-dimension vectors). */
+const SCAN_COUNT = 1000;
 
 /** Progress of a whole load, for the "still loading" error. */
 export interface LoadProgress {
@@ -90,7 +104,9 @@ export async function loadWhole(
   [local.logId, local.seq] = last ? entryPosition(last) : ["0-0", meta.seq];
   let cursor = "0";
   do {
-    const [next, pairs] = items(check(await pool.exec(["HSCAN", name, cursor, "COUNT", "512"])));
+    const [next, pairs] = items(
+      check(await pool.exec(["HSCAN", name, cursor, "COUNT", String(SCAN_COUNT)])),
+    );
     cursor = text(next) ?? "0";
     const flat = items(pairs);
     for (let i = 0; i + 1 < flat.length; i += 2) {

@@ -42,7 +42,8 @@ export const batch: Handler = async (ctx, r) => {
   reply(r.res, 201, out);
 };
 
-function parseItems(raw: Buffer): unknown[] {
+/** A JSON array body (400 otherwise); also read by the workflow batch trigger. */
+export function parseItems(raw: Buffer): unknown[] {
   let value: unknown;
   try {
     value = JSON.parse(raw.toString("utf8"));

@@ -84,6 +84,19 @@ export class DlqStore {
     return counts.reduce((a, b) => a + b, 0);
   }
 
+  /**
+   * Puts workflow entries' ids into the workflow index (lua/dlq-index.lua) in every partition
+   * that holds them: entries written before the index existed; the startup pass over the
+   * workflow DLQ (workflow/repair.ts) calls it. Answers how many were added.
+   */
+  async indexWorkflow(ids: readonly string[]): Promise<number> {
+    if (ids.length === 0) return 0;
+    const counts = await this.parts.each(async (p) =>
+      transitions.dlqIndex.run(p.redis, dlqKeys(p), [...ids]),
+    );
+    return counts.reduce((a, b) => a + b, 0);
+  }
+
   /** Deletes entries that failed before `cutoff` (DLQ retention), up to 1000 per partition. */
   async expire(cutoff: number): Promise<number> {
     const counts = await this.parts.each(async (p) => {

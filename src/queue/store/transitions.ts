@@ -76,6 +76,7 @@ export const transitions = {
   cancel: load("cancel", R.count, ACKED),
   dlqRetry: load("dlq-retry", done, ACKED),
   dlqDelete: load("dlq-delete", R.count, ACKED),
+  dlqIndex: load("dlq-index", R.count),
   /** Read-only: the depth counts of a partition in one moment (store/depth.ts). */
   depth: load("depth", R.depthReply),
   queueEnqueue: load("queue-enqueue", R.queueEnqueueReply, ACKED),

@@ -17,7 +17,7 @@
 --   drop    Returns 1 (dropped) or 0 (no such index).
 -- Errors   WRONGTYPE when KEYS[1] holds something that is not a vector index; ERR otherwise.
 local index, log, op = KEYS[1], KEYS[2], ARGV[1]
-local META_FIELDS = 4
+local META_FIELDS = 4 -- keys.ts META_FIELD_COUNT
 
 local function wrong_type()
   return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value')

@@ -58,13 +58,16 @@ export async function endUnfinishedFailure(
  * moved it to the DLQ) and the bookkeeping after it left undone (docs/workflow.md §7): runs still
  * active whose message is in the DLQ end as failed, and DLQ entries of context.call requests
  * (which never stay there) are removed. One pass over the DLQ (of every queue partition: the DLQ
- * listing merges them; each run is then found wherever it lives), run when the queue starts.
+ * listing merges them; each run is then found wherever it lives), run when the queue starts. The
+ * same pass indexes workflow entries written before the DLQ's workflow index existed.
  */
 export async function repairAfterCrash(ctx: QueueContext): Promise<void> {
   let cursor: string | undefined;
   let repaired = 0;
   do {
     const page = await ctx.dlq.list(false, 100, cursor, (e) => e.meta.workflow !== undefined);
+    // Entries of a stashd older than the workflow DLQ index join it (counts, store/depth.ts).
+    await ctx.dlq.indexWorkflow(page.items.map((e) => e.meta.dlqId));
     for (const e of page.items) {
       if (e.meta.workflow?.callType === "toCallback") {
         repaired += await ctx.dlq.delete([e.meta.dlqId]);

@@ -28,8 +28,9 @@ type Records = StepRecords;
  */
 export const listRunLogs: Handler = async (ctx, r) => {
   const filter = runFilterFromQuery(r.query, ["groupBy", "cursor", "count", "messageId"]);
-  // The logs match `workflowUrl` exactly, as the SDK and Upstash's REST docs say (§12).
-  filter.urlExact = true;
+  // The logs match `workflowUrl` exactly, as the SDK and Upstash's REST docs say, unless asked
+  // for a prefix with `workflowUrlExactMatch=false` (the console does) (§12).
+  filter.urlExact = r.query.get("workflowUrlExactMatch") !== "false";
   const messageId = r.query.get("messageId") ?? undefined;
   const keep = async (run: RunRecord) =>
     matchesRun(filter, run) &&

@@ -1,6 +1,6 @@
 import { AppError } from "../../../shared/errors.js";
 import type { Handler } from "../../routes/context.js";
-import { submission } from "../../routes/batch.js";
+import { parseItems, submission } from "../../routes/batch.js";
 import { decode, readRaw, reply } from "../../routes/util.js";
 import { produceWorkflow } from "../engine/produce.js";
 import { IN } from "../engine/protocol.js";
@@ -12,18 +12,11 @@ import { runIdOf, triggerConfig } from "./trigger.js";
  * the batch trigger and the cancel of an in-progress failure callback.
  */
 
-/** The batch trigger's items: a JSON array (400 otherwise, or when empty). */
+/** The batch trigger's items: a non-empty JSON array (400 otherwise). */
 function batchItems(raw: Buffer): unknown[] {
-  let value: unknown;
-  try {
-    value = JSON.parse(raw.toString("utf8"));
-  } catch {
-    throw new AppError("bad_request", "request body is not valid JSON");
-  }
-  if (!Array.isArray(value) || value.length === 0) {
-    throw new AppError("bad_request", "batch trigger body must be a non-empty JSON array");
-  }
-  return value;
+  const items = parseItems(raw);
+  if (items.length === 0) throw new AppError("bad_request", "batch trigger body is an empty array");
+  return items;
 }
 
 /**

@@ -17,6 +17,9 @@
 -- POSIX regular expressions). AROP sums in doubles (Redis: long double), and bitwise results
 -- beyond 2^53 lose precision in the integer reply.
 --
+-- The gateway has checked each command's arity (array-route.ts). Argument errors are raised as
+-- error replies and caught at the end, where they become the script's reply.
+--
 -- READ_ONLY (set by the including script) is true in the `no-writes` variant, which the gateway
 -- uses for the read commands only.
 -- luacheck: push ignore 211/counted_items (an argument helper the array commands do not need)
@@ -33,62 +36,73 @@ local MAX_INDEX = 9007199254740991 -- 2^53 - 1
 local UINT64_MAX = '18446744073709551615'
 local MAX_RANGE = 1000000
 local MARK, CURSOR = '~a', '~c'
-local INVALID_INDEX = 'ERR invalid array index'
 local UNSUPPORTED = 'ERR array index beyond 9007199254740991 is not supported by stashd'
   .. "'s array emulation"
 local SYNTAX = 'ERR syntax error'
-local NOT_INT = 'ERR value is not an integer or out of range'
+
+-- Ends the command with an error reply (the text kept here: Redis turns a raised error into a
+-- string with its own prefix, so the catch at the end answers with this text instead).
+local raised
+local function raise(text)
+  raised = text
+  error(text)
+end
 
 local function arity()
-  return fail("ERR wrong number of arguments for '" .. cmd .. "' command")
+  raise("ERR wrong number of arguments for '" .. cmd .. "' command")
 end
 
 local function str(n)
   return string.format('%.0f', n)
 end
 
--- An index argument (string2ull: optional '+', digits), or nil and the error reply. `allow_max`
--- also takes 2^64 - 1 (ARSEEK's terminal cursor).
+-- An index argument (string2ull: optional '+', digits); `allow_max` also takes 2^64 - 1
+-- (ARSEEK's terminal cursor). Raises "invalid array index", or stashd's own error past 2^53 - 1.
 local function index_of(s, allow_max)
-  local digits = s and string.match(s, '^%+?(%d+)$')
-  if not digits then
-    return nil, fail(INVALID_INDEX)
+  local digits = s and string.match(s, '^%+?0*(%d-)$')
+  if digits == nil or (digits == '' and not string.match(s, '0$')) then
+    raise('ERR invalid array index')
   end
-  digits = string.match(digits, '^0*(%d-)$')
   if digits == '' then
     return 0
   end
-  if #digits > 20 then
-    return nil, fail(INVALID_INDEX)
-  end
-  if #digits == 20 and (digits > UINT64_MAX or (digits == UINT64_MAX and not allow_max)) then
-    return nil, fail(INVALID_INDEX)
+  if #digits > 20 or (#digits == 20 and (digits > UINT64_MAX or
+      (digits == UINT64_MAX and not allow_max))) then
+    raise('ERR invalid array index')
   end
   local n = tonumber(digits)
   if n > MAX_INDEX then
-    return nil, fail(UNSUPPORTED)
+    raise(UNSUPPORTED)
   end
   return n
 end
 
--- Every index in list[from], list[from + step], …, or nil and the first error.
+-- Every index in list[from], list[from + step], ….
 local function indexes_at(list, from, step)
   local out = {}
   for i = from, #list, step do
-    local n, e = index_of(list[i])
-    if n == nil then
-      return nil, e
-    end
-    out[#out + 1] = n
+    out[#out + 1] = index_of(list[i])
   end
   return out
 end
 
--- true when the key is an array, false when it does not exist, else the WRONGTYPE reply.
+-- A positive LIMIT count.
+local function limit_of(s)
+  local n = int(s)
+  if n == nil then
+    raise('ERR value is not an integer or out of range')
+  end
+  if n <= 0 then
+    raise('ERR LIMIT must be positive')
+  end
+  return n
+end
+
+-- true when the key is an array, false when it does not exist; raises WRONGTYPE otherwise.
 local function is_array()
   local zset = key_of_type(key, 'zset')
-  if zset == true and tonumber(redis.call('ZSCORE', key, MARK)) ~= -1 then
-    return fail('WRONGTYPE Operation against a key holding the wrong kind of value')
+  if type(zset) == 'table' or (zset and tonumber(redis.call('ZSCORE', key, MARK)) ~= -1) then
+    raise('WRONGTYPE Operation against a key holding the wrong kind of value')
   end
   return zset
 end
@@ -140,21 +154,20 @@ end
 -- Highest occupied index plus one.
 local function len()
   local top = redis.call('ZREVRANGEBYSCORE', key, '+inf', '0', 'LIMIT', '0', '1')[1]
-  if top == nil then
-    return 0
-  end
-  local i = split(top)
-  return i + 1
-end
-
-local function create()
-  redis.call('ZADD', key, '-1', MARK)
+  return top and split(top) + 1 or 0
 end
 
 -- Deletes the key when its last value went, as Redis does.
 local function drop_if_empty()
   if count() == 0 then
     redis.call('DEL', key)
+  end
+end
+
+-- The array for writing, created when missing.
+local function writable()
+  if not is_array() then
+    redis.call('ZADD', key, '-1', MARK)
   end
 end
 
@@ -171,131 +184,51 @@ end
 -- Reads
 
 local function arget()
-  if #args ~= 1 then
-    return arity()
-  end
   local exists = is_array()
-  if type(exists) == 'table' then
-    return exists
-  end
-  local i, e = index_of(args[1])
-  if i == nil then
-    return e
-  end
-  return exists and get(i) or false
+  local i = index_of(args[1])
+  return exists and get(i)
 end
 
 local function armget()
-  if #args < 1 then
-    return arity()
-  end
   local exists = is_array()
-  if type(exists) == 'table' then
-    return exists
-  end
-  local list, e = indexes_at(args, 1, 1)
-  if not list then
-    return e
-  end
   local out = {}
-  for n, i in ipairs(list) do
-    out[n] = exists and get(i) or false
+  for n, i in ipairs(indexes_at(args, 1, 1)) do
+    out[n] = exists and get(i)
   end
   return out
 end
 
-local function arlen_or_count(which)
-  if #args ~= 0 then
-    return arity()
-  end
-  local exists = is_array()
-  if type(exists) == 'table' then
-    return exists
-  end
-  if not exists then
-    return 0
-  end
-  return which()
-end
-
 local function argetrange()
-  if #args ~= 2 then
-    return arity()
-  end
-  local lo, e = index_of(args[1])
-  if lo == nil then
-    return e
-  end
-  local hi
-  hi, e = index_of(args[2])
-  if hi == nil then
-    return e
-  end
+  local lo, hi = index_of(args[1]), index_of(args[2])
   local exists = is_array()
-  if type(exists) == 'table' then
-    return exists
-  end
   local first, last = math.min(lo, hi), math.max(lo, hi)
   if last - first + 1 > MAX_RANGE then
-    return fail('ERR range exceeds maximum of ' .. MAX_RANGE .. ' items')
+    raise('ERR range exceeds maximum of ' .. MAX_RANGE .. ' items')
   end
   local out = {}
   for n = 1, last - first + 1 do
     out[n] = false
   end
-  if exists then
-    for _, m in ipairs(members(first, last)) do
-      local i, v = split(m)
-      out[(lo <= hi) and (i - first + 1) or (last - i + 1)] = v
-    end
+  for _, m in ipairs(exists and members(first, last) or {}) do
+    local i, v = split(m)
+    out[(lo <= hi) and (i - first + 1) or (last - i + 1)] = v
   end
   return out
 end
 
--- `LIMIT n` with n a positive integer, or nil and the error reply.
-local function limit_of(s)
-  local n = int(s)
-  if n == nil then
-    return nil, fail(NOT_INT)
-  end
-  if n <= 0 then
-    return nil, fail('ERR LIMIT must be positive')
-  end
-  return n
-end
-
 local function arscan()
-  if #args ~= 2 and #args ~= 4 then
-    return arity()
-  end
-  local lo, e = index_of(args[1])
-  if lo == nil then
-    return e
-  end
-  local hi
-  hi, e = index_of(args[2])
-  if hi == nil then
-    return e
-  end
+  local lo, hi = index_of(args[1]), index_of(args[2])
   local limit
   if #args == 4 then
     if string.upper(args[3]) ~= 'LIMIT' then
-      return fail(SYNTAX)
+      raise(SYNTAX)
     end
-    limit, e = limit_of(args[4])
-    if not limit then
-      return e
-    end
-  end
-  local exists = is_array()
-  if type(exists) == 'table' then
-    return exists
+    limit = limit_of(args[4])
+  elseif #args ~= 2 then
+    arity()
   end
   local out = {}
-  if not exists then
-    return out
-  end
-  for _, m in ipairs(members(lo, hi, limit)) do
+  for _, m in ipairs(is_array() and members(lo, hi, limit) or {}) do
     local i, v = split(m)
     out[#out + 1] = { i, v }
   end
@@ -368,44 +301,36 @@ end
 
 local PREDICATES = { EXACT = true, MATCH = true, GLOB = true, RE = true }
 
--- ARGREP's predicates and options, parsed in one pass as Redis does; nil and the error reply.
+-- ARGREP's predicates and options, taken in any order as Redis does.
 local function grep_plan()
   local plan = { preds = {}, any = true, limit = nil, values = false, nocase = false }
   local at = 3
   while at <= #args do
     local word = string.upper(args[at])
+    local takes_value = PREDICATES[word] or word == 'LIMIT'
+    if takes_value and at + 1 > #args then
+      raise(SYNTAX)
+    end
     if PREDICATES[word] then
-      if at + 1 > #args then
-        return nil, fail(SYNTAX)
-      end
       if #plan.preds >= 250 then
-        return nil, fail('ERR too many predicates, maximum is 250')
-      end
-      if word == 'RE' then
-        return nil, fail("ERR RE predicates are not supported by stashd's array emulation")
+        raise('ERR too many predicates, maximum is 250')
+      elseif word == 'RE' then
+        raise("ERR RE predicates are not supported by stashd's array emulation")
       end
       plan.preds[#plan.preds + 1] = { word, args[at + 1] }
-      at = at + 2
     elseif word == 'LIMIT' then
-      if at + 1 > #args then
-        return nil, fail(SYNTAX)
-      end
-      local n, e = limit_of(args[at + 1])
-      if not n then
-        return nil, e
-      end
-      plan.limit, at = n, at + 2
+      plan.limit = limit_of(args[at + 1])
     elseif word == 'WITHVALUES' or word == 'NOCASE' then
       plan[word == 'WITHVALUES' and 'values' or 'nocase'] = true
-      at = at + 1
     elseif word == 'AND' or word == 'OR' then
-      plan.any, at = word == 'OR', at + 1
+      plan.any = word == 'OR'
     else
-      return nil, fail(SYNTAX)
+      raise(SYNTAX)
     end
+    at = at + (takes_value and 2 or 1)
   end
   if #plan.preds == 0 then
-    return nil, fail(SYNTAX)
+    raise(SYNTAX)
   end
   return plan
 end
@@ -438,43 +363,24 @@ local function grep_matches(plan, v)
   return not plan.any
 end
 
--- ARGREP's bounds: an index, '-' (0) or '+' (the last index), or nil and the error reply.
-local function bound_of(s, last)
-  if s == '-' then
-    return 0
-  elseif s == '+' then
-    return last
+-- ARGREP's bounds: an index, '-' (0) or '+' (the last index, resolved once the array is known).
+local function bound_of(s)
+  if s == '-' or s == '+' then
+    return s
   end
   return index_of(s)
 end
 
 local function argrep()
-  if #args < 4 then
-    return arity()
-  end
-  for n = 1, 2 do
-    if args[n] ~= '-' and args[n] ~= '+' then
-      local _, bad = index_of(args[n])
-      if bad then
-        return bad
-      end
-    end
-  end
-  local plan, e = grep_plan()
-  if not plan then
-    return e
-  end
-  local exists = is_array()
-  if type(exists) == 'table' then
-    return exists
-  end
+  local from, to = bound_of(args[1]), bound_of(args[2])
+  local plan = grep_plan()
   local out = {}
-  local last = exists and len() - 1 or -1
+  local last = is_array() and len() - 1 or -1
   if last < 0 then
     return out
   end
-  local lo, hi = bound_of(args[1], last), bound_of(args[2], last)
-  for _, m in ipairs(members(lo, hi)) do
+  local ends = { ['-'] = 0, ['+'] = last }
+  for _, m in ipairs(members(ends[from] or from, ends[to] or to)) do
     local i, v = split(m)
     if grep_matches(plan, v) then
       out[#out + 1] = plan.values and { i, v } or i
@@ -545,33 +451,39 @@ end
 
 local OPS = { SUM = 1, MIN = 1, MAX = 1, AND = 2, OR = 2, XOR = 2, USED = 3, MATCH = 3 }
 
+-- AROP's fold of the numeric operations (SUM, MIN, MAX) over one value.
+local function fold_number(op, acc, v)
+  local n = numeric(v)
+  if n == nil or acc == nil then
+    return n or acc
+  elseif op == 'SUM' then
+    return acc + n
+  end
+  return (op == 'MIN') and math.min(acc, n) or math.max(acc, n)
+end
+
+-- AROP's 64-bit words of one value for AND, OR, XOR: integers as they are, floats truncated
+-- toward zero; nil for a value that is neither or out of the int64 range.
+local function words(v)
+  local n, h, l = numeric(v)
+  if n and not h and math.abs(n) < 2 ^ 63 then
+    local t = n < 0 and math.ceil(n) or math.floor(n)
+    h, l = words_of(str(math.abs(t)), t < 0)
+  end
+  return h, l
+end
+
 local function arop()
-  if #args < 3 then
-    return arity()
-  end
-  local lo, e = index_of(args[1])
-  if lo == nil then
-    return e
-  end
-  local hi
-  hi, e = index_of(args[2])
-  if hi == nil then
-    return e
-  end
+  local lo, hi = index_of(args[1]), index_of(args[2])
   local op = string.upper(args[3])
   if not OPS[op] then
-    return fail('ERR unknown operation')
-  end
-  if op == 'MATCH' and #args ~= 4 then
-    return fail('ERR MATCH requires a value argument')
+    raise('ERR unknown operation')
+  elseif op == 'MATCH' and #args ~= 4 then
+    raise('ERR MATCH requires a value argument')
   elseif op ~= 'MATCH' and #args ~= 3 then
-    return arity()
+    arity()
   end
-  local exists = is_array()
-  if type(exists) == 'table' then
-    return exists
-  end
-  if not exists then
+  if not is_array() then
     return OPS[op] == 3 and 0 or false
   end
   local acc, hits, whi, wlo = nil, 0, nil, nil
@@ -580,115 +492,67 @@ local function arop()
     if op == 'USED' or (op == 'MATCH' and v == args[4]) then
       hits = hits + 1
     elseif OPS[op] == 1 then
-      local n = numeric(v)
-      if n == nil then -- luacheck: ignore 542 (not a number: skipped, as Redis does)
-      elseif acc == nil then
-        acc = n
-      elseif op == 'SUM' then
-        acc = acc + n
-      else
-        acc = (op == 'MIN') and math.min(acc, n) or math.max(acc, n)
-      end
+      acc = fold_number(op, acc, v)
     elseif OPS[op] == 2 then
-      local n, h, l = numeric(v)
-      if n and not h and math.abs(n) < 2 ^ 63 then
-        local t = n < 0 and math.ceil(n) or math.floor(n)
-        h, l = words_of(str(math.abs(t)), t < 0)
-      end
-      if h then
-        if whi == nil then
-          whi, wlo = h, l
-        else
-          whi, wlo = bitwise(op, whi, h), bitwise(op, wlo, l)
-        end
+      local h, l = words(v)
+      if h and whi == nil then
+        whi, wlo = h, l
+      elseif h then
+        whi, wlo = bitwise(op, whi, h), bitwise(op, wlo, l)
       end
     end
   end
   if OPS[op] == 3 then
     return hits
   elseif OPS[op] == 2 then
-    if whi == nil then
-      return false
-    end
-    local signed = whi >= 2 ^ 31 and whi - TWO32 or whi
-    return signed * TWO32 + wlo
+    return whi ~= nil and (whi >= 2 ^ 31 and whi - TWO32 or whi) * TWO32 + wlo
   end
-  if acc == nil then
-    return false
-  end
-  return number_text(acc)
+  return acc ~= nil and number_text(acc)
 end
 
 local function arnext()
-  if #args ~= 0 then
-    return arity()
-  end
-  local exists = is_array()
-  if type(exists) == 'table' then
-    return exists
-  end
-  local at = exists and cursor() or nil
+  local at = is_array() and cursor() or nil
   return at == nil and 0 or at + 1
 end
 
 local function arlastitems()
-  if #args ~= 1 and #args ~= 2 then
-    return arity()
-  end
   local n = int(args[1])
   if n == nil then
-    return fail('ERR invalid COUNT')
+    raise('ERR invalid COUNT')
   end
-  if n <= 0 then
-    return {}
+  local rev = #args == 2
+  if rev and string.upper(args[2]) ~= 'REV' then
+    raise(SYNTAX)
+  elseif #args > 2 then
+    arity()
   end
-  local rev = false
-  if #args == 2 then
-    if string.upper(args[2]) ~= 'REV' then
-      return fail(SYNTAX)
-    end
-    rev = true
-  end
-  local exists = is_array()
-  if type(exists) == 'table' then
-    return exists
-  end
-  if not exists then
+  if n <= 0 or not is_array() then
     return {}
   end
   local size = len()
-  local steps = math.min(n, count())
   local at = cursor() or size - 1
   local newest_first = {}
-  for s = 1, steps do
-    newest_first[s] = get(at)
+  for step = 1, math.min(n, count()) do
+    newest_first[step] = get(at)
     at = at == 0 and size - 1 or at - 1
   end
   if rev then
     return newest_first
   end
   local out = {}
-  for s = steps, 1, -1 do
-    out[#out + 1] = newest_first[s]
+  for step = #newest_first, 1, -1 do
+    out[#out + 1] = newest_first[step]
   end
   return out
 end
 
 local function arinfo()
-  local full = false
-  if #args > 0 then
-    if #args == 1 and string.upper(args[1]) == 'FULL' then
-      full = true
-    else
-      return fail(SYNTAX)
-    end
+  local full = #args == 1 and string.upper(args[1]) == 'FULL'
+  if #args > 0 and not full then
+    raise(SYNTAX)
   end
-  local exists = is_array()
-  if type(exists) == 'table' then
-    return exists
-  end
-  if not exists then
-    return fail('ERR no such key')
+  if not is_array() then
+    raise('ERR no such key')
   end
   local at = cursor()
   -- The slice fields describe Redis's memory layout, which an emulated array does not have.
@@ -708,33 +572,12 @@ end
 ---------------------------------------------------------------------------------------------
 -- Writes
 
--- The array for writing, created when missing; nil and the WRONGTYPE reply.
-local function writable()
-  local exists = is_array()
-  if type(exists) == 'table' then
-    return nil, exists
-  end
-  if not exists then
-    create()
-  end
-  return true
-end
-
 local function arset()
-  if #args < 2 then
-    return arity()
-  end
-  local start, e = index_of(args[1])
-  if start == nil then
-    return e
-  end
+  local start = index_of(args[1])
   if start + #args - 2 > MAX_INDEX then
-    return fail(UNSUPPORTED)
+    raise(UNSUPPORTED)
   end
-  local ok, wrong = writable()
-  if not ok then
-    return wrong
-  end
+  writable()
   local added = 0
   for n = 2, #args do
     added = added + put(start + n - 2, args[n])
@@ -743,17 +586,11 @@ local function arset()
 end
 
 local function armset()
-  if #args < 2 or #args % 2 ~= 0 then
-    return arity()
+  if #args % 2 ~= 0 then
+    arity()
   end
-  local list, e = indexes_at(args, 1, 2)
-  if not list then
-    return e
-  end
-  local ok, wrong = writable()
-  if not ok then
-    return wrong
-  end
+  local list = indexes_at(args, 1, 2)
+  writable()
   local added = 0
   for n, i in ipairs(list) do
     added = added + put(i, args[2 * n])
@@ -761,61 +598,40 @@ local function armset()
   return added
 end
 
-local function ardel()
-  if #args < 1 then
-    return arity()
-  end
-  local list, e = indexes_at(args, 1, 1)
-  if not list then
-    return e
-  end
-  local exists = is_array()
-  if exists ~= true then
-    return exists or 0
+-- ARDEL (each index a range of one) and ARDELRANGE: the values removed.
+local function delete_ranges(list, step)
+  if not is_array() then
+    return 0
   end
   local deleted = 0
-  for _, i in ipairs(list) do
-    deleted = deleted + redis.call('ZREMRANGEBYSCORE', key, str(i), str(i))
+  for n = 1, #list, step do
+    local a, b = list[n], list[n + step - 1]
+    deleted = deleted + redis.call('ZREMRANGEBYSCORE', key, str(math.min(a, b)),
+      str(math.max(a, b)))
   end
   drop_if_empty()
   return deleted
+end
+
+local function ardel()
+  return delete_ranges(indexes_at(args, 1, 1), 1)
 end
 
 local function ardelrange()
-  if #args < 2 or #args % 2 ~= 0 then
-    return arity()
+  if #args % 2 ~= 0 then
+    arity()
   end
-  local list, e = indexes_at(args, 1, 1)
-  if not list then
-    return e
-  end
-  local exists = is_array()
-  if exists ~= true then
-    return exists or 0
-  end
-  local deleted = 0
-  for n = 1, #list, 2 do
-    local lo, hi = math.min(list[n], list[n + 1]), math.max(list[n], list[n + 1])
-    deleted = deleted + redis.call('ZREMRANGEBYSCORE', key, str(lo), str(hi))
-  end
-  drop_if_empty()
-  return deleted
+  return delete_ranges(indexes_at(args, 1, 1), 2)
 end
 
 local function arinsert()
-  if #args < 1 then
-    return arity()
-  end
-  local ok, wrong = writable()
-  if not ok then
-    return wrong
-  end
+  writable()
   local at = cursor()
   local start = at == nil and 0 or at + 1
   local last = start + #args - 1
   if last > MAX_INDEX then
     drop_if_empty()
-    return fail(UNSUPPORTED)
+    raise(UNSUPPORTED)
   end
   for n, v in ipairs(args) do
     put(start + n - 1, v)
@@ -828,8 +644,8 @@ end
 -- walking back from the cursor, and store them again from index 0, oldest first.
 local function reshape(span, keep)
   local at = cursor()
-  local anchor = at == nil and span - 1 or math.fmod(at, span)
-  local kept, src = {}, anchor
+  local src = at == nil and span - 1 or math.fmod(at, span)
+  local kept = {}
   while #kept < keep do
     local v = get(src)
     if v == false then
@@ -839,7 +655,7 @@ local function reshape(span, keep)
     src = src == 0 and span - 1 or src - 1
   end
   redis.call('DEL', key)
-  create()
+  writable()
   for n, v in ipairs(kept) do
     put(n - 1, v)
   end
@@ -847,36 +663,23 @@ local function reshape(span, keep)
 end
 
 local function arring()
-  if #args < 2 then
-    return arity()
-  end
   local size = int(args[1])
   if size == nil then
-    return fail('ERR invalid size')
+    raise('ERR invalid size')
+  elseif size <= 0 then
+    raise('ERR size must be positive')
   end
-  if size <= 0 then
-    return fail('ERR size must be positive')
-  end
-  local ok, wrong = writable()
-  if not ok then
-    return wrong
-  end
-  local span = len()
-  local at = cursor()
-  if span > 0 and size ~= span then
-    if size < span then
-      reshape(span, size)
-    elseif at ~= nil and at + 1 < span then
-      reshape(span, span)
-    end
+  writable()
+  local span, at = len(), cursor()
+  if span > 0 and size < span then
+    reshape(span, size)
+  elseif span > 0 and size > span and at ~= nil and at + 1 < span then
+    reshape(span, span)
   end
   local written = 0
   for n = 2, #args do
     at = cursor()
-    written = at == nil and 0 or at + 1
-    if written >= size then
-      written = math.fmod(written, size)
-    end
+    written = math.fmod(at == nil and 0 or at + 1, size)
     put(written, args[n])
     set_cursor(written)
   end
@@ -884,16 +687,9 @@ local function arring()
 end
 
 local function arseek()
-  if #args ~= 1 then
-    return arity()
-  end
-  local i, e = index_of(args[1], true)
-  if i == nil then
-    return e
-  end
-  local exists = is_array()
-  if exists ~= true then
-    return exists or 0
+  local i = index_of(args[1], true)
+  if not is_array() then
+    return 0
   end
   set_cursor(i > 0 and i - 1 or nil)
   return 1
@@ -903,10 +699,10 @@ local READS = {
   arget = arget,
   armget = armget,
   arlen = function()
-    return arlen_or_count(len)
+    return is_array() and len() or 0
   end,
   arcount = function()
-    return arlen_or_count(count)
+    return is_array() and count() or 0
   end,
   argetrange = argetrange,
   arscan = arscan,
@@ -926,10 +722,16 @@ local WRITES = {
   arseek = arseek,
 }
 
-if READS[cmd] then
-  return READS[cmd]()
+local run = READS[cmd] or (not READ_ONLY and WRITES[cmd])
+if not run then
+  return fail("ERR unknown command '" .. cmd .. "'")
 end
-if WRITES[cmd] and not READ_ONLY then
-  return WRITES[cmd]()
+-- A raised error reply is returned as the reply: raised past the script, Redis would append the
+-- script's line to its text. Other errors (a bug, a failed redis.call) go on as they are.
+local ok, reply = pcall(run)
+if ok then
+  return reply
+elseif raised then
+  return fail(raised)
 end
-return fail("ERR unknown command '" .. cmd .. "'")
+error(reply, 0)
