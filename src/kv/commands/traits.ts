@@ -117,19 +117,6 @@ const COMMAND_TRAITS: Readonly<Record<string, readonly Trait[]>> = {
   "vector.count": ["gateway"],
   "vector.info": ["gateway"],
   "vector.query": ["gateway"],
-  // Upstash's search engine, served by the gateway on any Redis (src/kv/search/).
-  "search.create": ["gateway"],
-  "search.drop": ["gateway"],
-  "search.describe": ["gateway"],
-  "search.query": ["gateway"],
-  "search.count": ["gateway"],
-  "search.aggregate": ["gateway"],
-  "search.waitindexing": ["gateway"],
-  "search.reindex": ["gateway"],
-  "search.listindexes": ["gateway"],
-  "search.aliasadd": ["gateway"],
-  "search.aliasdel": ["gateway"],
-  "search.listaliases": ["gateway"],
 };
 
 const NO_TRAITS: readonly Trait[] = [];
