@@ -2,9 +2,9 @@ import os from "node:os";
 import { configDefaults, defineConfig } from "vitest/config";
 
 /**
- * Two tiers, chosen by project (README, "Testing"): `npm test` runs the projects "everyday" and
- * "everyday-partitioned", `npm run test:slow` runs "slow" and "slow-partitioned"; a bare
- * `vitest run` runs both tiers. Tiers are globs, not folders, so no test file has to move.
+ * Two tiers, chosen by project (CONTRIBUTING.md, "Tests"): `npm test` runs the projects
+ * "everyday" and "everyday-partitioned", `npm run test:slow` runs "slow" and "slow-partitioned";
+ * a bare `vitest run` runs both tiers. Tiers are globs, not folders, so no test file has to move.
  */
 
 /** Files of the slow tier: each needs a tool the everyday tier does not, or minutes of CPU. */
