@@ -36,6 +36,7 @@ const EVERYDAY_PARTITIONED = [
   "test/queue/queues.test.ts",
   "test/queue/dlq-api.test.ts",
   "test/workflow/runs.test.ts",
+  "test/console/dlq-count.test.ts",
 ];
 
 /**

@@ -1,15 +1,15 @@
 import type { RequestListener } from "node:http";
 import { loadConfig, type ConfigOverrides, type FlagValues } from "./config/load.js";
 import type { Config } from "./config/schema.js";
-import type { DatabaseCredentials } from "./kv/database-manager.js";
-import { ensureDefaultDatabase } from "./kv/default-database.js";
+import type { DatabaseCredentials } from "./kv/databases/database-manager.js";
+import { ensureDefaultDatabase } from "./kv/databases/default-database.js";
 import { createLogger } from "./shared/log.js";
 import { acquireInstanceLock } from "./runtime.js";
 import { emptyManagedStores } from "./dev.js";
 import { startServices } from "./serve.js";
 
 export type { Config } from "./config/schema.js";
-export type { DatabaseCredentials } from "./kv/database-manager.js";
+export type { DatabaseCredentials } from "./kv/databases/database-manager.js";
 export { DEV_CREDENTIALS, DEV_DATA_DIR, devOverrides } from "./dev.js";
 
 export interface StartOptions extends ConfigOverrides {

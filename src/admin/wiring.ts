@@ -1,5 +1,5 @@
 import type { Config } from "../config/schema.js";
-import { readRegistry } from "../kv/registry.js";
+import { readRegistry } from "../kv/databases/registry.js";
 import type { KvService } from "../kv/service.js";
 import type { QueueService } from "../queue/service.js";
 import type { Logger } from "../shared/log.js";

@@ -1,7 +1,7 @@
 import cluster from "node:cluster";
 import { start, type Stashd } from "../index.js";
-import { credentialsOf } from "../kv/database-manager.js";
-import { readRegistry } from "../kv/registry.js";
+import { credentialsOf } from "../kv/databases/database-manager.js";
+import { readRegistry } from "../kv/databases/registry.js";
 import { readQueueCredentials } from "../queue/credentials.js";
 import { messageOf } from "../shared/errors.js";
 import { createLogger } from "../shared/log.js";

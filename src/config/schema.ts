@@ -110,6 +110,42 @@ export const SETTINGS = {
     default: 5_000,
     doc: "A Lua script or function running longer is killed (SCRIPT/FUNCTION KILL) and its request answered with an error.",
   },
+  kvVectorMaxDimension: {
+    env: "STASHD_KV_VECTOR_MAX_DIMENSION",
+    kind: "int",
+    default: 32_768,
+    doc: "Largest DIM of a vector index (VECTOR.CREATE), and most elements in a vector argument.",
+  },
+  kvVectorMaxIndexBytes: {
+    env: "STASHD_KV_VECTOR_MAX_INDEX_BYTES",
+    kind: "int",
+    default: 256 * 1024 * 1024,
+    doc: "Most bytes of vectors (count × DIM × 4) in one vector index; VECTOR.ADD past it answers `ERR vector index full`.",
+  },
+  kvVectorCacheBytes: {
+    env: "STASHD_KV_VECTOR_CACHE_BYTES",
+    kind: "int",
+    default: 1024 * 1024 * 1024,
+    doc: "Memory per database for the in-process copies of vector indexes that VECTOR.QUERY reads (with their HNSW graphs); the least recently queried are dropped past it.",
+  },
+  kvVectorQueryTimeoutMs: {
+    env: "STASHD_KV_VECTOR_QUERY_TIMEOUT_MS",
+    kind: "int",
+    default: 2_000,
+    doc: "Longest a VECTOR.QUERY may take, loading the index into this process included; past it the query answers an error (a load goes on in the background).",
+  },
+  kvVectorMaxTopK: {
+    env: "STASHD_KV_VECTOR_MAX_TOPK",
+    kind: "int",
+    default: 1_000,
+    doc: "Largest TOPK of a VECTOR.QUERY.",
+  },
+  kvVectorHnswMinVectors: {
+    env: "STASHD_KV_VECTOR_HNSW_MIN_VECTORS",
+    kind: "int",
+    default: 20_000,
+    doc: "Vector indexes with fewer vectors answer every profile by an exact scan; larger ones get an HNSW graph for the FAST and BALANCED profiles (PRECISE always scans).",
+  },
   kvUnkillableScriptGraceMs: {
     env: "STASHD_KV_UNKILLABLE_SCRIPT_GRACE_MS",
     kind: "int",

@@ -3,8 +3,8 @@ import { BodyBudget } from "../shared/http/body.js";
 import { listen, type RunningHttpServer } from "../shared/http/server.js";
 import { instrument, requestLogging } from "../shared/instrument.js";
 import type { Logger } from "../shared/log.js";
-import { DatabaseManager, type DatabaseCredentials } from "./database-manager.js";
-import { KvHttpHandler } from "./http.js";
+import { DatabaseManager, type DatabaseCredentials } from "./databases/database-manager.js";
+import { KvHttpHandler } from "./http/http.js";
 
 export interface KvService {
   url: string;

@@ -26,9 +26,9 @@ import { ScheduleStore } from "./store/schedule-store.js";
 import { SigningKeys } from "./store/signing-keys.js";
 import { TopicStore } from "./store/topic-store.js";
 import { QueueTokenWatch } from "./token-watch.js";
-import { WorkflowDelivery } from "./workflow/delivery.js";
-import { startRepair } from "./workflow/repair.js";
-import { MAX_RUN_ENTRIES, WorkflowStore } from "./workflow/store.js";
+import { WorkflowDelivery } from "./workflow/engine/delivery.js";
+import { startRepair } from "./workflow/engine/repair.js";
+import { MAX_RUN_ENTRIES, WorkflowStore } from "./workflow/state/store.js";
 
 export interface QueueService {
   url: string;

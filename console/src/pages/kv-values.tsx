@@ -1,4 +1,5 @@
 import { useState } from "preact/hooks";
+import { flatReply } from "../api.js";
 import { Action, Pre } from "../ui.js";
 import type { KeyView } from "./kv-key.js";
 
@@ -10,9 +11,11 @@ type CompareAndWrite = (read: string[], expected: string, ...writes: string[][])
 const removedMark = () => `\u0000stashd-console-removed-${crypto.randomUUID()}`;
 
 /**
- * The value of a key, editable in the way its type allows. Edits of a value the page shows (a
- * string, a hash field, a list element, a score) are compare-and-writes: when the value changed
- * since it was loaded nothing is written (the caller says so). List elements go by index.
+ * The value of a key, editable in the way its type allows. Every edit or removal of something the
+ * page shows (a string, a JSON document, a hash field, a list element, a set member, a score, a
+ * stream entry) is a compare-and-write: when it changed since it was loaded nothing is written
+ * (the caller says so). List elements go by index. Adding (a field, member, element, entry) is a
+ * plain write, except that a hash field or set member that exists already is refused.
  */
 export function ValueEditor(p: { view: KeyView; write: Write; cas: CompareAndWrite }) {
   const { view, write, cas } = p;
@@ -35,7 +38,7 @@ export function ValueEditor(p: { view: KeyView; write: Write; cas: CompareAndWri
         <JsonEditor
           key={String(view.value ?? "")}
           value={String(view.value ?? "[]")}
-          save={(v) => write(["JSON.SET", k, "$", v])}
+          save={(v) => cas(["JSON.GET", k, "$"], String(view.value ?? ""), ["JSON.SET", k, "$", v])}
         />
       );
     case "hash":
@@ -48,7 +51,8 @@ export function ValueEditor(p: { view: KeyView; write: Write; cas: CompareAndWri
           remove={(r) => cas(["HGET", k, r.id], r.value, ["HDEL", k, r.id])}
           add={(f, v) => {
             if (f === "") throw new Error("a hash field needs a name");
-            return write(["HSET", k, f, v]);
+            // HEXISTS answers 0 while the field is new: a field that appeared meanwhile is kept.
+            return cas(["HEXISTS", k, f], "0", ["HSET", k, f, v]);
           }}
         />
       );
@@ -82,7 +86,7 @@ export function ValueEditor(p: { view: KeyView; write: Write; cas: CompareAndWri
           kind="set"
           rows={(view.value as string[]).map((m) => ({ id: m, label: m, value: "" }))}
           labels={["Member", ""]}
-          remove={(r) => write(["SREM", k, r.id])}
+          remove={(r) => cas(["SISMEMBER", k, r.id], "1", ["SREM", k, r.id])}
           add={(f) => write(["SADD", k, f])}
           addValue={false}
         />
@@ -93,9 +97,9 @@ export function ValueEditor(p: { view: KeyView; write: Write; cas: CompareAndWri
           kind="zset"
           rows={(view.value as [string, string][]).map(([m, s]) => ({ id: m, label: m, value: s }))}
           labels={["Member", "Score"]}
-          save={(r, v) => write(["ZADD", k, v, r.id])}
-          remove={(r) => write(["ZREM", k, r.id])}
-          add={(m, s) => write(["ZADD", k, s || "0", m])}
+          save={(r, v) => cas(["ZSCORE", k, r.id], r.value, ["ZADD", k, checkScore(v), r.id])}
+          remove={(r) => cas(["ZSCORE", k, r.id], r.value, ["ZREM", k, r.id])}
+          add={(m, s) => write(["ZADD", k, checkScore(s || "0"), m])}
         />
       );
     case "stream":
@@ -106,9 +110,10 @@ export function ValueEditor(p: { view: KeyView; write: Write; cas: CompareAndWri
             id,
             label: id,
             value: fields.map(([f, v]) => `${f}=${v}`).join("  "),
+            entry: flatReply([[id, fields]]),
           }))}
           labels={["Entry id", "Fields"]}
-          remove={(r) => write(["XDEL", k, r.id])}
+          remove={(r) => cas(["XRANGE", k, r.id, r.id], r.entry ?? "", ["XDEL", k, r.id])}
           add={(f, v) => write(["XADD", k, "*", f, v])}
           readOnlyValues
         />
@@ -218,6 +223,17 @@ interface Row {
   id: string;
   label: string;
   value: string;
+  /** Streams: the entry as XRANGE answers it, flattened (flatReply), to compare before XDEL. */
+  entry?: string;
+}
+
+/** A sorted-set score as typed: a number (or ±inf), trimmed; else an error saying so. */
+export function checkScore(text: string): string {
+  const t = text.trim();
+  if (!/^[+-]?(inf|\d+(\.\d*)?([eE][+-]?\d+)?|\.\d+([eE][+-]?\d+)?)$/i.test(t)) {
+    throw new Error(`a score must be a number, not "${text}"`);
+  }
+  return t;
 }
 
 /** Members of a collection, each with its own save/remove, and a row to add one. */

@@ -1,6 +1,13 @@
 import { ApiError, queue, queueSend } from "../api.js";
 import { Action, ErrorLine, Facts, fmtTime, HeaderList, Panel, Pre, useLoad } from "../ui.js";
+import { href } from "../routes.js";
 import type { LogEvent } from "./events.js";
+
+/** The workflow run a message belongs to, from its `Upstash-Workflow-RunId` header. */
+export function workflowRunOf(header: Record<string, string[]> | undefined): string | undefined {
+  const name = Object.keys(header ?? {}).find((h) => h.toLowerCase() === "upstash-workflow-runid");
+  return name ? header?.[name]?.[0] : undefined;
+}
 
 /** A message as GET /v2/messages/{id} renders it (DLQ entries add to it). */
 export interface Message {
@@ -63,6 +70,7 @@ export function MessageDetail(p: { event: LogEvent; onClose: () => void; onChang
               ["Not before", fmtTime(m.notBefore)],
               ["Max retries", String(m.maxRetries)],
               ["Queue / group", m.queueName ?? m.topicName ?? "—"],
+              ["Workflow run", <RunLink id={workflowRunOf(m.header)} />],
             ]}
           />
           <h3>Headers</h3>
@@ -75,4 +83,9 @@ export function MessageDetail(p: { event: LogEvent; onClose: () => void; onChang
       <Pre value={p.event} />
     </Panel>
   );
+}
+
+/** A link to a workflow run's page, or "—". */
+export function RunLink(p: { id: string | undefined }) {
+  return p.id ? <a href={href.workflowRun(p.id)}>{p.id}</a> : <>—</>;
 }

@@ -19,12 +19,21 @@ export interface KeyRow {
   type: string;
   /** Milliseconds left, -1 when persistent. */
   ttl: number;
+  /** Bytes the key takes in Redis (MEMORY USAGE, sampled for big collections); null if unknown. */
+  size: number | null;
 }
 
 export interface ScanPage {
   /** "0" when the scan is complete. */
   cursor: string;
   keys: KeyRow[];
+  /**
+   * Keys this request's SCAN steps visited, about (the sum of their COUNT hints, at most the
+   * database's size): with a rare pattern many are visited for few matches.
+   */
+  scanned: number;
+  /** The database's key count (DBSIZE) when the page was read. */
+  total: number;
 }
 
 interface Db {
@@ -48,6 +57,7 @@ export async function scanKeys(
   if (type !== "" && !TYPES.has(type)) throw new AppError("bad_request", `unknown type ${type}`);
   const found: string[] = [];
   let next = cursor;
+  let visited = 0;
   // COUNT starts at a page and doubles while matches are sparse: a dense keyspace answers with
   // about one page, a rare pattern still walks quickly through a large keyspace.
   let count = PAGE;
@@ -57,10 +67,16 @@ export async function scanKeys(
     const [reply] = await kvCommands(db.kvUrl, db.token, [args]);
     const [c, keys] = resultOf(reply) as [string, string[]];
     next = c;
+    visited += count;
     found.push(...keys);
     if (next === "0" || found.length >= PAGE) break;
   }
-  return { cursor: next, keys: await describe(db, found) };
+  const [keys, size] = await Promise.all([
+    describe(db, found),
+    kvCommands(db.kvUrl, db.token, [["DBSIZE"]]),
+  ]);
+  const total = Number(resultOf(size[0]));
+  return { cursor: next, keys, scanned: Math.min(visited, total), total };
 }
 
 async function describe(db: Db, keys: string[]): Promise<KeyRow[]> {
@@ -71,15 +87,16 @@ async function describe(db: Db, keys: string[]): Promise<KeyRow[]> {
     keys.flatMap((k) => [
       ["TYPE", k],
       ["PTTL", k],
+      ["MEMORY", "USAGE", k],
     ]),
   );
   return keys.map((key, i) => {
-    const t = replies[2 * i];
-    const ttl = replies[2 * i + 1];
+    const [t, ttl, size] = replies.slice(3 * i, 3 * i + 3);
     return {
       key,
       type: t && "result" in t ? String(t.result) : "none",
       ttl: ttl && "result" in ttl ? Number(ttl.result) : -1,
+      size: size && "result" in size && size.result !== null ? Number(size.result) : null,
     };
   });
 }
