@@ -32,7 +32,9 @@ export async function startStashdChild(
   const args = ["start", "--data-dir", dataDir, "--kv-port", String(port), "--queue-port", "0"];
   args.push("--admin-port", "0", "--log-level", "warn");
   const child = spawn(process.execPath, [...(opts.nodeFlags ?? []), bin, ...args], {
-    env: { ...process.env, ...env, STASHD_KV_REDIS_URL: redisUrl },
+    // One process (bench/workers.ts measures worker counts): the memory and CPU profile read
+    // here are this pid's, comparable with the figures before issue 29.
+    env: { ...process.env, STASHD_WORKERS: "1", ...env, STASHD_KV_REDIS_URL: redisUrl },
     stdio: ["ignore", "ignore", "inherit"],
   });
   await waitForHttp(`http://127.0.0.1:${port}/`);

@@ -75,7 +75,8 @@ interface Running {
  * `redisUrl`: the log level is the default, info) on a fresh data dir.
  */
 async function startStashd(dataDir: string, redisUrl: string, env: Record<string, string>) {
-  const settings = { STASHD_LOG_LEVEL: "info", STASHD_KV_REDIS_URL: redisUrl, ...env };
+  const defaults = { STASHD_LOG_LEVEL: "info", STASHD_WORKERS: "0" }; // startQueueChild pins 1
+  const settings = { ...defaults, STASHD_KV_REDIS_URL: redisUrl, ...env };
   const s = await startQueueChild(BIN, dataDir, settings);
   if (!s.kv) throw new Error("stashd runs without the KV gateway");
   return {

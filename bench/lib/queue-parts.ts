@@ -100,6 +100,9 @@ export async function startQueueChild(
       STASHD_QUEUE_PORT: "0",
       STASHD_ADMIN_PORT: "0",
       STASHD_LOG_LEVEL: "warn",
+      // One process, as before issue 29: these benches read CPU and memory of this pid, and
+      // compare builds with their earlier figures. bench/workers.ts measures worker counts.
+      STASHD_WORKERS: "1",
       ...env,
     },
     // stderr shown: a child that fails to start says why.
