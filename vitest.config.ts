@@ -17,6 +17,8 @@ const SLOW = [
   "test/ops/container.test.ts",
   // The web console's pages in Chromium (test/console/api.test.ts, plain HTTP, stays everyday).
   "test/console/*-pages.test.ts",
+  // `stashd start` with 2 worker processes: kills and restarts under load (about a minute).
+  "test/ops/workers.test.ts",
   // The benchmarks' --smoke runs.
   "test/bench/**/*.test.ts",
 ];
@@ -34,6 +36,7 @@ const EVERYDAY_PARTITIONED = [
   "test/queue/queues.test.ts",
   "test/queue/dlq-api.test.ts",
   "test/workflow/runs.test.ts",
+  "test/console/dlq-count.test.ts",
 ];
 
 /**

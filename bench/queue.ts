@@ -31,7 +31,6 @@
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { Pool } from "undici";
 import { stopChild } from "../test/harness/redis.js";
 import { cpuMs, rssMb } from "./lib/proc.js";
 import {
@@ -44,6 +43,7 @@ import {
   type Rate,
 } from "./lib/queue-parts.js";
 import { fsyncAlwaysSet, type AnchorRow } from "./lib/redis-anchor.js";
+import { bareLoop, latency, publishBacklog } from "./lib/queue-measures.js";
 import { describeGrowth, growthBetween, snapshotFlags, takeSnapshot } from "./lib/heap.js";
 
 const smoke = process.argv.includes("--smoke");
@@ -55,7 +55,6 @@ const seconds = smoke ? 1 : Number(option("--seconds")) || 4;
 const BIN = path.resolve(option("--stashd") ?? "bin/stashd");
 /** `--heap-snapshots DIR`: the soak's heap snapshots are written there (bench/lib/heap.ts). */
 const heapDir = option("--heap-snapshots");
-const now = (): number => performance.timeOrigin + performance.now();
 
 /** CPU per request of this (the load generator's) process while `work` runs, µs. */
 async function ownCpu<T>(count: (r: T) => number, work: () => Promise<T>) {
@@ -63,30 +62,6 @@ async function ownCpu<T>(count: (r: T) => number, work: () => Promise<T>) {
   const result = await work();
   const used = process.cpuUsage(before);
   return { result, cpuUs: (used.user + used.system) / count(result) };
-}
-
-function pct(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
-}
-
-/** `connections` concurrent POST loops through one undici Pool for `secs` seconds. */
-async function bareLoop(url: string, connections: number, secs: number): Promise<Rate> {
-  const pool = new Pool(new URL(url).origin, { connections });
-  const lat: number[] = [];
-  const end = Date.now() + secs * 1000;
-  await Promise.all(
-    Array.from({ length: connections }, async () => {
-      while (Date.now() < end) {
-        const t = now();
-        const res = await pool.request({ path: "/bare", method: "POST", body: "x" });
-        await res.body.dump();
-        lat.push(now() - t);
-      }
-    }),
-  );
-  await pool.close();
-  lat.sort((a, b) => a - b);
-  return { rps: lat.length / secs, p50: pct(lat, 50), p99: pct(lat, 99) };
 }
 
 const publishLoad = (
@@ -144,32 +119,7 @@ async function deliveries(
   rate: number,
   extra: Record<string, string> = {},
 ) {
-  const { url: base, token } = stashd;
-  const pool = new Pool(base, { connections: 20 });
-  const releaseAt = Math.ceil((Date.now() + (n / rate) * 1000 * 1.5 + 1500) / 1000);
-  const headers = {
-    authorization: `Bearer ${token}`,
-    "upstash-not-before": String(releaseAt),
-    ...extra,
-  };
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: 20 }, async () => {
-      while (next++ < n) {
-        const res = await pool.request({
-          path: `/v2/publish/${rx}/d`,
-          method: "POST",
-          headers,
-          body: "d",
-        });
-        await res.body.dump();
-      }
-    }),
-  );
-  await pool.close();
-  const wait = releaseAt * 1000 - Date.now();
-  if (wait < 0) throw new Error("publishing the backlog took longer than planned");
-  await new Promise((r) => setTimeout(r, wait));
+  await publishBacklog(stashd.url, stashd.token, rx, n, rate, extra);
   await stats(rx);
   const t = Date.now();
   const cpu0 = cpuOf(stashd.pids);
@@ -177,28 +127,6 @@ async function deliveries(
   const cpu = cpuPer(stashd.pids, cpu0, got);
   if (got < n) throw new Error(`only ${got} of ${n} backlog messages were delivered`);
   return { rps: got / ((Date.now() - t) / 1000), cpu };
-}
-
-async function latency(base: string, token: string, rx: string, samples: number) {
-  const pool = new Pool(base, { connections: 1 });
-  for (let i = 0; i < samples; i++) {
-    const headers = {
-      authorization: `Bearer ${token}`,
-      "upstash-forward-x-bench-t": String(now()),
-    };
-    const res = await pool.request({
-      path: `/v2/publish/${rx}/lat`,
-      method: "POST",
-      headers,
-      body: "l",
-    });
-    await res.body.dump();
-    await new Promise((r) => setTimeout(r, 2));
-  }
-  await pool.close();
-  await new Promise((r) => setTimeout(r, 500));
-  const lat = (await stats(rx)).lat.sort((a, b) => a - b);
-  return { n: lat.length, p50: pct(lat, 50), p99: pct(lat, 99) };
 }
 
 /**

@@ -1,7 +1,7 @@
 /**
  * The rate check of reliability scenario 1 (bench/reliability-processes.ts). A flow-control
  * key's rate limits how many of its messages are admitted per period (retries do not count, see
- * src/queue/store/lua/flow-includes.ts). Admission is not logged, but a message's first claim
+ * src/queue/store/lua/includes/fc-admit.lua). Admission is not logged, but a message's first claim
  * (its first ACTIVE event, written by the claim script in Redis) follows its admission, after a
  * claim delay of a few ms, or a few hundred on a saturated machine. Claims are read from the
  * logs, not from the receiver, because a process killed between claim and request delays the

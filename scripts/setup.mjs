@@ -4,7 +4,9 @@
 // machine with Node 20 needs nothing else. The slow test tier (`npm run test:slow`) passes
 // --with-browser, which also installs Debian's chromium for the console's browser tests, and
 // --with-containers, which installs podman, debootstrap and runc for the container image test
-// (test/ops/container.test.ts); the everyday tier needs neither. Plain JavaScript with no
+// (test/ops/container.test.ts); the everyday tier needs neither. The benches (`npm run bench:kv`,
+// `bench:queue`) pass --with-bench, which installs Debian's webdis (the KV anchor) and wrk (the
+// load generator; autocannon stands in where it cannot be installed). Plain JavaScript with no
 // dependencies, because it runs before `npm ci`.
 import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, statSync, utimesSync } from "node:fs";
@@ -112,6 +114,19 @@ function ensureContainerTools() {
   }
 }
 
+/** The benches' anchor and load generator; each is optional there (the bench says what it skips). */
+function ensureBenchTools() {
+  for (const [pkg, binary] of [
+    ["webdis", "webdis"],
+    ["wrk", "wrk"],
+  ]) {
+    if (hasBinary(binary) || aptInstall(pkg, binary)) continue;
+    say(
+      `${binary} is not installed and could not be (apt-get install ${pkg}): the bench goes without it`,
+    );
+  }
+}
+
 function ensureRedis() {
   const chosen = process.env.STASHD_REDIS_SERVER;
   if (chosen) {
@@ -147,6 +162,7 @@ ensureRedis();
 ensureLuacheck();
 if (process.argv.includes("--with-browser")) ensureChromium();
 if (process.argv.includes("--with-containers")) ensureContainerTools();
+if (process.argv.includes("--with-bench")) ensureBenchTools();
 build();
 const redisBin = process.env.STASHD_REDIS_SERVER || "redis-server";
 const version = execFileSync(redisBin, ["--version"]).toString().trim().split(" ")[2] ?? "?";

@@ -1,7 +1,7 @@
 import { rmSync } from "node:fs";
 import { loadConfig, type ConfigOverrides, type FlagValues } from "./config/load.js";
 import type { Config } from "./config/schema.js";
-import { managedDir, readRegistry } from "./kv/registry.js";
+import { managedDir, readRegistry } from "./kv/databases/registry.js";
 import { queueCredentialsFile } from "./queue/credentials.js";
 import { AppError } from "./shared/errors.js";
 import { managedQueueDir } from "./queue/service.js";

@@ -85,7 +85,14 @@ export async function startQueueChild(
   dataDir: string,
   env: Record<string, string> = {},
   nodeArgs: string[] = [],
-): Promise<{ child: ChildProcess; url: string; token: string; admin?: string }> {
+): Promise<{
+  child: ChildProcess;
+  url: string;
+  token: string;
+  admin?: string;
+  /** The KV gateway's URL and its `default` database's token. */
+  kv?: { url: string; token: string };
+}> {
   const child = spawn(process.execPath, [...nodeArgs, bin, "start", "--data-dir", dataDir], {
     env: {
       ...process.env,
@@ -105,9 +112,16 @@ export async function startQueueChild(
       running?: boolean;
       queue?: { url: string; token: string };
       admin?: { url: string };
+      kv?: { url: string; databases: { token: string }[] };
     };
     if (creds.running && creds.queue) {
-      return { child, ...creds.queue, ...(creds.admin ? { admin: creds.admin.url } : {}) };
+      const kv = creds.kv && { url: creds.kv.url, token: creds.kv.databases[0]?.token ?? "" };
+      return {
+        child,
+        ...creds.queue,
+        ...(creds.admin ? { admin: creds.admin.url } : {}),
+        ...(kv ? { kv } : {}),
+      };
     }
     if (child.exitCode !== null) break;
     await new Promise((r) => setTimeout(r, 100));

@@ -48,11 +48,14 @@ export async function fsyncAlwaysSet(
   }
 }
 
-/** One `redis-benchmark --csv` run: `"SET","rps","avg","min","p50","p95","p99","max"`. */
-export async function redisBenchmark(args: string[]) {
+/**
+ * One `redis-benchmark --csv` run: `"SET","rps","avg","min","p50","p95","p99","max"`; the row of
+ * `command` (SET unless said).
+ */
+export async function redisBenchmark(args: string[], command = "SET") {
   try {
     const { stdout } = await promisify(execFile)("redis-benchmark", args, { encoding: "utf8" });
-    const line = stdout.split("\n").find((l) => l.startsWith('"SET"')) ?? "";
+    const line = stdout.split("\n").find((l) => l.startsWith(`"${command}"`)) ?? "";
     const f = line.split(",").map((x) => Number(x.replace(/"/g, "")));
     return { rps: f[1] ?? NaN, p50: f[4] ?? NaN, p99: f[6] ?? NaN };
   } catch (err) {

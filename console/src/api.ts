@@ -118,7 +118,9 @@ export async function kvWrite(db: string, ...commands: string[][]): Promise<unkn
 /**
  * Compare-and-write (one Lua script, so atomic): runs `read` and, only when it still answers
  * `expected` (what the page showed), the `writes`. Answers whether it wrote. Every command works
- * on `key` alone (KEYS[1]); the key also appears in the commands' own arguments.
+ * on `key` alone (KEYS[1]); the key also appears in the commands' own arguments. A number reply
+ * compares as its decimal text, nil as "", and an array reply (XRANGE) as its strings flattened
+ * in order, joined by NUL (see `flatReply`).
  */
 const COMPARE_AND_WRITE = `local i = 1
 local function take()
@@ -131,10 +133,27 @@ end
 local current = redis.call(unpack(take()))
 local expected = ARGV[i]
 i = i + 1
+local function flat(v, out)
+  if type(v) == 'table' then
+    for _, x in ipairs(v) do flat(x, out) end
+  else
+    out[#out + 1] = tostring(v)
+  end
+  return out
+end
 if type(current) == 'number' then current = tostring(current) end
+if type(current) == 'table' then current = table.concat(flat(current, {}), '\\0') end
 if current ~= expected then return 0 end
 while i <= #ARGV do redis.call(unpack(take())) end
 return 1`;
+
+/** An array reply as the compare-and-write script compares it: strings flattened, NUL-joined. */
+export function flatReply(value: unknown): string {
+  const out: string[] = [];
+  const walk = (v: unknown) => (Array.isArray(v) ? v.forEach(walk) : out.push(String(v)));
+  walk(value);
+  return out.join("\u0000");
+}
 
 /** Thrown when a compare-and-write found a value other than the one the page showed. */
 export class ChangedError extends ApiError {

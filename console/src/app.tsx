@@ -1,4 +1,5 @@
 import { useEffect, useRef, useState } from "preact/hooks";
+import { useRoute, type Route } from "./routes.js";
 import { ApiError, get, request, UNREACHABLE, whenLoggedOut } from "./api.js";
 import { Login } from "./login.js";
 import { DlqPage } from "./pages/dlq.js";
@@ -10,11 +11,21 @@ import { QueuesPage } from "./pages/queues.js";
 import { SchedulesPage } from "./pages/schedules.js";
 import { SigningKeysPage } from "./pages/signing-keys.js";
 import { UrlGroupsPage } from "./pages/url-groups.js";
+import { RunPage } from "./pages/workflow-run.js";
 import { WorkflowsPage } from "./pages/workflows.js";
 import { announceReconnect, fmtCount, fmtTime, messageOf, Toasts, useInterval } from "./ui.js";
 
 export interface Summary {
-  queue: { ready: number; delayed: number; inFlight: number; pending: number; dlq: number } | null;
+  queue: {
+    ready: number;
+    delayed: number;
+    inFlight: number;
+    pending: number;
+    /** Message entries: what the DLQ page lists. */
+    dlq: number;
+    /** Workflow runs' entries: what the workflow DLQ tab lists. */
+    workflowDlq: number;
+  } | null;
   schedules: number | null;
   queues: number | null;
   urlGroups: number | null;
@@ -57,17 +68,6 @@ const NAV: [string, string][] = [
   ["signing-keys", "Signing keys"],
 ];
 
-function useHashRoute(): string[] {
-  const read = () => location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
-  const [route, setRoute] = useState(read);
-  useEffect(() => {
-    const on = () => setRoute(read());
-    addEventListener("hashchange", on);
-    return () => removeEventListener("hashchange", on);
-  }, []);
-  return route;
-}
-
 export function App() {
   const [session, setSession] = useState<Session | null | undefined>(undefined);
   const check = () => get<Session>("session").then(setSession, () => setSession(null));
@@ -89,7 +89,7 @@ export function App() {
 }
 
 function Shell(p: { session: Session; onLogout: () => void }) {
-  const route = useHashRoute();
+  const route = useRoute();
   const [summary, setSummary] = useState<Summary | undefined>();
   const [conn, setConn] = useState<Connection>({
     state: "connecting",
@@ -109,7 +109,7 @@ function Shell(p: { session: Session; onLogout: () => void }) {
       (s) => update(connectionOf(s, conn.lastLive), s),
       (err: unknown) => update(offline(err, conn.lastLive), undefined),
     );
-  const page = route[0] || "messages";
+  const page = route.page || "messages";
   // Counts refresh on every page change too, so a page never opens next to stale numbers.
   useEffect(poll, [page]);
   useInterval(poll, SUMMARY_EVERY_MS);
@@ -133,7 +133,7 @@ function Shell(p: { session: Session; onLogout: () => void }) {
           <a
             key={db}
             href={`#/kv/${encodeURIComponent(db)}`}
-            class={page === "kv" && route[1] === db ? "active" : ""}
+            class={page === "kv" && route.rest[0] === db ? "active" : ""}
           >
             <span>{db}</span>
             <span class="count">
@@ -153,7 +153,7 @@ function Shell(p: { session: Session; onLogout: () => void }) {
             it loads again when the connection is back.
           </p>
         )}
-        <PageFor route={route} page={page} session={p.session} />
+        <PageFor route={route} session={p.session} />
       </main>
     </div>
   );
@@ -163,6 +163,7 @@ function navCount(id: string, s: Summary | undefined): string {
   if (!s) return "";
   const n: Record<string, number | null | undefined> = {
     messages: s.queue?.pending,
+    dlq: s.queue?.dlq,
     schedules: s.schedules,
     queues: s.queues,
     "url-groups": s.urlGroups,
@@ -208,9 +209,9 @@ function StatusBar(p: { summary: Summary | undefined; conn: Connection }) {
     ["ready", q?.ready],
     ["delayed", q?.delayed],
     ["in flight", q?.inFlight],
-    // The queue's DLQ count holds the workflow DLQ's entries too (one store): labelled as such,
-    // and not put next to the DLQ page, which lists message entries only.
-    ["failed (DLQ + workflow DLQ)", q?.dlq],
+    // Counted apart on the server (lua/depth.lua), so each matches its own list.
+    ["DLQ", q?.dlq],
+    ["workflow DLQ", q?.workflowDlq],
   ];
   return (
     <div class="status" aria-label="Live counts">
@@ -227,16 +228,23 @@ function StatusBar(p: { summary: Summary | undefined; conn: Connection }) {
   );
 }
 
-function PageFor(p: { route: string[]; page: string; session: Session }) {
-  switch (p.page) {
+/**
+ * The page of a route (routes.ts has the URL forms). A list page is keyed by its filters, so new
+ * filters (a link, back/forward) start it afresh at its first page; the object open is a prop.
+ */
+function PageFor(p: { route: Route; session: Session }) {
+  const { page, rest, params } = p.route;
+  const id = rest[0];
+  const filters = params.toString();
+  switch (page) {
     case "dlq":
-      return <DlqPage />;
+      return <DlqPage key={filters} id={id} params={params} />;
     case "logs":
-      return <LogsPage />;
+      return <LogsPage key={filters} params={params} />;
     case "schedules":
-      return <SchedulesPage />;
+      return <SchedulesPage id={id} />;
     case "queues":
-      return <QueuesPage />;
+      return <QueuesPage name={id} />;
     case "url-groups":
       return <UrlGroupsPage />;
     case "flow-control":
@@ -244,12 +252,19 @@ function PageFor(p: { route: string[]; page: string; session: Session }) {
     case "signing-keys":
       return <SigningKeysPage />;
     case "workflows":
-      return <WorkflowsPage key={p.route[1] ?? ""} tab={p.route[1]} />;
+      return rest[0] === "runs" && rest[1] !== undefined ? (
+        <RunPage key={rest[1]} workflowRunId={rest[1]} />
+      ) : (
+        <WorkflowsPage key={`${id ?? ""}?${filters}`} tab={id} params={params} />
+      );
     case "kv": {
-      const db = p.route[1] ?? p.session.databases[0] ?? "default";
-      return <KvPage key={db} db={db} />;
+      const db = id ?? p.session.databases[0] ?? "default";
+      const key = rest[1] === "key" ? rest[2] : undefined;
+      return <KvPage key={db} db={db} selected={key} params={params} />;
     }
     default:
-      return <MessagesPage />;
+      return (
+        <MessagesPage key={filters} id={page === "messages" ? id : undefined} params={params} />
+      );
   }
 }

@@ -1,4 +1,5 @@
-import { useState } from "preact/hooks";
+import { useEffect, useState } from "preact/hooks";
+import { paramsOf } from "./routes.js";
 import { Field, Form, Select } from "./ui.js";
 
 /** The SDKs' list filters (docs/qstash-protocol.md, logs and DLQ), as the console offers them. */
@@ -11,6 +12,7 @@ export interface Filters {
   scheduleId: string;
   label: string;
   flowControlKey: string;
+  workflowRunId: string;
   responseStatus: string;
   fromDate: string;
   toDate: string;
@@ -25,6 +27,7 @@ export const NO_FILTERS: Filters = {
   scheduleId: "",
   label: "",
   flowControlKey: "",
+  workflowRunId: "",
   responseStatus: "",
   fromDate: "",
   toDate: "",
@@ -43,12 +46,21 @@ const STATES: [string, string][] = [
   ["CANCELLED", "cancelled"],
 ];
 
-/** Query parameters of the filters (dates as epoch ms, as the API takes them). */
-export function filterParams(f: Filters): Record<string, string> {
+/** The filters a URL's query names (#/logs?state=ERROR); the others empty. */
+export function filtersFrom(params: URLSearchParams): Filters {
+  return paramsOf(params, Object.keys(NO_FILTERS) as (keyof Filters)[]);
+}
+
+/**
+ * Query parameters of the filters: for the API (dates as epoch ms, as it takes them), or with
+ * `forApi` false for the console's URL (dates as typed, so the form shows them again).
+ */
+export function filterParams(f: Filters, forApi = true): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(f)) {
     if (v === "") continue;
-    out[k] = k === "fromDate" || k === "toDate" ? String(new Date(v).getTime()) : v;
+    const date = forApi && (k === "fromDate" || k === "toDate");
+    out[k] = date ? String(new Date(v).getTime()) : v;
   }
   return out;
 }
@@ -60,6 +72,9 @@ export function FilterBar(p: {
   onApply: (f: Filters) => void;
 }) {
   const [f, setF] = useState(p.initial);
+  // The fields follow the URL (back/forward, a pasted link), not only what was typed.
+  const shown = JSON.stringify(p.initial);
+  useEffect(() => setF(p.initial), [shown]);
   const set = (k: keyof Filters) => (v: string) => setF({ ...f, [k]: v });
   const labels: Record<keyof Filters, string> = {
     messageId: "Message id",
@@ -70,6 +85,7 @@ export function FilterBar(p: {
     scheduleId: "Schedule id",
     label: "Label",
     flowControlKey: "Flow-control key",
+    workflowRunId: "Workflow run",
     responseStatus: "Response status",
     fromDate: "From",
     toDate: "To",

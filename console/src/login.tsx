@@ -12,7 +12,8 @@ export function Login(p: { onDone: () => void }) {
     setBusy(true);
     setError(undefined);
     try {
-      await request("POST", "login", { token });
+      // A pasted token often brings a space or a line break along: tokens never contain them.
+      await request("POST", "login", { token: token.trim() });
       setToken("");
       p.onDone();
     } catch (err) {
@@ -42,7 +43,7 @@ export function Login(p: { onDone: () => void }) {
           />
         </label>
         {error && <p class="error-line">{error}</p>}
-        <button type="submit" class="btn primary" disabled={busy || token === ""}>
+        <button type="submit" class="btn primary" disabled={busy || token.trim() === ""}>
           {busy ? "…" : "Log in"}
         </button>
       </form>

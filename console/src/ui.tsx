@@ -111,7 +111,7 @@ interface ActionProps {
   /** Toast on success. */
   done?: string;
   disabled?: boolean;
-  title?: string;
+  title?: string | undefined;
 }
 
 /** Runs an action once at a time: confirm first, then its outcome as a toast. */
@@ -303,6 +303,7 @@ export function Table<T>(p: {
               key={key}
               class={`${p.onRow ? "clickable" : ""} ${p.selected === key ? "selected" : ""}`}
               onClick={p.onRow ? () => p.onRow?.(row) : undefined}
+              {...(p.onRow ? rowKeys(() => p.onRow?.(row)) : {})}
             >
               {p.columns.map((c) => (
                 <td key={c.title} class={c.class}>
@@ -315,6 +316,28 @@ export function Table<T>(p: {
       </tbody>
     </table>
   );
+}
+
+/**
+ * Keyboard use of a clickable row: Tab reaches it, Enter opens it, the arrow keys move to the row
+ * above or below. Keys typed in a control inside the row (a checkbox, a button) are left alone.
+ */
+function rowKeys(open: () => void) {
+  return {
+    tabIndex: 0,
+    onKeyDown: (e: KeyboardEvent) => {
+      if (e.target !== e.currentTarget) return;
+      const row = e.currentTarget as HTMLTableRowElement;
+      if (e.key === "Enter") {
+        e.preventDefault();
+        open();
+      } else if (e.key === "ArrowDown" || e.key === "ArrowUp") {
+        e.preventDefault();
+        const next = e.key === "ArrowDown" ? row.nextElementSibling : row.previousElementSibling;
+        (next as HTMLElement | null)?.focus();
+      }
+    },
+  };
 }
 
 /** The detail panel on the right of a list page. */
@@ -403,6 +426,14 @@ export function fmtTtl(ms: number): string {
   if (s < 7200) return `${Math.round(s / 60)}m`;
   if (s < 172800) return `${Math.round(s / 3600)}h`;
   return `${Math.round(s / 86400)}d`;
+}
+
+/** A size in bytes, in B / KiB / MiB; "—" when unknown. */
+export function fmtBytes(n: number | null | undefined): string {
+  if (n === null || n === undefined) return "—";
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
+  return `${(n / 1024 / 1024).toFixed(1)} MiB`;
 }
 
 export function fmtCount(n: number | null | undefined): string {

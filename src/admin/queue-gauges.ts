@@ -67,7 +67,7 @@ async function collect(parts: Partitions, g: Gauges): Promise<void> {
   g.messages.set({ state: "ready" }, depth.ready);
   g.messages.set({ state: "delayed" }, depth.delayed);
   g.messages.set({ state: "in_flight" }, depth.inFlight);
-  g.dlq.set(depth.dlq);
+  g.dlq.set(depth.dlq + depth.workflowDlq); // the whole DLQ, as its help says
   for (const { fifo } of waits) {
     for (const [queue, waiting, inFlight] of fifo) {
       g.fifo.set({ queue, state: "waiting" }, waiting);

@@ -1,4 +1,4 @@
-import type { KvDatabase } from "../kv/database.js";
+import type { KvDatabase } from "../kv/databases/database.js";
 import { messageOf } from "../shared/errors.js";
 import type { ManagedRedis } from "../shared/redis/managed.js";
 import type { QueueRedis } from "../queue/store/redis.js";

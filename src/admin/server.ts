@@ -7,6 +7,13 @@ import type { Logger } from "../shared/log.js";
 import { registry as processRegistry } from "../shared/metrics.js";
 import type { Readiness } from "./readiness.js";
 
+/**
+ * /metrics of a server made of several processes (src/cli/worker.ts): given this process's
+ * listener-only registries (readiness and scrape-time queue gauges, which must be counted once),
+ * answers the Prometheus text of every process's metrics added up.
+ */
+export type MetricsScrape = (listenerOnly: Registry[]) => Promise<string>;
+
 export interface AdminOptions {
   host: string;
   port: number;
@@ -15,6 +22,8 @@ export interface AdminOptions {
   readiness: () => Promise<Readiness>;
   /** Per-instance registries merged into /metrics (scrape-time queue gauges). */
   registries: Registry[];
+  /** Set in a worker of several; otherwise /metrics is this process's own. */
+  scrape?: MetricsScrape | undefined;
   logger: Logger;
 }
 
@@ -83,9 +92,11 @@ export async function startAdmin(opts: AdminOptions): Promise<AdminListener> {
     }
     if (path === "/readyz") return sendReadiness(res, await opts.readiness());
     if (path === "/metrics") {
-      const merged = Registry.merge([processRegistry, own, ...opts.registries]);
-      const text = await merged.metrics();
-      res.writeHead(200, { "content-type": merged.contentType });
+      const listenerOnly = [own, ...opts.registries];
+      const text = opts.scrape
+        ? await opts.scrape(listenerOnly)
+        : await Registry.merge([processRegistry, ...listenerOnly]).metrics();
+      res.writeHead(200, { "content-type": processRegistry.contentType });
       res.end(text);
       return;
     }

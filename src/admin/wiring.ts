@@ -1,5 +1,5 @@
 import type { Config } from "../config/schema.js";
-import { readRegistry } from "../kv/registry.js";
+import { readRegistry } from "../kv/databases/registry.js";
 import type { KvService } from "../kv/service.js";
 import type { QueueService } from "../queue/service.js";
 import type { Logger } from "../shared/log.js";
@@ -9,7 +9,7 @@ import type { QueueRedis } from "../queue/store/redis.js";
 import { createConsoleHandler } from "./console/handler.js";
 import { queueGaugeRegistry } from "./queue-gauges.js";
 import { checkReadiness } from "./readiness.js";
-import { startAdmin, type AdminListener } from "./server.js";
+import { startAdmin, type AdminListener, type MetricsScrape } from "./server.js";
 
 /** Longest a readiness PING may take before the check counts as failing. */
 const READY_PING_TIMEOUT_MS = 2_000;
@@ -24,8 +24,9 @@ export async function adminFor(
   kv: KvService | undefined,
   queue: QueueService,
   logger: Logger,
+  scrape?: MetricsScrape,
 ): Promise<AdminListener> {
-  const admin = await startProbes(config, kv, queue, logger);
+  const admin = await startProbes(config, kv, queue, logger, scrape);
   if (kv) admin.mount("/console", consoleFor(config, kv, queue, logger));
   return admin;
 }
@@ -54,6 +55,7 @@ function startProbes(
   kv: KvService | undefined,
   queue: QueueService,
   logger: Logger,
+  scrape: MetricsScrape | undefined,
 ): Promise<AdminListener> {
   const timeoutMs = Math.min(READY_PING_TIMEOUT_MS, config.redisConnectTimeoutMs);
   return startAdmin({
@@ -62,6 +64,7 @@ function startProbes(
     requestTimeoutMs: config.requestTimeoutMs,
     logger: logger.child("admin"),
     registries: [queueGaugeRegistry(queue.pool.partitions)],
+    scrape,
     readiness: () =>
       checkReadiness({
         databases: () =>

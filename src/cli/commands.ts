@@ -57,6 +57,7 @@ export const COMMANDS: CommandSpec[] = [
       setting("adminHost", "HOST"),
       setting("adminPort", "PORT"),
       DATA_DIR,
+      setting("workers", "N"),
       setting("logLevel", "LEVEL"),
       setting("logFormat", "FORMAT"),
     ],

@@ -1,5 +1,5 @@
-import { credentialsOf, type DatabaseCredentials } from "../kv/database-manager.js";
-import { readRegistry } from "../kv/registry.js";
+import { credentialsOf, type DatabaseCredentials } from "../kv/databases/database-manager.js";
+import { readRegistry } from "../kv/databases/registry.js";
 import { readQueueCredentials, type QueueCredentials } from "../queue/credentials.js";
 import { readRuntime } from "../runtime.js";
 import { AppError } from "../shared/errors.js";

@@ -1,5 +1,10 @@
-import { credentialsOf } from "../kv/database-manager.js";
-import { createDatabase, deleteDatabase, readRegistry, resetPassword } from "../kv/registry.js";
+import { credentialsOf } from "../kv/databases/database-manager.js";
+import {
+  createDatabase,
+  deleteDatabase,
+  readRegistry,
+  resetPassword,
+} from "../kv/databases/registry.js";
 import { AppError, messageOf } from "../shared/errors.js";
 import { redact } from "../shared/log.js";
 import { parseRedisUrl, RedisConnection } from "../shared/redis/connection.js";

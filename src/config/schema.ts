@@ -38,6 +38,12 @@ export const SETTINGS = {
     default: 8080,
     doc: "Port of the message queue API (0 picks a free port).",
   },
+  workers: {
+    env: "STASHD_WORKERS",
+    kind: "int",
+    default: 0,
+    doc: "Processes that serve the KV and queue APIs under `stashd start`, sharing the ports, with one supervisor that owns the managed redis-servers and restarts a worker that dies. 0: one per CPU core (os.availableParallelism()); 1 (and a 1-core machine): one process, no supervisor. start() in a program and `stashd dev` always run one process. Sizing: docs/operations.md.",
+  },
   dataDir: {
     env: "STASHD_DATA_DIR",
     kind: "string",
@@ -218,6 +224,30 @@ export const SETTINGS = {
     default: 30_000,
     doc: "Longest a request's blocking commands may wait, together: a longer timeout, or 0 (forever), is cut to it (below the 60 s after which proxies cut idle HTTP).",
   },
+  searchMaxDocuments: {
+    env: "STASHD_SEARCH_MAX_DOCUMENTS",
+    kind: "int",
+    default: 250_000,
+    doc: "Most documents one SEARCH index holds in each stashd process's memory (about 3 KB of heap per document of 60 words, docs/benchmarks.md); past it the index answers every query with an error until documents are removed and a rescan finds it within the limit.",
+  },
+  searchQueryTimeLimitMs: {
+    env: "STASHD_SEARCH_QUERY_TIME_LIMIT_MS",
+    kind: "int",
+    default: 2_000,
+    doc: "Longest a SEARCH.QUERY, COUNT or AGGREGATE may compute before it is answered with an error (the event loop is shared by every request).",
+  },
+  searchMaxLimit: {
+    env: "STASHD_SEARCH_MAX_LIMIT",
+    kind: "int",
+    default: 1_000,
+    doc: "Largest LIMIT a SEARCH.QUERY may ask for (the documents of one page are read from Redis).",
+  },
+  searchRescanIntervalMs: {
+    env: "STASHD_SEARCH_RESCAN_INTERVAL_MS",
+    kind: "int",
+    default: 300_000,
+    doc: "How often each process rescans its SEARCH indexes' keys to repair what lost keyspace notifications missed (0: never; a lost subscriber connection always triggers one).",
+  },
   sseKeepAliveMs: {
     env: "STASHD_SSE_KEEPALIVE_MS",
     kind: "int",
@@ -271,6 +301,18 @@ export const SETTINGS = {
     kind: "log-level",
     default: "info",
     doc: "debug, info, warn, error or silent.",
+  },
+  accessLog: {
+    env: "STASHD_ACCESS_LOG",
+    kind: "bool",
+    default: false,
+    doc: "true: one `request` log line per HTTP request (method, route, status, ms, bytes). Off by default: at tens of thousands of requests a second the lines cost about 15 % of KV throughput (docs/decisions.md). Errors (5xx) and slow requests are logged either way.",
+  },
+  slowRequestMs: {
+    env: "STASHD_SLOW_REQUEST_MS",
+    kind: "int",
+    default: 1_000,
+    doc: "A request answered after this many ms is logged as `slow request` (info) even without STASHD_ACCESS_LOG; 0 turns that off. Blocking commands and event streams that wait on purpose show up too.",
   },
   stopWithParent: {
     env: "STASHD_STOP_WITH_PARENT",

@@ -1,18 +1,26 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "./load.js";
-import { withConfigTable } from "./table.js";
+import { CONFIGURATION_PAGE, configurationPage, readmeTable, withTable } from "./table.js";
+import { SETTINGS } from "./schema.js";
 
 describe("configuration", () => {
-  it("README's table is the one generated from the schema (run `npm run docs:config`)", () => {
-    // Prettier pads table cells; compare without padding.
-    const squash = (text: string): string =>
-      text
-        .replace(/[ \t]+/g, "")
-        .replace(/-{3,}/g, "---")
-        .replace(/\n+/g, "\n");
+  // Prettier pads table cells; compare without padding.
+  const squash = (text: string): string =>
+    text
+      .replace(/[ \t]+/g, "")
+      .replace(/-{3,}/g, "---")
+      .replace(/\n+/g, "\n");
+
+  it("docs/configuration.md is the one generated from the schema (run `npm run docs:config`)", () => {
+    const page = readFileSync(CONFIGURATION_PAGE, "utf8");
+    expect(squash(page)).toBe(squash(configurationPage()));
+    for (const spec of Object.values(SETTINGS)) expect(page).toContain(`\`${spec.env}\``);
+  });
+
+  it("README's short list is the one generated from the schema", () => {
     const readme = readFileSync("README.md", "utf8");
-    expect(squash(withConfigTable(readme))).toBe(squash(readme));
+    expect(squash(withTable(readme, readmeTable()))).toBe(squash(readme));
   });
 
   it("reads the environment, lets overrides win, and names the variable on bad input", () => {

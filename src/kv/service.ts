@@ -1,10 +1,10 @@
 import type { Config } from "../config/schema.js";
 import { BodyBudget } from "../shared/http/body.js";
 import { listen, type RunningHttpServer } from "../shared/http/server.js";
-import { instrument } from "../shared/instrument.js";
+import { instrument, requestLogging } from "../shared/instrument.js";
 import type { Logger } from "../shared/log.js";
-import { DatabaseManager, type DatabaseCredentials } from "./database-manager.js";
-import { KvHttpHandler } from "./http.js";
+import { DatabaseManager, type DatabaseCredentials } from "./databases/database-manager.js";
+import { KvHttpHandler } from "./http/http.js";
 
 export interface KvService {
   url: string;
@@ -32,12 +32,15 @@ export async function startKvService(
   });
   let http: RunningHttpServer;
   try {
-    http = await listen(instrument(handler.handle, { service: "kv", logger }), {
-      host: config.host,
-      port: config.kvPort,
-      requestTimeoutMs: config.requestTimeoutMs,
-      errorPrefix: "ERR ",
-    });
+    http = await listen(
+      instrument(handler.handle, { service: "kv", logger, ...requestLogging(config) }),
+      {
+        host: config.host,
+        port: config.kvPort,
+        requestTimeoutMs: config.requestTimeoutMs,
+        errorPrefix: "ERR ",
+      },
+    );
   } catch (err) {
     await manager.close();
     throw err;

@@ -5,7 +5,7 @@ import { BodyBudget } from "../shared/http/body.js";
 import { Cors } from "../shared/http/cors.js";
 import { waitAtMost } from "../shared/wait.js";
 import { listen } from "../shared/http/server.js";
-import { instrument } from "../shared/instrument.js";
+import { instrument, requestLogging } from "../shared/instrument.js";
 import type { Logger } from "../shared/log.js";
 import { parseRedisUrl, type RedisEndpoint } from "../shared/redis/connection.js";
 import { ManagedRedis } from "../shared/redis/managed.js";
@@ -26,9 +26,9 @@ import { ScheduleStore } from "./store/schedule-store.js";
 import { SigningKeys } from "./store/signing-keys.js";
 import { TopicStore } from "./store/topic-store.js";
 import { QueueTokenWatch } from "./token-watch.js";
-import { WorkflowDelivery } from "./workflow/delivery.js";
-import { startRepair } from "./workflow/repair.js";
-import { MAX_RUN_ENTRIES, WorkflowStore } from "./workflow/store.js";
+import { WorkflowDelivery } from "./workflow/engine/delivery.js";
+import { startRepair } from "./workflow/engine/repair.js";
+import { MAX_RUN_ENTRIES, WorkflowStore } from "./workflow/state/store.js";
 
 export interface QueueService {
   url: string;
@@ -191,6 +191,7 @@ async function assemble(
     instrument(QUEUE_CORS.wrap(createQueueHandler(ctx, () => tokens.current())), {
       service: "queue",
       logger: log,
+      ...requestLogging(config),
     }),
     {
       host: config.host,

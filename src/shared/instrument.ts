@@ -4,10 +4,11 @@ import { metrics } from "./metrics.js";
 
 /**
  * Request lines and HTTP metrics around a service's handler. The handler names what a request
- * was with `labelRequest` (a queue route pattern, a KV command name); the wrapper logs one line
- * when the response ends — method, label, status, duration, bytes on the wire — and counts it.
- * The URL is never logged: KV paths hold keys and values, and `?_token=` / `?qstash_token=`
- * tokens.
+ * was with `labelRequest` (a queue route pattern, a KV command name); the wrapper counts it when
+ * the response ends and, when asked (`accessLog`), logs one line: method, label, status,
+ * duration, bytes on the wire. Answers with a 5xx (warn) and answers slower than `slowMs` (info)
+ * are logged either way. The URL is never logged: KV paths hold keys and values, and `?_token=` /
+ * `?qstash_token=` tokens.
  */
 interface RequestLabel {
   label: string;
@@ -25,6 +26,10 @@ export function labelRequest(req: IncomingMessage, label: string, unverified = f
 export interface InstrumentOptions {
   service: string;
   logger: Logger;
+  /** One `request` line per request (STASHD_ACCESS_LOG); off by default for its cost. */
+  accessLog: boolean;
+  /** Requests slower than this are logged even without `accessLog`; 0: never (STASHD_SLOW_REQUEST_MS). */
+  slowMs: number;
 }
 
 /** Most distinct request-taken labels kept per service; later new ones count as `other`. */
@@ -49,7 +54,9 @@ export function instrument(handler: RequestListener, opts: InstrumentOptions): R
       const status = statusOf(res);
       const route = labelOf(req, status);
       metrics.httpRequest(opts.service, route, status, seconds);
-      opts.logger.info("request", {
+      const kind = lineKind(status, seconds * 1000, opts);
+      if (kind === undefined) return;
+      opts.logger[kind.level](kind.msg, {
         method: req.method,
         route,
         status,
@@ -61,7 +68,26 @@ export function instrument(handler: RequestListener, opts: InstrumentOptions): R
   };
 }
 
+/** Which line a finished request gets, if any: failures and slow ones always, others when asked. */
+function lineKind(
+  status: number,
+  ms: number,
+  opts: InstrumentOptions,
+): { level: "info" | "warn"; msg: string } | undefined {
+  if (status >= 500) return { level: "warn", msg: "request failed" };
+  if (opts.slowMs > 0 && ms >= opts.slowMs) return { level: "info", msg: "slow request" };
+  return opts.accessLog ? { level: "info", msg: "request" } : undefined;
+}
+
 /** 499 (nginx's "client closed request") when the client left before any response. */
 function statusOf(res: ServerResponse): number {
   return res.headersSent ? res.statusCode : 499;
+}
+
+/** The request-logging options from the two settings that choose them. */
+export function requestLogging(settings: {
+  accessLog: boolean;
+  slowRequestMs: number;
+}): Pick<InstrumentOptions, "accessLog" | "slowMs"> {
+  return { accessLog: settings.accessLog, slowMs: settings.slowRequestMs };
 }

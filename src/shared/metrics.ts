@@ -90,6 +90,18 @@ const kvScriptShutdowns = new Counter({
   registers: [registry],
 });
 
+const workersLive = new Gauge({
+  name: "stashd_workers",
+  help: "Worker processes serving now under `stashd start` (STASHD_WORKERS); 0 when one process serves alone.",
+  registers: [registry],
+  aggregator: "max",
+});
+const workerRestarts = new Counter({
+  name: "stashd_worker_restarts_total",
+  help: "Worker processes that exited unasked and were replaced by the supervisor.",
+  registers: [registry],
+});
+
 export type DeliveryOutcome = "delivered" | "retry" | "failed";
 
 /** The hooks other modules call. Each is one counter or gauge update. */
@@ -127,5 +139,11 @@ export const metrics = {
   },
   kvScriptShutdown(db: string): void {
     kvScriptShutdowns.inc({ db });
+  },
+  workers(live: number): void {
+    workersLive.set(live);
+  },
+  workerRestarted(): void {
+    workerRestarts.inc();
   },
 };

@@ -1,5 +1,6 @@
 import { spawnSync } from "node:child_process";
 import { mkdirSync } from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { queueEnv, type QueueTestEnv } from "../queue/setup.js";
@@ -19,6 +20,27 @@ function chromiumPath(): string {
     );
   }
   return found.stdout.trim();
+}
+
+/**
+ * A time budget on this machine now: `ms` times the load per core when the machine is busier
+ * than one runnable process per core (test machines are shared; a page waiting for a CPU is not
+ * a slow page). On an idle machine it is `ms`.
+ */
+export function loadScaled(ms: number): number {
+  const load = os.loadavg()[0] ?? 0;
+  return ms * Math.max(1, load / os.availableParallelism());
+}
+
+/** Logs in over plain HTTP with the queue token; answers the session cookie (`name=value`). */
+export async function consoleCookie(env: ConsoleEnv): Promise<string> {
+  const res = await fetch(`${env.url}/api/login`, {
+    method: "POST",
+    headers: { "x-stashd-console": "1", "content-type": "application/json" },
+    body: JSON.stringify({ token: env.q.stashd.queue.token }),
+  });
+  if (res.status !== 200) throw new Error(`console login answered ${res.status}`);
+  return (res.headers.get("set-cookie") ?? "").split(";")[0] ?? "";
 }
 
 export interface ConsoleEnv {

@@ -73,14 +73,32 @@ test("workflow runs: listed with their steps, a sleeping run cancelled from the 
     hasText: workflowRunId,
   });
   await row.getByText("RUN_STARTED").waitFor();
-  await row.click();
-  const steps = page.locator("aside.panel table[aria-label='workflow steps']");
-  await steps.getByText("greet").waitFor();
-  await steps.getByText("hello console").waitFor();
-  await steps.getByText("nap").waitFor();
   await env.shot(page, "workflows");
-  await page.locator("aside.panel").getByRole("button", { name: "Cancel run" }).click();
+  await row.click();
+  expect(await page.evaluate<string>("location.hash")).toBe(`#/workflows/runs/${workflowRunId}`);
+  const steps = page.locator("ol[aria-label='workflow steps']");
+  const greet = steps.locator("[data-step=greet]");
+  await greet.getByText("Run", { exact: true }).waitFor();
+  await greet.getByText("Output").click();
+  await greet.getByText('"hello console"').waitFor();
+  await steps.locator("[data-step=nap]").getByText("SleepFor").waitFor();
+  // What the run waits for, and until when (the sleep's start + 3600 s).
+  await page
+    .locator("[data-waiting]", { hasText: /Sleeping \(nap, 3600 s\) until \d{4}-/ })
+    .waitFor();
+  await env.shot(page, "workflow-run");
+  // The run links to its messages, and the message back to its run.
+  await steps.locator("[data-step='(next)']").getByRole("link", { name: "message" }).click();
+  const runLink = page.locator("aside.panel").getByRole("link", { name: workflowRunId });
+  await runLink.click();
+  await steps.locator("[data-step=nap]").waitFor();
+  await page.getByRole("link", { name: "Its messages in the logs" }).click();
+  await page.locator("table[aria-label=events] tbody tr").first().waitFor();
+  expect(await page.locator("input[name='Workflow run']").inputValue()).toBe(workflowRunId);
+  await page.goBack();
+  await button("Cancel run").click();
   await toast("Run cancelled");
+  await page.goto(`${env.url}#/workflows?label=sleepy`);
   await row.getByText("RUN_CANCELED").waitFor();
   expect((await runLog(workflowRunId))?.workflowState).toBe("RUN_CANCELED");
 });
@@ -107,6 +125,17 @@ test("workflow DLQ: a failed run listed, then restarted from the page", async ()
   const row = page.locator("table[aria-label='workflow dlq'] tbody tr", { hasText: workflowRunId });
   await row.waitFor();
   await env.shot(page, "workflow-dlq");
+  // The row opens the run at its failure: the step after "init", the error and the response.
+  await row.locator("td").first().click();
+  const failure = page.locator("section[aria-label=failure]");
+  await failure.getByText('Failed at the step after "init"').waitFor();
+  await failure
+    .getByText(/broken/)
+    .first()
+    .waitFor();
+  await failure.getByText(/HTTP 500/).waitFor();
+  await env.shot(page, "workflow-failed-run");
+  await page.goBack();
   state.broken = false;
   await row.getByRole("button", { name: "Restart" }).click();
   await toast("Restarted");

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { CommandInfo, CommandTable } from "../../src/kv/policy.js";
+import type { CommandInfo, CommandTable } from "../../src/kv/commands/policy.js";
 import { findEmulation } from "../../src/kv/emulate/route.js";
 import { HASH_EMULATION } from "../../src/kv/emulate/hash-route.js";
 import { BITOP_EMULATION, STREAM_EMULATION } from "../../src/kv/emulate/streams-route.js";

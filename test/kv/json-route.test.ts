@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { CommandTable } from "../../src/kv/policy.js";
+import type { CommandTable } from "../../src/kv/commands/policy.js";
 import { EmulationBatch } from "../../src/kv/emulate/batch.js";
 import { READ_SCRIPT, WRITE_SCRIPT } from "../../src/kv/json/route.js";
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { credentialsOf } from "../../src/kv/database-manager.js";
-import { createDatabase } from "../../src/kv/registry.js";
+import { credentialsOf } from "../../src/kv/databases/database-manager.js";
+import { createDatabase } from "../../src/kv/databases/registry.js";
 import { eventually } from "../harness/eventually.js";
 import { startRedis } from "../harness/redis.js";
 import { startStashd } from "../harness/stashd.js";

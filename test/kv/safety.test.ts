@@ -1,7 +1,7 @@
 import http from "node:http";
 import { afterAll, describe, expect, it } from "vitest";
-import { credentialsOf } from "../../src/kv/database-manager.js";
-import { createDatabase } from "../../src/kv/registry.js";
+import { credentialsOf } from "../../src/kv/databases/database-manager.js";
+import { createDatabase } from "../../src/kv/databases/registry.js";
 import { RedisConnection, parseRedisUrl } from "../../src/shared/redis/connection.js";
 import { eventually } from "../harness/eventually.js";
 import { startRedis } from "../harness/redis.js";

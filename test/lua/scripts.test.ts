@@ -1,25 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { LuaScript } from "../../src/shared/lua/script.js";
-import type { RedisPool } from "../../src/shared/redis/pool.js";
 import { assembledScripts } from "../../scripts/lua-catalog.js";
-import { startRedis, testPool, type TestRedis } from "../harness/redis.js";
+import { useRedisPool } from "../harness/redis-pool.js";
 
 /**
  * Every Lua script of both services, assembled with its includes as the loader does, compiles
  * in a real Redis (SCRIPT LOAD): a syntax error, an include missing or out of order, or more than
  * the 200 locals Lua 5.1 allows in a chunk fails here rather than on the script's first call.
  */
-let redis: TestRedis;
-let pool: RedisPool;
-
-beforeAll(async () => {
-  redis = await startRedis();
-  pool = testPool(redis.url, 1);
-});
-afterAll(async () => {
-  await pool?.close();
-  await redis?.stop();
-});
+const { pool } = useRedisPool();
 
 describe("Lua scripts", () => {
   const scripts = assembledScripts().map((source) => new LuaScript(source));
@@ -32,7 +21,7 @@ describe("Lua scripts", () => {
 
   it("loads every assembled script into Redis under the loader's SHA", async () => {
     for (const script of scripts) {
-      const reply = await pool.exec(["SCRIPT", "LOAD", script.text]);
+      const reply = await pool().exec(["SCRIPT", "LOAD", script.text]);
       expect(reply, script.name).toEqual({ kind: "bulk", value: Buffer.from(script.sha) });
     }
   });

@@ -1,3 +1,4 @@
+import { readQueueDepth } from "../../src/queue/store/depth.js";
 import { afterAll, beforeAll, beforeEach, expect } from "vitest";
 import type { MessageMeta } from "../../src/queue/domain/message.js";
 import { DlqStore } from "../../src/queue/store/dlq-store.js";
@@ -7,7 +8,7 @@ import { QueueStore } from "../../src/queue/store/queue-store.js";
 import { ScheduleStore, type ScheduleDef } from "../../src/queue/store/schedule-store.js";
 import { SigningKeys } from "../../src/queue/store/signing-keys.js";
 import { TopicStore } from "../../src/queue/store/topic-store.js";
-import { WorkflowStore } from "../../src/queue/workflow/store.js";
+import { WorkflowStore } from "../../src/queue/workflow/state/store.js";
 import { parseRedisUrl } from "../../src/shared/redis/connection.js";
 import type { RedisPool } from "../../src/shared/redis/pool.js";
 import type { Arg, Reply } from "../../src/shared/redis/resp.js";
@@ -114,6 +115,7 @@ export async function runEveryTransition(pool: RedisPool): Promise<void> {
   const queues = new QueueStore(singlePartition(pool), MIN, 100);
   const now = Date.now();
   await messagePaths(messages, new DlqStore(singlePartition(pool)), now);
+  expect((await readQueueDepth(singlePartition(pool))).pending).toBeGreaterThanOrEqual(0);
   await queuePaths(messages, queues, now);
   await flowControlPaths(messages, new FlowControlStore(singlePartition(pool)), now);
   await otherPaths(pool, now);
@@ -176,6 +178,7 @@ async function messagePaths(messages: MessageStore, dlq: DlqStore, now: number):
   await messages.enqueue(now, [message("m6", now)], undefined, { token: "t2", leaseMs: 1 });
   await eventually(async () => expect(await messages.reap(now)).toBeGreaterThan(0));
   expect(await dlq.delete(["dlq-1", "dlq-none"])).toBe(0);
+  expect(await dlq.indexWorkflow(["dlq-none"])).toBe(0);
 }
 
 async function queuePaths(messages: MessageStore, queues: QueueStore, now: number): Promise<void> {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { credentialsOf } from "../../src/kv/database-manager.js";
-import { createDatabase } from "../../src/kv/registry.js";
+import { credentialsOf } from "../../src/kv/databases/database-manager.js";
+import { createDatabase } from "../../src/kv/databases/registry.js";
 import type { RedisPool } from "../../src/shared/redis/pool.js";
 import { eventually } from "../harness/eventually.js";
 import { floodInChild, redisClients, sampleClients } from "../harness/flood.js";

@@ -37,6 +37,10 @@ beforeAll(async () => {
   child = spawnStashd(dataDir, {
     env: {
       STASHD_LOG_LEVEL: "debug",
+      STASHD_ACCESS_LOG: "true",
+      // One process: a command label is trusted per process (instrument.ts), so with several
+      // workers a first-seen SET answered 400 would be counted as `other`.
+      STASHD_WORKERS: "1",
       STASHD_MANAGED_RESTART_MAX_BACKOFF_MS: "200",
       STASHD_KV_SCRIPT_TIME_LIMIT_MS: "200",
       STASHD_KV_UNKILLABLE_SCRIPT_GRACE_MS: "200",

@@ -162,3 +162,23 @@ describe("a kill between a run's final failure and its end", () => {
     expect(run?.dlqId).toBe(entry.dlqId);
   });
 });
+
+describe("a workflow DLQ entry written before the DLQ's workflow index existed", () => {
+  it("joins the index when stashd starts, so the DLQ counts tell it from a message's", async () => {
+    const s = await setup();
+    const url = failingRoute(s, "/old-entry");
+    const { workflowRunId } = await s.client.trigger({ url, retries: 0 });
+    const entry = await dlqEntryOf(s, workflowRunId);
+    const Q = (await runPartitionAt(s.pool, workflowRunId)).keys;
+    expect(await s.pool.exec(["ZCARD", Q.dlqWorkflow])).toMatchObject({ kind: "int", value: "1" });
+    await s.stashd.stop();
+    await s.pool.exec(["ZREM", Q.dlqWorkflow, entry.dlqId]); // as an older stashd left it
+    s.stashd = await startStashd({ queueRedisUrl: s.redisUrl, ...FAST_QUEUE });
+    await eventually(async () =>
+      expect(await s.pool.exec(["ZCARD", Q.dlqWorkflow])).toMatchObject({
+        kind: "int",
+        value: "1",
+      }),
+    );
+  });
+});

@@ -1,15 +1,27 @@
 import { useState } from "preact/hooks";
 import { query, queue, queueSend } from "../api.js";
-import type { Message } from "./message-detail.js";
+import { RunLink, type Message } from "./message-detail.js";
 import {
   filterParams,
   FilterBar,
-  NO_FILTERS,
+  filtersFrom,
   Pager,
   useCursorPages,
   type Filters,
 } from "../filters.js";
-import { Action, Facts, fmtTime, Page, HeaderList, Panel, Pre, Table, useLoad } from "../ui.js";
+import { href, navigate } from "../routes.js";
+import {
+  Action,
+  ErrorLine,
+  Facts,
+  fmtTime,
+  Page,
+  HeaderList,
+  Panel,
+  Pre,
+  Table,
+  useLoad,
+} from "../ui.js";
 
 interface DlqMessage extends Message {
   dlqId: string;
@@ -28,18 +40,30 @@ const FIELDS: (keyof Filters)[] = [
   "toDate",
 ];
 
-/** DLQ: failed messages, newest first; view, retry or delete one, or the selected ones at once. */
-export function DlqPage() {
-  const [filters, setFilters] = useState(NO_FILTERS);
+/**
+ * DLQ: failed messages, newest first; view, retry or delete one, or the selected ones at once.
+ * The URL holds the filters (`#/dlq?url=...`) and the entry open (`#/dlq/<dlqId>`, read by id, so
+ * a pasted link opens it whatever page of the list it is on).
+ */
+export function DlqPage(p: { id: string | undefined; params: URLSearchParams }) {
+  const filters = filtersFrom(p.params);
+  const listHref = href.list("dlq", filterParams(filters, false));
   const pages = useCursorPages();
   const [checked, setChecked] = useState<Set<string>>(new Set());
-  const [open, setOpen] = useState<DlqMessage | undefined>();
+  const opened = useLoad(
+    () =>
+      p.id === undefined
+        ? Promise.resolve(undefined)
+        : queue<DlqMessage>(`dlq/${encodeURIComponent(p.id)}`),
+    [p.id],
+  );
+  const open = opened.data;
   const list = useLoad(
     () =>
       queue<{ messages: DlqMessage[]; cursor?: string }>(
         `dlq${query({ ...filterParams(filters), order: "latestFirst", count: "50", cursor: pages.cursor })}`,
       ),
-    [filters, pages.cursor],
+    [JSON.stringify(filters), pages.cursor],
   );
   const rows = list.data?.messages ?? [];
   const toggle = (id: string) => {
@@ -48,23 +72,30 @@ export function DlqPage() {
     else next.add(id);
     setChecked(next);
   };
+  const close = () => navigate(listHref);
   const after = () => {
     setChecked(new Set());
-    setOpen(undefined);
+    close();
     list.reload();
   };
   const ids = [...checked];
+  const side =
+    p.id === undefined ? undefined : open ? (
+      <DlqDetail m={open} onClose={close} onChanged={after} />
+    ) : (
+      <Panel title={`DLQ ${p.id}`} onClose={close}>
+        <ErrorLine error={opened.error} />
+        {opened.loading && <p class="hint">Loading…</p>}
+      </Panel>
+    );
   return (
-    <Page
-      title="Dead-letter queue"
-      side={open && <DlqDetail m={open} onClose={() => setOpen(undefined)} onChanged={after} />}
-    >
+    <Page title="Dead-letter queue" side={side}>
       <FilterBar
         fields={FIELDS}
         initial={filters}
         onApply={(f) => {
-          setFilters(f);
           pages.reset();
+          navigate(href.list("dlq", filterParams(f, false)));
         }}
       />
       <div class="bar">
@@ -89,8 +120,8 @@ export function DlqPage() {
         label="dlq"
         rows={rows}
         rowKey={(m) => m.dlqId}
-        selected={open?.dlqId}
-        onRow={setOpen}
+        selected={p.id}
+        onRow={(m) => navigate(href.dlq(m.dlqId) + listHref.replace(/^#\/dlq/, ""))}
         empty={list.loading ? "Loading…" : "The DLQ is empty."}
         columns={[
           {
@@ -143,10 +174,11 @@ function DlqDetail(p: { m: DlqMessage; onClose: () => void; onChanged: () => voi
       </div>
       <Facts
         items={[
-          ["Message", <code>{m.messageId}</code>],
+          ["Message", <a href={href.message(m.messageId)}>{m.messageId}</a>],
           ["Destination", <span class="url">{`${m.method} ${m.url}`}</span>],
           ["Created", fmtTime(m.createdAt)],
           ["Response status", String(m.responseStatus)],
+          ["Workflow run", <RunLink messageId={m.messageId} />],
         ]}
       />
       <h3>Request headers</h3>

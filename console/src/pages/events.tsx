@@ -1,13 +1,6 @@
-import { useState } from "preact/hooks";
+import { useEffect } from "preact/hooks";
 import { query, queue } from "../api.js";
-import {
-  filterParams,
-  FilterBar,
-  NO_FILTERS,
-  Pager,
-  useCursorPages,
-  type Filters,
-} from "../filters.js";
+import { filterParams, FilterBar, Pager, useCursorPages, type Filters } from "../filters.js";
 import { Badge, fmtTime, Table, useInterval, useLoad, type Children } from "../ui.js";
 
 /** One log event as GET /v2/events lists it. */
@@ -33,34 +26,43 @@ const PAGE_SIZE = 50;
 /**
  * The searchable, paged event list shared by the Messages and Logs pages: filters go to the
  * server (GET /v2/events), which pages with its cursor, so 100k messages cost one page at a time.
- * `live` reloads the current page every few seconds.
+ * `live` reloads the current page every few seconds. The filters are the page's URL's
+ * (`filters`); Search hands new ones to `onApply`, which puts them in the URL. `open` is the
+ * message id the URL names: its newest event is handed to `onSelect` once the rows are in.
  */
 export function EventList(p: {
   fields: (keyof Filters)[];
+  filters: Filters;
+  onApply: (f: Filters) => void;
   live: boolean;
   selected: string | undefined;
+  open?: string | undefined;
   onSelect: (e: LogEvent) => void;
   toolbar?: (filters: Filters) => Children;
 }) {
-  const [filters, setFilters] = useState(NO_FILTERS);
+  const filters = p.filters;
   const pages = useCursorPages();
   const list = useLoad(
     () =>
       queue<EventPage>(
         `events${query({ ...filterParams(filters), count: String(PAGE_SIZE), cursor: pages.cursor })}`,
       ),
-    [filters, pages.cursor],
+    [JSON.stringify(filters), pages.cursor],
   );
   useInterval(() => p.live && list.reload(), 3000);
   const rows = list.data?.events ?? [];
+  useEffect(() => {
+    const opened = p.open && rows.find((e) => e.messageId === p.open);
+    if (opened) p.onSelect(opened);
+  }, [list.data, p.open]);
   return (
     <>
       <FilterBar
         fields={p.fields}
         initial={filters}
         onApply={(f) => {
-          setFilters(f);
           pages.reset();
+          p.onApply(f);
         }}
       />
       {p.toolbar?.(filters)}

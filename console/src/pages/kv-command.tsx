@@ -26,15 +26,45 @@ export function splitArgs(line: string): string[] {
 
 let nextId = 0;
 
-/** A Redis command box; the read-only token is the default, the standard one must be chosen. */
+/** Lines typed are recalled with the up and down keys, as in a shell; this many are kept. */
+const RECALL = 100;
+
+/**
+ * Where `key` moves in the recalled lines (`lines`, newest first): -1 is the line being typed.
+ * Answers the new position, or undefined when the key is not Up/Down or there is nowhere to go.
+ */
+export function recallStep(key: string, at: number, count: number): number | undefined {
+  if (key === "ArrowUp" && at + 1 < count) return at + 1;
+  if (key === "ArrowDown" && at >= 0) return at - 1;
+  return undefined;
+}
+
+/**
+ * A Redis command box (a CLI): the read-only token is the default, the standard one must be
+ * chosen, and which one runs is written beside the input and on every answer; up and down recall
+ * earlier lines.
+ */
 export function CommandBox(p: { db: string }) {
   const [line, setLine] = useState("");
   const [token, setToken] = useState<"readonly" | "standard">("readonly");
   const [history, setHistory] = useState<Entry[]>([]);
+  const [typed, setTyped] = useState<string[]>([]);
+  const [at, setAt] = useState(-1);
+  const [draft, setDraft] = useState("");
+  const recall = (e: KeyboardEvent) => {
+    const next = recallStep(e.key, at, typed.length);
+    if (next === undefined) return;
+    e.preventDefault();
+    if (at === -1) setDraft(line);
+    setAt(next);
+    setLine(next === -1 ? draft : (typed[next] ?? ""));
+  };
   const run = async (e: Event) => {
     e.preventDefault();
     const args = splitArgs(line);
     if (args.length === 0) return;
+    setTyped((t) => [line, ...t.filter((x) => x !== line)].slice(0, RECALL));
+    setAt(-1);
     let output: unknown;
     let failed = false;
     try {
@@ -50,6 +80,7 @@ export function CommandBox(p: { db: string }) {
   };
   return (
     <section class="command card" aria-label="Command box">
+      <h3>CLI</h3>
       <form class="bar" onSubmit={run}>
         <select
           name="token"
@@ -68,16 +99,31 @@ export function CommandBox(p: { db: string }) {
           placeholder="e.g. HGETALL user:1"
           value={line}
           onInput={(e) => setLine((e.target as HTMLInputElement).value)}
+          onKeyDown={recall}
+          aria-label="command"
+          autoComplete="off"
         />
         <button type="submit" class="btn primary">
           Run
         </button>
       </form>
+      <p class={`hint token-${token}`} data-token={token}>
+        {token === "standard"
+          ? "Runs with the standard token: commands can change data."
+          : "Runs with the read-only token: commands that write are refused."}{" "}
+        ↑/↓ recall earlier commands.
+      </p>
       <div class="history">
         {history.map((h) => (
           <div key={h.id} class={`entry ${h.failed ? "failed" : ""}`}>
             <div class="cmd mono">
-              <span class="tok">{h.token === "standard" ? "rw" : "ro"}</span> {h.line}
+              <span
+                class="tok"
+                title={h.token === "standard" ? "standard token" : "read-only token"}
+              >
+                {h.token === "standard" ? "standard" : "read-only"}
+              </span>{" "}
+              {h.line}
             </div>
             <Pre value={h.output} />
           </div>

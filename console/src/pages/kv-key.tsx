@@ -1,6 +1,6 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 import { ChangedError, get, kvCompareAndWrite, kvWrite, query } from "../api.js";
-import { Action, ErrorLine, Facts, fmtTtl, messageOf, Panel } from "../ui.js";
+import { Action, ActionForm, ErrorLine, Facts, fmtTtl, messageOf, Panel } from "../ui.js";
 import { ValueEditor } from "./kv-values.js";
 
 /** GET /console/api/kv/<db>/key: one page of a key's value (see src/admin/console/kv-browse.ts). */
@@ -99,7 +99,7 @@ export function KeyDetail(p: {
               ["Type", view.type],
               [
                 "Size",
-                `${view.length.toLocaleString("en-US")} ${view.type === "string" ? "bytes" : "entries"}`,
+                `${view.length.toLocaleString("en-US")} ${view.type === "string" ? (view.length === 1 ? "byte" : "bytes") : view.length === 1 ? "entry" : "entries"}`,
               ],
               ["TTL", <span data-ttl>{fmtTtl(view.ttl)}</span>],
             ]}
@@ -138,33 +138,39 @@ function mergePages(a: unknown, b: unknown): unknown {
   return Array.isArray(a) && Array.isArray(b) ? [...a, ...b] : b;
 }
 
+/** Set a TTL (Enter in the field sets it; 0 asks first, as it deletes the key) or persist. */
 function TtlEditor(p: {
   ttl: number;
   onSet: (s: string) => Promise<void>;
   onPersist: () => Promise<void>;
 }) {
   const [secs, setSecs] = useState("");
+  const typed = secs.trim();
   return (
     <div class="bar">
-      <label class="field" style={{ width: "8rem" }}>
-        <span>TTL (seconds)</span>
-        <input
-          name="ttl"
-          inputMode="numeric"
-          value={secs}
-          onInput={(e) => setSecs((e.target as HTMLInputElement).value)}
-        />
-      </label>
-      <Action
+      <ActionForm
+        class="bar inline"
         label="Set TTL"
-        disabled={!/^\d+$/.test(secs)}
-        confirm={Number(secs) === 0 ? "A TTL of 0 deletes the key now. Delete it?" : undefined}
+        kind="plain"
+        disabled={!/^\d+$/.test(typed)}
+        title="a whole number of seconds"
+        confirm={Number(typed) === 0 ? "A TTL of 0 deletes the key now. Delete it?" : undefined}
         done="TTL set"
         run={async () => {
-          await p.onSet(secs);
+          await p.onSet(typed);
           setSecs("");
         }}
-      />
+      >
+        <label class="field" style={{ width: "8rem" }}>
+          <span>TTL (seconds)</span>
+          <input
+            name="ttl"
+            inputMode="numeric"
+            value={secs}
+            onInput={(e) => setSecs((e.target as HTMLInputElement).value)}
+          />
+        </label>
+      </ActionForm>
       <Action label="Persist" disabled={p.ttl < 0} done="TTL removed" run={p.onPersist} />
     </div>
   );

@@ -1,5 +1,6 @@
 import { useState } from "preact/hooks";
-import { Action, Pre } from "../ui.js";
+import { flatReply } from "../api.js";
+import { Action, ActionForm, Pre } from "../ui.js";
 import type { KeyView } from "./kv-key.js";
 
 type Write = (...commands: string[][]) => Promise<void>;
@@ -10,9 +11,11 @@ type CompareAndWrite = (read: string[], expected: string, ...writes: string[][])
 const removedMark = () => `\u0000stashd-console-removed-${crypto.randomUUID()}`;
 
 /**
- * The value of a key, editable in the way its type allows. Edits of a value the page shows (a
- * string, a hash field, a list element, a score) are compare-and-writes: when the value changed
- * since it was loaded nothing is written (the caller says so). List elements go by index.
+ * The value of a key, editable in the way its type allows. Every edit or removal of something the
+ * page shows (a string, a JSON document, a hash field, a list element, a set member, a score, a
+ * stream entry) is a compare-and-write: when it changed since it was loaded nothing is written
+ * (the caller says so). List elements go by index. Adding (a field, member, element, entry) is a
+ * plain write, except that a hash field or set member that exists already is refused.
  */
 export function ValueEditor(p: { view: KeyView; write: Write; cas: CompareAndWrite }) {
   const { view, write, cas } = p;
@@ -35,20 +38,21 @@ export function ValueEditor(p: { view: KeyView; write: Write; cas: CompareAndWri
         <JsonEditor
           key={String(view.value ?? "")}
           value={String(view.value ?? "[]")}
-          save={(v) => write(["JSON.SET", k, "$", v])}
+          save={(v) => cas(["JSON.GET", k, "$"], String(view.value ?? ""), ["JSON.SET", k, "$", v])}
         />
       );
     case "hash":
       return (
         <Rows
           kind="hash"
-          rows={(view.value as [string, string][]).map(([f, v]) => ({ id: f, label: f, value: v }))}
+          rows={(view.value as [Member, Member][]).map(([f, v]) => row(f, f, v))}
           labels={["Field", "Value"]}
           save={(r, v) => cas(["HGET", k, r.id], r.value, ["HSET", k, r.id, v])}
           remove={(r) => cas(["HGET", k, r.id], r.value, ["HDEL", k, r.id])}
           add={(f, v) => {
             if (f === "") throw new Error("a hash field needs a name");
-            return write(["HSET", k, f, v]);
+            // HEXISTS answers 0 while the field is new: a field that appeared meanwhile is kept.
+            return cas(["HEXISTS", k, f], "0", ["HSET", k, f, v]);
           }}
         />
       );
@@ -56,11 +60,7 @@ export function ValueEditor(p: { view: KeyView; write: Write; cas: CompareAndWri
       return (
         <Rows
           kind="list"
-          rows={(view.value as string[]).map((v, i) => ({
-            id: String(i),
-            label: String(i),
-            value: v,
-          }))}
+          rows={(view.value as Member[]).map((v, i) => row(String(i), String(i), v))}
           labels={["Index", "Value"]}
           save={(r, v) => cas(["LINDEX", k, r.id], r.value, ["LSET", k, r.id, v])}
           remove={(r) => {
@@ -80,9 +80,9 @@ export function ValueEditor(p: { view: KeyView; write: Write; cas: CompareAndWri
       return (
         <Rows
           kind="set"
-          rows={(view.value as string[]).map((m) => ({ id: m, label: m, value: "" }))}
+          rows={(view.value as Member[]).map((m) => row(m, m, ""))}
           labels={["Member", ""]}
-          remove={(r) => write(["SREM", k, r.id])}
+          remove={(r) => cas(["SISMEMBER", k, r.id], "1", ["SREM", k, r.id])}
           add={(f) => write(["SADD", k, f])}
           addValue={false}
         />
@@ -91,24 +91,24 @@ export function ValueEditor(p: { view: KeyView; write: Write; cas: CompareAndWri
       return (
         <Rows
           kind="zset"
-          rows={(view.value as [string, string][]).map(([m, s]) => ({ id: m, label: m, value: s }))}
+          rows={(view.value as [Member, Member][]).map(([m, s]) => row(m, m, s))}
           labels={["Member", "Score"]}
-          save={(r, v) => write(["ZADD", k, v, r.id])}
-          remove={(r) => write(["ZREM", k, r.id])}
-          add={(m, s) => write(["ZADD", k, s || "0", m])}
+          save={(r, v) => cas(["ZSCORE", k, r.id], r.value, ["ZADD", k, checkScore(v), r.id])}
+          remove={(r) => cas(["ZSCORE", k, r.id], r.value, ["ZREM", k, r.id])}
+          add={(m, s) => write(["ZADD", k, checkScore(s || "0"), m])}
         />
       );
     case "stream":
       return (
         <Rows
           kind="stream"
-          rows={(view.value as [string, [string, string][]][]).map(([id, fields]) => ({
-            id,
-            label: id,
-            value: fields.map(([f, v]) => `${f}=${v}`).join("  "),
-          }))}
+          rows={(view.value as [string, [Member, Member][]][]).map(([id, fields]) => {
+            const binary = fields.flat().some((m) => typeof m !== "string");
+            const shown = fields.map(([f, v]) => `${textOf(f)}=${textOf(v)}`).join("  ");
+            return { ...row(id, id, shown), binary, entry: flatReply([[id, fields]]) };
+          })}
           labels={["Entry id", "Fields"]}
-          remove={(r) => write(["XDEL", k, r.id])}
+          remove={(r) => cas(["XRANGE", k, r.id, r.id], r.entry ?? "", ["XDEL", k, r.id])}
           add={(f, v) => write(["XADD", k, "*", f, v])}
           readOnlyValues
         />
@@ -214,10 +214,37 @@ function isJson(text: string): boolean {
   }
 }
 
+/**
+ * A member as GET .../key sends it: its text when UTF-8, else `{hex}` of its bytes (a binary
+ * member is shown as hex and cannot be edited: the REST API's JSON carries text only).
+ */
+type Member = string | { hex: string };
+
+const textOf = (m: Member): string => (typeof m === "string" ? m : m.hex);
+
+/** A table row of a member: `id` names it in commands, `label` and `value` are shown. */
+function row(id: Member, label: Member, value: Member): Row {
+  const binary = [id, label, value].some((m) => typeof m !== "string");
+  return { id: textOf(id), label: textOf(label), value: textOf(value), binary };
+}
+
 interface Row {
   id: string;
   label: string;
   value: string;
+  /** Some of it is not UTF-8: shown as hex, read-only. */
+  binary: boolean;
+  /** Streams: the entry as XRANGE answers it, flattened (flatReply), to compare before XDEL. */
+  entry?: string;
+}
+
+/** A sorted-set score as typed: a number (or ±inf), trimmed; else an error saying so. */
+export function checkScore(text: string): string {
+  const t = text.trim();
+  if (!/^[+-]?(inf|\d+(\.\d*)?([eE][+-]?\d+)?|\.\d+([eE][+-]?\d+)?)$/i.test(t)) {
+    throw new Error(`a score must be a number, not "${text}"`);
+  }
+  return t;
 }
 
 /** Members of a collection, each with its own save/remove, and a row to add one. */
@@ -258,7 +285,17 @@ function Rows(p: {
           ))}
         </tbody>
       </table>
-      <div class="bar">
+      <ActionForm
+        class="bar"
+        label="Add"
+        kind="plain"
+        done="Added"
+        run={async () => {
+          await p.add(field, value);
+          setField("");
+          setValue("");
+        }}
+      >
         {addField && (
           <input
             name="add-field"
@@ -275,16 +312,7 @@ function Rows(p: {
             onInput={(e) => setValue((e.target as HTMLInputElement).value)}
           />
         )}
-        <Action
-          label="Add"
-          done="Added"
-          run={async () => {
-            await p.add(field, value);
-            setField("");
-            setValue("");
-          }}
-        />
-      </div>
+      </ActionForm>
     </div>
   );
 }
@@ -295,11 +323,18 @@ function MemberRow(p: {
   remove: (r: Row) => Promise<void>;
 }) {
   const [value, setValue] = useState(p.row.value);
-  const save = p.save;
+  const binary = p.row.binary;
+  const save = binary ? undefined : p.save;
   return (
-    <tr>
+    <tr class={binary ? "binary" : undefined}>
       <td>
         <code>{p.row.label}</code>
+        {binary && (
+          <span class="hint" title="not UTF-8: shown as hex, read-only">
+            {" "}
+            hex
+          </span>
+        )}
       </td>
       <td>
         {save ? (
@@ -321,7 +356,14 @@ function MemberRow(p: {
             run={() => save(p.row, value)}
           />
         )}
-        <Action label="Remove" kind="danger" done="Removed" run={() => p.remove(p.row)} />
+        <Action
+          label="Remove"
+          kind="danger"
+          done="Removed"
+          disabled={binary}
+          title={binary ? "binary (not UTF-8): read-only here; use redis-cli" : undefined}
+          run={() => p.remove(p.row)}
+        />
       </td>
     </tr>
   );

@@ -1,13 +1,34 @@
 import { useEffect, useRef, useState } from "preact/hooks";
-import { get, kvWrite, query } from "../api.js";
-import { Action, Badge, Field, fmtTtl, Form, Page, Select, Table, toast } from "../ui.js";
+import { get, kvWrite, query, request } from "../api.js";
+import { href, navigate } from "../routes.js";
+import {
+  Action,
+  Badge,
+  Field,
+  fmtBytes,
+  fmtCount,
+  fmtTtl,
+  Form,
+  Page,
+  Select,
+  Table,
+  toast,
+} from "../ui.js";
 import { CommandBox } from "./kv-command.js";
 import { KeyDetail } from "./kv-key.js";
+import { globUnder, NamespaceTree, useSeparator } from "./kv-tree.js";
 
 interface KeyRow {
   key: string;
   type: string;
   ttl: number;
+  size: number | null;
+}
+
+/** How much of the keyspace the scans so far visited (GET .../scan's `scanned` and `total`). */
+interface Progress {
+  scanned: number;
+  total: number;
 }
 
 const TYPES: [string, string][] = [
@@ -24,17 +45,32 @@ const TYPES: [string, string][] = [
 /**
  * The data browser of one database: keys by pattern and type, paged with SCAN's cursor on the
  * server (a page is 100 keys whatever the keyspace's size), the selected key's value to view and
- * edit, and a command box.
+ * edit, and a command box. The URL holds the search (`#/kv/<db>?match=user:*&type=hash`) and the
+ * key open (`#/kv/<db>/key/<key>`).
  */
-export function KvPage(p: { db: string }) {
-  const [pattern, setPattern] = useState("*");
-  const [type, setType] = useState("");
-  const [search, setSearch] = useState({ match: "*", type: "" });
+export function KvPage(p: { db: string; selected: string | undefined; params: URLSearchParams }) {
+  const search = { match: p.params.get("match") || "*", type: p.params.get("type") ?? "" };
+  const searchParams = { match: search.match === "*" ? "" : search.match, type: search.type };
+  const [pattern, setPattern] = useState(search.match);
+  const [type, setType] = useState(search.type);
+  // The form follows the URL (a namespace picked, back/forward).
+  useEffect(() => {
+    setPattern(search.match);
+    setType(search.type);
+  }, [search.match, search.type]);
+  const [separator, setSeparator] = useSeparator();
+  const [progress, setProgress] = useState<Progress>({ scanned: 0, total: 0 });
   const [rows, setRows] = useState<KeyRow[]>([]);
   const [cursor, setCursor] = useState<string>("0");
   const [error, setError] = useState<string | undefined>();
   const [loading, setLoading] = useState(false);
-  const [selected, setSelected] = useState<string | undefined>();
+  const selected = p.selected;
+  const setSelected = (key: string | undefined) =>
+    navigate(
+      key === undefined
+        ? href.kv(p.db, searchParams)
+        : href.kvKey(p.db, key) + href.kv(p.db, searchParams).replace(/^[^?]*/, ""),
+    );
   const [creating, setCreating] = useState(false);
   const base = `kv/${encodeURIComponent(p.db)}`;
 
@@ -45,12 +81,16 @@ export function KvPage(p: { db: string }) {
     setLoading(true);
     setError(undefined);
     try {
-      const page = await get<{ cursor: string; keys: KeyRow[] }>(
+      const page = await get<{ cursor: string; keys: KeyRow[] } & Progress>(
         `${base}/scan${query({ cursor: from, match: search.match, type: search.type })}`,
       );
       if (mine !== latest.current) return;
       setRows((old) => (append ? [...old, ...page.keys] : page.keys));
       setCursor(page.cursor);
+      setProgress((old) => ({
+        scanned: Math.min((append ? old.scanned : 0) + page.scanned, page.total),
+        total: page.total,
+      }));
     } catch (err) {
       if (mine !== latest.current) return;
       setRows([]); // never keys under an error: they may be gone or from another search
@@ -60,8 +100,10 @@ export function KvPage(p: { db: string }) {
       setLoading(false);
     }
   };
-  useEffect(() => void load("0", false), [search, p.db]);
+  useEffect(() => void load("0", false), [search.match, search.type, p.db]);
   const refresh = () => void load("0", false);
+  const goSearch = (match: string, t: string) =>
+    navigate(href.kv(p.db, { match: match === "*" ? "" : match, type: t }));
 
   return (
     <Page
@@ -96,39 +138,60 @@ export function KvPage(p: { db: string }) {
           }}
         />
       )}
-      <Form onSubmit={() => setSearch({ match: pattern || "*", type })}>
-        <Field label="Pattern" value={pattern} onInput={setPattern} width="18rem" name="pattern" />
-        <Select label="Type" value={type} options={TYPES} onChange={setType} />
-        <button type="submit" class="btn primary">
-          Scan
-        </button>
-      </Form>
-      <Table
-        error={error}
-        label="keys"
-        rows={rows}
-        rowKey={(r) => r.key}
-        selected={selected}
-        onRow={(r) => setSelected(r.key)}
-        empty={
-          loading ? "Scanning…" : cursor === "0" ? "No matching keys." : "None yet: load more."
-        }
-        columns={[
-          { title: "Key", render: (r) => <code class="key">{r.key}</code> },
-          { title: "Type", render: (r) => <Badge text={r.type} /> },
-          { title: "TTL", render: (r) => fmtTtl(r.ttl), class: "nowrap" },
-        ]}
-      />
-      <div class="pager">
-        <span>{`${rows.length.toLocaleString("en-US")} ${rows.length === 1 ? "key" : "keys"} shown`}</span>
-        <button
-          type="button"
-          class="btn plain"
-          disabled={cursor === "0" || loading}
-          onClick={() => void load(cursor, true)}
-        >
-          {cursor === "0" ? "Scan complete" : "Load more"}
-        </button>
+      <div class="kv-layout">
+        <NamespaceTree
+          db={p.db}
+          separator={separator}
+          onSeparator={setSeparator}
+          onPick={(prefix) => goSearch(globUnder(prefix), type)}
+        />
+        <div class="kv-keys">
+          <Form onSubmit={() => goSearch(pattern || "*", type)}>
+            <Field
+              label="Pattern"
+              value={pattern}
+              onInput={setPattern}
+              width="18rem"
+              name="pattern"
+            />
+            <Select label="Type" value={type} options={TYPES} onChange={setType} />
+            <button type="submit" class="btn primary">
+              Scan
+            </button>
+            <DeleteMatching db={p.db} match={search.match} onDone={refresh} />
+          </Form>
+          <Table
+            error={error}
+            label="keys"
+            rows={rows}
+            rowKey={(r) => r.key}
+            selected={selected}
+            onRow={(r) => setSelected(r.key)}
+            empty={
+              loading ? "Scanning…" : cursor === "0" ? "No matching keys." : "None yet: load more."
+            }
+            columns={[
+              { title: "Key", render: (r) => <code class="key">{r.key}</code> },
+              { title: "Type", render: (r) => <Badge text={r.type} /> },
+              { title: "Size", render: (r) => fmtBytes(r.size), class: "nowrap num" },
+              { title: "TTL", render: (r) => fmtTtl(r.ttl), class: "nowrap" },
+            ]}
+          />
+          <div class="pager">
+            <span data-scan-progress>
+              {`${fmtCount(rows.length)} ${rows.length === 1 ? "key" : "keys"} shown · scanned about ${fmtCount(progress.scanned)} of ${fmtCount(progress.total)} keys`}
+              {cursor === "0" && !loading ? " (complete)" : ""}
+            </span>
+            <button
+              type="button"
+              class="btn plain"
+              disabled={cursor === "0" || loading}
+              onClick={() => void load(cursor, true)}
+            >
+              {cursor === "0" ? "Scan complete" : "Load more"}
+            </button>
+          </div>
+        </div>
       </div>
       <CommandBox db={p.db} />
     </Page>
@@ -204,5 +267,37 @@ function NewKey(p: { db: string; onCreated: (key: string) => void }) {
       />
       <Action label="Create" kind="primary" run={create} />
     </Form>
+  );
+}
+
+/**
+ * "Delete matching": counts the keys the pattern matches (the whole keyspace, on the server),
+ * asks with that count, then deletes them and says how many went.
+ */
+function DeleteMatching(p: { db: string; match: string; onDone: () => void }) {
+  const path = `kv/${encodeURIComponent(p.db)}/delete-matching`;
+  return (
+    <Action
+      label="Delete matching…"
+      kind="danger"
+      title={`Delete every key matching ${p.match}, after showing how many`}
+      run={async () => {
+        const plan = await request<{ count: number; sample: string[] }>("POST", path, {
+          match: p.match,
+          dryRun: true,
+        });
+        if (plan.count === 0) {
+          toast(`No keys match ${p.match}`);
+          return false;
+        }
+        const sample = plan.sample.slice(0, 5).join(", ");
+        const question = `Delete ${fmtCount(plan.count)} ${plan.count === 1 ? "key" : "keys"} matching ${p.match} (${sample}${plan.count > 5 ? ", …" : ""})? This cannot be undone.`;
+        if (!window.confirm(question)) return false;
+        const r = await request<{ deleted: number }>("POST", path, { match: p.match });
+        toast(`${fmtCount(r.deleted)} ${r.deleted === 1 ? "key" : "keys"} deleted`);
+        p.onDone();
+        return true;
+      }}
+    />
   );
 }

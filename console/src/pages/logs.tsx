@@ -1,5 +1,6 @@
 import { useState } from "preact/hooks";
-import type { Filters } from "../filters.js";
+import { filterParams, filtersFrom, type Filters } from "../filters.js";
+import { href, navigate } from "../routes.js";
 import { Page, Panel, Pre } from "../ui.js";
 import { EventList, type LogEvent } from "./events.js";
 
@@ -13,12 +14,13 @@ const FIELDS: (keyof Filters)[] = [
   "scheduleId",
   "label",
   "flowControlKey",
+  "workflowRunId",
   "fromDate",
   "toDate",
 ];
 
-/** Logs: every state change of every message, newest first, refreshed live. */
-export function LogsPage() {
+/** Logs: every state change of every message, newest first, refreshed live; filters in the URL. */
+export function LogsPage(p: { params: URLSearchParams }) {
   const [selected, setSelected] = useState<LogEvent | undefined>();
   const [live, setLive] = useState(true);
   return (
@@ -40,6 +42,9 @@ export function LogsPage() {
             title={`${selected.state} ${selected.messageId}`}
             onClose={() => setSelected(undefined)}
           >
+            <p>
+              <a href={href.message(selected.messageId)}>Open the message</a>
+            </p>
             <Pre value={selected} />
           </Panel>
         )
@@ -47,6 +52,8 @@ export function LogsPage() {
     >
       <EventList
         fields={FIELDS}
+        filters={filtersFrom(p.params)}
+        onApply={(f) => navigate(href.list("logs", filterParams(f, false)))}
         live={live}
         selected={selected?.messageId}
         onSelect={setSelected}

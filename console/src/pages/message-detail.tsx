@@ -1,5 +1,6 @@
-import { ApiError, queue, queueSend } from "../api.js";
+import { ApiError, query, queue, queueSend } from "../api.js";
 import { Action, ErrorLine, Facts, fmtTime, HeaderList, Panel, Pre, useLoad } from "../ui.js";
+import { href } from "../routes.js";
 import type { LogEvent } from "./events.js";
 
 /** A message as GET /v2/messages/{id} renders it (DLQ entries add to it). */
@@ -22,8 +23,14 @@ export interface Message {
  * A message: while it is stored (waiting, in flight, retrying) GET /v2/messages/{id} has its
  * headers and body and it can be cancelled; once finished only its log events remain.
  */
-export function MessageDetail(p: { event: LogEvent; onClose: () => void; onChanged: () => void }) {
-  const id = p.event.messageId;
+export function MessageDetail(p: {
+  id: string;
+  /** Its newest event, once the list has it (the message itself loads meanwhile). */
+  event: LogEvent | undefined;
+  onClose: () => void;
+  onChanged: () => void;
+}) {
+  const id = p.id;
   const msg = useLoad(async () => {
     try {
       return await queue<Message>(`messages/${encodeURIComponent(id)}`);
@@ -63,6 +70,7 @@ export function MessageDetail(p: { event: LogEvent; onClose: () => void; onChang
               ["Not before", fmtTime(m.notBefore)],
               ["Max retries", String(m.maxRetries)],
               ["Queue / group", m.queueName ?? m.topicName ?? "—"],
+              ["Workflow run", <RunLink messageId={id} />],
             ]}
           />
           <h3>Headers</h3>
@@ -72,7 +80,23 @@ export function MessageDetail(p: { event: LogEvent; onClose: () => void; onChang
         </>
       )}
       <h3>Event</h3>
-      <Pre value={p.event} />
+      {p.event ? <Pre value={p.event} /> : <p class="hint">Loading…</p>}
     </Panel>
   );
+}
+
+/**
+ * The workflow run a message belongs to, as a link, or "—": the workflow logs answer which run
+ * holds a message id (GET /v2/workflows/events?messageId=), as the message API does not say.
+ */
+export function RunLink(p: { messageId: string }) {
+  const run = useLoad(
+    () =>
+      queue<{ runs: { workflowRunId: string }[] }>(
+        `workflows/events${query({ messageId: p.messageId, count: "1" })}`,
+      ).then((r) => r.runs[0]?.workflowRunId),
+    [p.messageId],
+  );
+  if (run.error) return <span class="hint">{run.error}</span>;
+  return run.data ? <a href={href.workflowRun(run.data)}>{run.data}</a> : <>—</>;
 }

@@ -1,6 +1,7 @@
 import { useState } from "preact/hooks";
 import { queueSend } from "../api.js";
-import { filterParams, type Filters } from "../filters.js";
+import { filterParams, filtersFrom, NO_FILTERS, type Filters } from "../filters.js";
+import { href, navigate } from "../routes.js";
 import { Action, Page, toast } from "../ui.js";
 import { EventList, type LogEvent } from "./events.js";
 import { MessageDetail } from "./message-detail.js";
@@ -37,19 +38,31 @@ export function cancelBody(f: Filters): { body: Record<string, unknown> } | { re
   return { body: { messageIds: [messageId] } };
 }
 
-/** Messages: search by the SDKs' filters, open one for its headers and body, cancel. */
-export function MessagesPage() {
-  const [selected, setSelected] = useState<LogEvent | undefined>();
+/**
+ * Messages: search by the SDKs' filters, open one for its headers and body, cancel. The URL holds
+ * both: `#/messages?state=...` filters, `#/messages/<id>` opens a message (filtered to it when the
+ * URL has no other filters).
+ */
+export function MessagesPage(p: { id: string | undefined; params: URLSearchParams }) {
+  const [found, setFound] = useState<LogEvent | undefined>();
   const [version, setVersion] = useState(0);
+  const given = filtersFrom(p.params);
+  const filters =
+    p.id !== undefined && [...p.params.keys()].length === 0
+      ? { ...NO_FILTERS, messageId: p.id }
+      : given;
+  const selected = found?.messageId === p.id ? found : undefined;
+  const listHref = (f: Filters) => href.list("messages", filterParams(f, false));
   return (
     <Page
       title="Messages"
       side={
-        selected && (
+        p.id !== undefined && (
           <MessageDetail
-            key={selected.messageId}
+            key={p.id}
+            id={p.id}
             event={selected}
-            onClose={() => setSelected(undefined)}
+            onClose={() => navigate(listHref(given))}
             onChanged={() => setVersion(version + 1)}
           />
         )
@@ -58,9 +71,15 @@ export function MessagesPage() {
       <EventList
         key={version}
         fields={FIELDS}
+        filters={filters}
+        onApply={(f) => navigate(listHref(f))}
         live={false}
-        selected={selected?.messageId}
-        onSelect={setSelected}
+        selected={p.id}
+        open={p.id}
+        onSelect={(e) => {
+          setFound(e);
+          navigate(href.message(e.messageId) + listHref(given).replace(/^#\/messages/, ""));
+        }}
         toolbar={(filters) => {
           const cancel = cancelBody(filters);
           return (

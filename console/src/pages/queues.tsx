@@ -1,5 +1,6 @@
 import { useState } from "preact/hooks";
 import { queue, queueSend } from "../api.js";
+import { href, navigate } from "../routes.js";
 import {
   Action,
   ActionForm,
@@ -7,7 +8,9 @@ import {
   Badge,
   Field,
   fmtTime,
+  Facts,
   Page,
+  Panel,
   Table,
   useLoad,
 } from "../ui.js";
@@ -30,21 +33,28 @@ export function parseParallelism(text: string): number {
   return n;
 }
 
-/** FIFO queues: list with lag, create or change parallelism, pause, resume, delete. */
-export function QueuesPage() {
+/**
+ * FIFO queues: list with lag, create or change parallelism, pause, resume, delete;
+ * `#/queues/<name>` opens one.
+ */
+export function QueuesPage(p: { name: string | undefined }) {
   const list = useLoad(() => queue<Queue[]>("queues"), []);
+  const open = list.data?.find((q) => q.name === p.name);
   const [name, setName] = useState("");
   const [parallelism, setParallelism] = useState("1");
   const path = (q: Queue, verb = "") => `queues/${encodeURIComponent(q.name)}${verb}`;
   return (
-    <Page title="Queues">
+    <Page
+      title="Queues"
+      side={p.name !== undefined && <QueuePanel name={p.name} q={open} loading={list.loading} />}
+    >
       <ActionForm
         label="Create / update"
-        disabled={!name}
+        disabled={name.trim() === ""}
         done="Queue saved"
         run={async () => {
           await queueSend("POST", "queues", {
-            queueName: name,
+            queueName: name.trim(),
             parallelism: parseParallelism(parallelism),
           });
           setName("");
@@ -65,6 +75,8 @@ export function QueuesPage() {
         label="queues"
         rows={list.data ?? []}
         rowKey={(q) => q.name}
+        selected={p.name}
+        onRow={(q) => navigate(href.queue(q.name))}
         empty={list.loading ? "Loading…" : "No queues yet."}
         columns={[
           { title: "Name", render: (q) => <code>{q.name}</code> },
@@ -94,5 +106,33 @@ export function QueuesPage() {
         ]}
       />
     </Page>
+  );
+}
+
+/** One queue's facts and links to its messages. */
+function QueuePanel(p: { name: string; q: Queue | undefined; loading: boolean }) {
+  const { q } = p;
+  return (
+    <Panel title={`Queue ${p.name}`} onClose={() => navigate(href.list("queues"))}>
+      {q ? (
+        <>
+          <Facts
+            items={[
+              ["Parallelism", String(q.parallelism)],
+              ["Lag (waiting)", q.lag.toLocaleString("en-US")],
+              ["State", <Badge text={q.paused ? "PAUSED" : "ACTIVE"} />],
+              ["Created", fmtTime(q.createdAt)],
+            ]}
+          />
+          <p>
+            <a href={href.list("messages", { queueName: q.name })}>Its messages</a>
+            {" · "}
+            <a href={href.list("dlq", { queueName: q.name })}>Its DLQ entries</a>
+          </p>
+        </>
+      ) : (
+        <p class="hint">{p.loading ? "Loading…" : `No queue ${p.name}.`}</p>
+      )}
+    </Panel>
   );
 }

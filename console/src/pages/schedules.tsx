@@ -1,5 +1,6 @@
 import { useState } from "preact/hooks";
 import { ApiError, queue, queueSend } from "../api.js";
+import { href, navigate } from "../routes.js";
 import {
   Action,
   PauseToggle,
@@ -28,19 +29,34 @@ interface Schedule {
   queueName?: string;
 }
 
-/** Schedules: list, create (destination + cron + body), pause, resume, delete. */
-export function SchedulesPage() {
+/**
+ * Schedules: list, create (destination + cron + body), pause, resume, delete; `#/schedules/<id>`
+ * opens one.
+ */
+export function SchedulesPage(p: { id: string | undefined }) {
   const list = useLoad(() => queue<Schedule[]>("schedules"), []);
-  const [open, setOpen] = useState<Schedule | undefined>();
   const rows = [...(list.data ?? [])].sort((a, b) => b.createdAt - a.createdAt);
+  const open = rows.find((s) => s.scheduleId === p.id);
   const id = (s: Schedule) => encodeURIComponent(s.scheduleId);
+  const close = () => navigate(href.list("schedules"));
   return (
     <Page
       title="Schedules"
       side={
-        open && (
-          <Panel title={`Schedule ${open.scheduleId}`} onClose={() => setOpen(undefined)}>
-            <Pre value={open} />
+        p.id !== undefined && (
+          <Panel title={`Schedule ${p.id}`} onClose={close}>
+            {open ? (
+              <>
+                <p>
+                  <a href={href.list("logs", { scheduleId: open.scheduleId })}>
+                    Its messages in the logs
+                  </a>
+                </p>
+                <Pre value={open} />
+              </>
+            ) : (
+              <p class="hint">{list.loading ? "Loading…" : `No schedule ${p.id}.`}</p>
+            )}
           </Panel>
         )
       }
@@ -51,8 +67,8 @@ export function SchedulesPage() {
         label="schedules"
         rows={rows}
         rowKey={(s) => s.scheduleId}
-        selected={open?.scheduleId}
-        onRow={setOpen}
+        selected={p.id}
+        onRow={(s) => navigate(href.schedule(s.scheduleId))}
         empty={list.loading ? "Loading…" : "No schedules yet."}
         columns={[
           { title: "Id", render: (s) => <code>{s.scheduleId}</code> },

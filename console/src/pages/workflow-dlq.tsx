@@ -1,5 +1,6 @@
 import { query, queue, queueSend } from "../api.js";
 import { Pager, useCursorPages } from "../filters.js";
+import { href, navigate } from "../routes.js";
 import { Action, fmtTime, Page, Table, useLoad, type Children } from "../ui.js";
 
 /** One failed run as GET /v2/workflows/dlq lists it (docs/workflow.md, workflow DLQ). */
@@ -12,7 +13,10 @@ interface WorkflowDlqEntry {
   responseBody?: string;
 }
 
-/** The workflow DLQ: one entry per failed run; resume (keep done steps), restart, or delete. */
+/**
+ * The workflow DLQ: one entry per failed run; resume (keep done steps), restart, or delete. A row
+ * opens its run's page, which shows the failure.
+ */
 export function WorkflowDlq(p: { tabs: Children }) {
   const pages = useCursorPages();
   const list = useLoad(
@@ -30,6 +34,7 @@ export function WorkflowDlq(p: { tabs: Children }) {
         label="workflow dlq"
         rows={list.data?.messages ?? []}
         rowKey={(m) => m.dlqId}
+        onRow={(m) => navigate(href.workflowRun(m.workflowRunId))}
         empty={list.loading ? "Loading…" : "No failed workflow runs."}
         columns={[
           {
@@ -37,7 +42,10 @@ export function WorkflowDlq(p: { tabs: Children }) {
             render: (m) => fmtTime(Number(m.dlqId.split("-")[0])),
             class: "nowrap",
           },
-          { title: "Run", render: (m) => <code>{m.workflowRunId}</code> },
+          {
+            title: "Run",
+            render: (m) => <a href={href.workflowRun(m.workflowRunId)}>{m.workflowRunId}</a>,
+          },
           { title: "URL", render: (m) => <span class="url">{m.workflowUrl}</span> },
           { title: "Status", render: (m) => String(m.responseStatus) },
           {
@@ -73,5 +81,19 @@ export function WorkflowDlq(p: { tabs: Children }) {
       />
       <Pager page={pages.page} next={list.data?.cursor} onNext={pages.next} onPrev={pages.prev} />
     </Page>
+  );
+}
+
+/** Switches between the runs and the workflow DLQ (a hash route each, so links keep the tab). */
+export function WorkflowTabs(p: { dlq?: boolean }) {
+  return (
+    <nav class="bar tabs" aria-label="workflow tabs">
+      <a href="#/workflows" class={p.dlq ? "btn plain" : "btn primary"}>
+        Runs
+      </a>
+      <a href="#/workflows/dlq" class={p.dlq ? "btn primary" : "btn plain"}>
+        Workflow DLQ
+      </a>
+    </nav>
   );
 }

@@ -1,13 +1,57 @@
-import { Action, Badge, Facts, fmtTime, Panel, Pre, Table } from "../ui.js";
+import { query, queue, queueSend } from "../api.js";
+import { href } from "../routes.js";
+import {
+  Action,
+  Badge,
+  ErrorLine,
+  Facts,
+  fmtTime,
+  HeaderList,
+  Page,
+  Pre,
+  useLoad,
+  type Children,
+} from "../ui.js";
+import { WorkflowTabs } from "./workflow-dlq.js";
 
-/** One step as GET /v2/workflows/events lists it (pending steps carry only id and state). */
+/** A failed attempt of a step's message (docs/workflow.md, Logs). */
+export interface StepError {
+  error: string;
+  status?: number;
+  headers?: Record<string, string[]>;
+  body?: string;
+  time?: number;
+}
+
+/**
+ * One step as GET /v2/workflows/events lists it: completed steps carry their name, type, output
+ * and timing; the pending ones of the `next` group only their message id, state and errors.
+ */
 export interface RunStep {
   messageId?: string;
   stepName?: string;
   stepType?: string;
   state: string;
   out?: unknown;
-  errors?: { error: string; status?: number }[];
+  createdAt?: number;
+  retries?: number;
+  retryDelay?: string;
+  concurrent?: number;
+  headers?: Record<string, string[]>;
+  errors?: StepError[];
+  sleepFor?: number;
+  sleepUntil?: number;
+  waitEventId?: string;
+  waitTimeoutDeadline?: number;
+  waitTimeout?: boolean;
+  callUrl?: string;
+  callMethod?: string;
+  callHeaders?: Record<string, string[]>;
+  callBody?: unknown;
+  callResponseStatus?: number;
+  callResponseBody?: unknown;
+  invokedWorkflowRunId?: string;
+  invokedWorkflowRunBody?: unknown;
 }
 
 /** One run of GET /v2/workflows/events?groupBy=workflowRunId (docs/workflow.md, Logs). */
@@ -23,38 +67,107 @@ export interface Run {
   steps: { type: string; steps: RunStep[] }[];
 }
 
-/** Steps shown in a list are cut to this many characters of output. */
-const OUT_CHARS = 120;
+/** A step of the timeline: the step, its group, and when the step before it ended. */
+interface TimelineStep extends RunStep {
+  group: string;
+  key: string;
+  previousAt: number | undefined;
+}
 
 /** Completed steps (the init step included); the pending "next" group is not counted. */
 export const stepCount = (r: Run): number =>
   r.steps.filter((g) => g.type !== "next").reduce((n, g) => n + g.steps.length, 0);
 
-function shorten(out: unknown): string {
-  if (out === undefined) return "";
-  const text = typeof out === "string" ? out : JSON.stringify(out);
-  return text.length > OUT_CHARS ? `${text.slice(0, OUT_CHARS)}…` : text;
+/** The run's steps in order, parallel groups flattened, each knowing when the one before ended. */
+function timeline(r: Run): TimelineStep[] {
+  const out: TimelineStep[] = [];
+  let previousAt: number | undefined = r.workflowRunCreatedAt;
+  r.steps.forEach((g, gi) => {
+    const groupStart = previousAt;
+    for (const [si, s] of g.steps.entries()) {
+      out.push({ ...s, group: g.type, key: `${gi}.${si}`, previousAt: groupStart });
+      if (s.createdAt !== undefined) previousAt = Math.max(previousAt ?? 0, s.createdAt);
+    }
+  });
+  return out;
 }
 
-/** A run: its facts, every step (parallel groups flattened, marked), and Cancel while running. */
-export function RunDetail(p: { run: Run; onClose: () => void; onCancel: () => Promise<unknown> }) {
-  const r = p.run;
-  const steps = r.steps.flatMap((g, gi) =>
-    g.steps.map((s, si) => ({ ...s, group: g.type, key: `${gi}.${si}` })),
+const fmtDuration = (ms: number): string =>
+  ms < 1000
+    ? `${ms} ms`
+    : ms < 120_000
+      ? `${(ms / 1000).toFixed(1)} s`
+      : `${Math.round(ms / 60_000)} min`;
+
+/**
+ * What a running run waits for, from its last completed step: a sleep (until when), an event
+ * (which, and until when before the timeout), or a call's answer; undefined when it just runs.
+ */
+export function waitingFor(r: Run): string | undefined {
+  if (r.workflowState !== "RUN_STARTED") return undefined;
+  const done = r.steps.filter((g) => g.type !== "next").flatMap((g) => g.steps);
+  const last = done[done.length - 1];
+  if (!last) return undefined;
+  if (last.sleepUntil !== undefined) {
+    return `Sleeping (${last.stepName ?? "sleep"}) until ${fmtTime(last.sleepUntil * 1000)}`;
+  }
+  if (last.sleepFor !== undefined && last.createdAt !== undefined) {
+    const until = last.createdAt + last.sleepFor * 1000;
+    return `Sleeping (${last.stepName ?? "sleep"}, ${last.sleepFor} s) until ${fmtTime(until)}`;
+  }
+  if (last.waitEventId !== undefined && !last.waitTimeout && last.out === undefined) {
+    const until = last.waitTimeoutDeadline
+      ? ` until ${fmtTime(last.waitTimeoutDeadline * 1000)}`
+      : "";
+    return `Waiting for event "${last.waitEventId}" (${last.stepName ?? "wait"})${until}, then timing out`;
+  }
+  return undefined;
+}
+
+/** The run page (`#/workflows/runs/<id>`): facts, what it waits for, the failure, the timeline. */
+export function RunPage(p: { workflowRunId: string }) {
+  const run = useLoad(
+    () =>
+      queue<{ runs: Run[] }>(
+        `workflows/events${query({ workflowRunId: p.workflowRunId, groupBy: "workflowRunId" })}`,
+      ).then((x) => x.runs[0] ?? null),
+    [p.workflowRunId],
   );
+  const r = run.data;
   return (
-    <Panel title={`Run ${r.workflowRunId}`} onClose={p.onClose}>
-      {r.workflowState === "RUN_STARTED" && (
-        <div class="bar">
+    <Page title={`Workflow run ${p.workflowRunId}`} actions={<WorkflowTabs />}>
+      <ErrorLine error={run.error} />
+      {run.loading && r === undefined && <p class="hint">Loading…</p>}
+      {r === null && <p class="empty">No workflow run {p.workflowRunId} in the logs.</p>}
+      {r && <RunView run={r} reload={run.reload} />}
+    </Page>
+  );
+}
+
+function RunView(p: { run: Run; reload: () => void }) {
+  const r = p.run;
+  const steps = timeline(r);
+  const waits = waitingFor(r);
+  const failed = steps.find((s) => s.state === "STEP_FAILED");
+  return (
+    <>
+      <div class="bar">
+        <Action label="Refresh" run={async () => p.reload()} />
+        {r.workflowState === "RUN_STARTED" && (
           <Action
             label="Cancel run"
             kind="danger"
             confirm={`Cancel workflow run ${r.workflowRunId}?`}
             done="Run cancelled"
-            run={p.onCancel}
+            run={() =>
+              queueSend(
+                "DELETE",
+                `workflows/runs/${encodeURIComponent(r.workflowRunId)}?cancel=true`,
+              ).then(p.reload)
+            }
           />
-        </div>
-      )}
+        )}
+      </div>
       <Facts
         items={[
           ["State", <Badge text={r.workflowState} />],
@@ -65,32 +178,141 @@ export function RunDetail(p: { run: Run; onClose: () => void; onCancel: () => Pr
           ["DLQ id", r.dlqId ?? "—"],
         ]}
       />
-      <h3>Steps</h3>
-      <Table
-        label="workflow steps"
-        rows={steps}
-        rowKey={(s) => s.key}
-        columns={[
-          { title: "Name", render: (s) => s.stepName ?? (s.group === "next" ? "(next)" : "") },
-          {
-            title: "Type",
-            render: (s) => `${s.stepType ?? ""}${s.group === "parallel" ? " ∥" : ""}`,
-          },
-          { title: "State", render: (s) => <Badge text={s.state} /> },
-          {
-            title: "Output",
-            render: (s) => (
-              <code>{shorten(s.out ?? s.errors?.map((e) => e.error).join("; "))}</code>
-            ),
-          },
-        ]}
-      />
+      <p>
+        <a href={href.list("logs", { workflowRunId: r.workflowRunId })}>Its messages in the logs</a>
+      </p>
+      {waits && (
+        <p class="waiting" data-waiting>
+          {waits}
+        </p>
+      )}
+      {failed && <FailedStep step={failed} steps={steps} />}
+      <h2>Steps</h2>
+      <ol class="timeline" aria-label="workflow steps">
+        {steps.map((s) => (
+          <StepItem key={s.key} s={s} />
+        ))}
+      </ol>
       {r.workflowRunResponse !== undefined && (
         <>
-          <h3>Response</h3>
+          <h2>Response</h2>
           <Pre value={r.workflowRunResponse} />
         </>
       )}
-    </Panel>
+    </>
+  );
+}
+
+/** The name of the step a failed message was running: the one after the last completed step. */
+function failedStepName(steps: TimelineStep[]): string {
+  const done = steps.filter((s) => s.group !== "next" && s.stepName !== undefined);
+  const last = done[done.length - 1];
+  return last ? `the step after "${last.stepName ?? ""}"` : "the first step";
+}
+
+/** The failure on top of a failed run: which step, its last error, status and response body. */
+function FailedStep(p: { step: TimelineStep; steps: TimelineStep[] }) {
+  const errors = p.step.errors ?? [];
+  const last = errors[errors.length - 1];
+  return (
+    <section class="card failure" aria-label="failure" role="alert">
+      <h2>Failed at {failedStepName(p.steps)}</h2>
+      <p>
+        {last ? last.error : "no attempt error recorded"}
+        {last?.status !== undefined && ` (HTTP ${last.status})`}; {errors.length}{" "}
+        {errors.length === 1 ? "attempt" : "attempts"}
+        {p.step.messageId && (
+          <>
+            {" · "}
+            <a href={href.message(p.step.messageId)}>its message</a>
+          </>
+        )}
+      </p>
+      {last?.body !== undefined && last.body !== "" && (
+        <details open>
+          <summary>Response body</summary>
+          <Pre value={last.body} />
+        </details>
+      )}
+      {last?.headers && (
+        <details>
+          <summary>Response headers</summary>
+          <HeaderList headers={last.headers} />
+        </details>
+      )}
+    </section>
+  );
+}
+
+/** What a step was given: a call's request, an invoked run's body, or its message headers. */
+function stepInput(s: RunStep): Children {
+  if (s.callUrl !== undefined) {
+    return (
+      <>
+        <Pre value={`${s.callMethod ?? "GET"} ${s.callUrl}`} />
+        <HeaderList headers={s.callHeaders} />
+        <Pre value={s.callBody ?? "(no body)"} />
+      </>
+    );
+  }
+  if (s.invokedWorkflowRunId !== undefined) return <Pre value={s.invokedWorkflowRunBody} />;
+  return <HeaderList headers={s.headers} />;
+}
+
+function StepItem(p: { s: TimelineStep }) {
+  const { s } = p;
+  const name = s.stepName ?? (s.group === "next" ? "(next)" : "");
+  const took =
+    s.createdAt !== undefined && s.previousAt !== undefined
+      ? fmtDuration(Math.max(0, s.createdAt - s.previousAt))
+      : undefined;
+  const output = s.callResponseStatus !== undefined ? s.callResponseBody : s.out;
+  return (
+    <li class={`step ${s.state.toLowerCase()}`} data-step={name}>
+      <div class="step-head">
+        <strong class="step-name">{name}</strong>
+        <span class="step-type">
+          {s.stepType ?? ""}
+          {s.group === "parallel" ? " ∥ parallel" : ""}
+        </span>
+        <Badge text={s.state} />
+        <span class="nowrap">{s.createdAt !== undefined ? fmtTime(s.createdAt) : ""}</span>
+        {took && (
+          <span class="hint" title="time since the step before ended">
+            +{took}
+          </span>
+        )}
+        <span class="hint">
+          retries {s.retries ?? "—"}
+          {s.errors && s.errors.length > 0 ? `, ${s.errors.length} failed attempts` : ""}
+        </span>
+        {s.messageId && (
+          <a href={href.message(s.messageId)} class="hint">
+            message
+          </a>
+        )}
+      </div>
+      {s.callResponseStatus !== undefined && (
+        <div class="hint">call answered HTTP {s.callResponseStatus}</div>
+      )}
+      {s.group !== "next" && (
+        <details>
+          <summary>Input</summary>
+          {stepInput(s)}
+        </details>
+      )}
+      {output !== undefined && (
+        <details>
+          <summary>Output</summary>
+          <Pre value={output} />
+        </details>
+      )}
+      {s.errors && s.errors.length > 0 && (
+        <details>
+          <summary>Errors</summary>
+          <Pre value={s.errors} />
+        </details>
+      )}
+    </li>
   );
 }

@@ -1,9 +1,10 @@
 import { useState } from "preact/hooks";
 import { query, queue, queueSend } from "../api.js";
 import { Pager, SearchButtons, useCursorPages } from "../filters.js";
+import { href, navigate, paramsOf } from "../routes.js";
 import { Action, Badge, Field, Form, fmtTime, Page, Select, Table, useLoad } from "../ui.js";
-import { WorkflowDlq } from "./workflow-dlq.js";
-import { RunDetail, stepCount, type Run } from "./workflow-run.js";
+import { WorkflowDlq, WorkflowTabs } from "./workflow-dlq.js";
+import { stepCount, type Run } from "./workflow-run.js";
 
 /** The run filters of GET /v2/workflows/events (docs/workflow.md, Logs). */
 interface RunFilters {
@@ -14,6 +15,7 @@ interface RunFilters {
 }
 
 const NO_RUN_FILTERS: RunFilters = { workflowRunId: "", state: "", workflowUrl: "", label: "" };
+const RUN_FILTER_NAMES = Object.keys(NO_RUN_FILTERS) as (keyof RunFilters)[];
 
 const RUN_STATES: [string, string][] = [
   ["", "any state"],
@@ -25,59 +27,41 @@ const RUN_STATES: [string, string][] = [
 
 const PAGE_SIZE = "20";
 
-/** Workflow runs: the runs' logs with their steps (newest first), and the workflow DLQ. */
-export function WorkflowsPage(p: { tab: string | undefined }) {
-  return p.tab === "dlq" ? <WorkflowDlq tabs={<WorkflowTabs dlq />} /> : <RunsList />;
-}
+/** The URL filter is a prefix here (the API matches whole URLs unless told otherwise). */
+const urlPrefix = (f: RunFilters) => (f.workflowUrl ? { workflowUrlExactMatch: "false" } : {});
 
-/** Switches between the runs and the workflow DLQ (a hash route each, so links keep the tab). */
-export function WorkflowTabs(p: { dlq?: boolean }) {
-  return (
-    <nav class="bar tabs" aria-label="workflow tabs">
-      <a href="#/workflows" class={p.dlq ? "btn plain" : "btn primary"}>
-        Runs
-      </a>
-      <a href="#/workflows/dlq" class={p.dlq ? "btn primary" : "btn plain"}>
-        Workflow DLQ
-      </a>
-    </nav>
+/**
+ * Workflow runs: the runs' logs (newest first, filters in the URL: `#/workflows?state=RUN_FAILED`),
+ * each opening its run page (`#/workflows/runs/<id>`), and the workflow DLQ (`#/workflows/dlq`).
+ */
+export function WorkflowsPage(p: { tab: string | undefined; params: URLSearchParams }) {
+  return p.tab === "dlq" ? (
+    <WorkflowDlq tabs={<WorkflowTabs dlq />} />
+  ) : (
+    <RunsList filters={paramsOf(p.params, RUN_FILTER_NAMES)} />
   );
 }
 
-function RunsList() {
-  const [filters, setFilters] = useState(NO_RUN_FILTERS);
-  const [open, setOpen] = useState<string | undefined>();
+function RunsList(p: { filters: RunFilters }) {
+  const { filters } = p;
   const pages = useCursorPages();
   const list = useLoad(
     () =>
       queue<{ runs: Run[]; cursor?: string }>(
-        `workflows/events${query({ ...filters, groupBy: "workflowRunId", count: PAGE_SIZE, cursor: pages.cursor })}`,
+        `workflows/events${query({ ...filters, ...urlPrefix(filters), groupBy: "workflowRunId", count: PAGE_SIZE, cursor: pages.cursor })}`,
       ),
-    [filters, pages.cursor],
+    [JSON.stringify(filters), pages.cursor],
   );
   const rows = list.data?.runs ?? [];
-  const opened = rows.find((r) => r.workflowRunId === open);
   const cancel = (id: string) =>
     queueSend("DELETE", `workflows/runs/${encodeURIComponent(id)}?cancel=true`).then(list.reload);
   return (
-    <Page
-      title="Workflow runs"
-      actions={<WorkflowTabs />}
-      side={
-        opened && (
-          <RunDetail
-            run={opened}
-            onClose={() => setOpen(undefined)}
-            onCancel={() => cancel(opened.workflowRunId)}
-          />
-        )
-      }
-    >
+    <Page title="Workflow runs" actions={<WorkflowTabs />}>
       <RunFilterBar
         initial={filters}
         onApply={(f) => {
-          setFilters(f);
           pages.reset();
+          navigate(href.list("workflows", { ...f }));
         }}
       />
       <div class="bar">
@@ -88,13 +72,15 @@ function RunsList() {
         label="workflow runs"
         rows={rows}
         rowKey={(r) => r.workflowRunId}
-        selected={open}
-        onRow={(r) => setOpen(r.workflowRunId)}
+        onRow={(r) => navigate(href.workflowRun(r.workflowRunId))}
         empty={list.loading ? "Loading…" : "No matching workflow runs."}
         columns={[
           { title: "Created", render: (r) => fmtTime(r.workflowRunCreatedAt), class: "nowrap" },
           { title: "State", render: (r) => <Badge text={r.workflowState} /> },
-          { title: "Run", render: (r) => <code>{r.workflowRunId}</code> },
+          {
+            title: "Run",
+            render: (r) => <a href={href.workflowRun(r.workflowRunId)}>{r.workflowRunId}</a>,
+          },
           { title: "URL", render: (r) => <span class="url">{r.workflowUrl}</span> },
           { title: "Label", render: (r) => r.label ?? "" },
           { title: "Steps", render: (r) => String(stepCount(r)) },

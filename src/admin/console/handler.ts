@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { DatabaseCredentials } from "../../kv/database-manager.js";
+import type { DatabaseCredentials } from "../../kv/databases/database-manager.js";
 import { AppError } from "../../shared/errors.js";
 import { readBody } from "../../shared/http/body.js";
 import { decodePathSegment } from "../../shared/http/path.js";
@@ -17,6 +17,7 @@ import {
 } from "./auth.js";
 import type { QueueDepth } from "../../queue/store/depth.js";
 import { readKey, scanKeys } from "./kv-browse.js";
+import { deleteMatching, planDelete, treeLevel } from "./kv-namespaces.js";
 import { SessionStore } from "./sessions.js";
 import { summarize } from "./summary.js";
 import { callApi, kvCommands } from "./upstream.js";
@@ -119,7 +120,7 @@ async function route(
     return json(c, 200, await summarize(summarySources(deps)));
   }
   if (c.path.startsWith("/api/queue/")) return proxyQueue(deps, c);
-  const kv = /^\/api\/kv\/([^/]+)\/(scan|key|exec)$/.exec(c.path);
+  const kv = /^\/api\/kv\/([^/]+)\/(scan|key|exec|tree|delete-matching)$/.exec(c.path);
   if (kv) return kvRoute(deps, c, decodePathSegment(kv[1] ?? ""), kv[2] ?? "");
   throw new AppError("not_found", `no console API ${c.method} ${c.path}`);
 }
@@ -227,6 +228,21 @@ async function kvRoute(deps: ConsoleDeps, c: Call, name: string, action: string)
     return json(c, 200, await readKey(db, key, c.query.get("cursor") ?? "0"));
   }
   if (action === "exec" && c.method === "POST") return exec(deps, c, creds);
+  if (action === "tree" && c.method === "GET") {
+    c.req.resume();
+    const separator = c.query.get("separator") ?? ":";
+    return json(c, 200, await treeLevel(db, c.query.get("prefix") ?? "", separator));
+  }
+  if (action === "delete-matching" && c.method === "POST") {
+    // `{"match": glob, "dryRun": true}` counts (the number the page asks to confirm); without
+    // dryRun it deletes. Both with the standard token: the console's own edits use it.
+    const body = await readJson(c);
+    const match = body["match"];
+    if (typeof match !== "string") throw new AppError("bad_request", "match must be a string");
+    const result =
+      body["dryRun"] === true ? await planDelete(db, match) : await deleteMatching(db, match);
+    return json(c, 200, result);
+  }
   throw new AppError("method_not_allowed", `${c.method} is not allowed on ${action}`);
 }
 

@@ -19,12 +19,21 @@ export interface KeyRow {
   type: string;
   /** Milliseconds left, -1 when persistent. */
   ttl: number;
+  /** Bytes the key takes in Redis (MEMORY USAGE, sampled for big collections); null if unknown. */
+  size: number | null;
 }
 
 export interface ScanPage {
   /** "0" when the scan is complete. */
   cursor: string;
   keys: KeyRow[];
+  /**
+   * Keys this request's SCAN steps visited, about (the sum of their COUNT hints, at most the
+   * database's size): with a rare pattern many are visited for few matches.
+   */
+  scanned: number;
+  /** The database's key count (DBSIZE) when the page was read. */
+  total: number;
 }
 
 interface Db {
@@ -48,6 +57,7 @@ export async function scanKeys(
   if (type !== "" && !TYPES.has(type)) throw new AppError("bad_request", `unknown type ${type}`);
   const found: string[] = [];
   let next = cursor;
+  let visited = 0;
   // COUNT starts at a page and doubles while matches are sparse: a dense keyspace answers with
   // about one page, a rare pattern still walks quickly through a large keyspace.
   let count = PAGE;
@@ -57,10 +67,16 @@ export async function scanKeys(
     const [reply] = await kvCommands(db.kvUrl, db.token, [args]);
     const [c, keys] = resultOf(reply) as [string, string[]];
     next = c;
+    visited += count;
     found.push(...keys);
     if (next === "0" || found.length >= PAGE) break;
   }
-  return { cursor: next, keys: await describe(db, found) };
+  const [keys, size] = await Promise.all([
+    describe(db, found),
+    kvCommands(db.kvUrl, db.token, [["DBSIZE"]]),
+  ]);
+  const total = Number(resultOf(size[0]));
+  return { cursor: next, keys, scanned: Math.min(visited, total), total };
 }
 
 async function describe(db: Db, keys: string[]): Promise<KeyRow[]> {
@@ -71,15 +87,16 @@ async function describe(db: Db, keys: string[]): Promise<KeyRow[]> {
     keys.flatMap((k) => [
       ["TYPE", k],
       ["PTTL", k],
+      ["MEMORY", "USAGE", k],
     ]),
   );
   return keys.map((key, i) => {
-    const t = replies[2 * i];
-    const ttl = replies[2 * i + 1];
+    const [t, ttl, size] = replies.slice(3 * i, 3 * i + 3);
     return {
       key,
       type: t && "result" in t ? String(t.result) : "none",
       ttl: ttl && "result" in ttl ? Number(ttl.result) : -1,
+      size: size && "result" in size && size.result !== null ? Number(size.result) : null,
     };
   });
 }
@@ -117,9 +134,12 @@ export async function readKey(db: Db, key: string, cursor: string): Promise<KeyV
   if (type === "string") return { key, type, ttl, cursor: "", ...(await readString(db, key)) };
   const page = PAGES[type];
   if (!page) return { key, type, ttl, length: 0, cursor: "", value: null };
-  const [len, body] = await kvCommands(db.kvUrl, db.token, page(key, cursor || "0"));
+  // Collections are read base64-encoded, like strings, so members that are not UTF-8 arrive intact
+  // (shown as hex); a JSON document is text by definition.
+  const base64 = type !== "ReJSON-RL";
+  const [len, body] = await kvCommands(db.kvUrl, db.token, page(key, cursor || "0"), { base64 });
   const length = Number(resultOf(len));
-  const raw = resultOf(body);
+  const raw = base64 ? decodeMembers(resultOf(body)) : resultOf(body);
   const { value, next } = shape(type, raw, cursor || "0", length);
   return { key, type, ttl, length, cursor: next, value };
 }
@@ -154,6 +174,24 @@ async function readString(
 }
 
 const strictUtf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+
+/** A member of a collection: its text when UTF-8, else `{hex}` of its bytes. */
+export type Member = string | { hex: string };
+
+/**
+ * A reply read with base64, each string decoded: UTF-8 becomes text, anything else `{hex}`
+ * (a hash field, set or sorted-set member, list item or stream field that is binary).
+ */
+function decodeMembers(reply: unknown): unknown {
+  if (Array.isArray(reply)) return reply.map(decodeMembers);
+  if (typeof reply !== "string") return reply;
+  const bytes = decodeBase64Result(reply);
+  try {
+    return strictUtf8.decode(bytes);
+  } catch {
+    return { hex: bytes.toString("hex") } satisfies Member;
+  }
+}
 
 /**
  * The text of `bytes` if they are UTF-8, with how many bytes it covers; when `cut`, up to three
@@ -207,23 +245,23 @@ function shape(
   switch (type) {
     case "hash":
     case "set": {
-      const [next, items] = raw as [string, string[]];
+      const [next, items] = raw as [string, Member[]];
       return { value: type === "hash" ? pairs(items) : items, next };
     }
     case "list": {
       const start = Number(cursor);
-      const items = raw as string[];
+      const items = raw as Member[];
       const end = start + items.length;
       return { value: items, next: end < length ? String(end) : "" };
     }
     case "zset": {
       const start = Number(cursor);
-      const items = pairs(raw as string[]).map(([member, score]) => [member, score]);
+      const items = pairs(raw as Member[]);
       const end = start + items.length;
       return { value: items, next: end < length ? String(end) : "" };
     }
     case "stream": {
-      const entries = (raw as [string, string[]][]).map(([id, fields]) => [id, pairs(fields)]);
+      const entries = (raw as [string, Member[]][]).map(([id, fields]) => [id, pairs(fields)]);
       const last = entries[entries.length - 1];
       return { value: entries, next: entries.length === MEMBERS && last ? String(last[0]) : "" };
     }
@@ -232,8 +270,8 @@ function shape(
   }
 }
 
-function pairs(flat: string[]): [string, string][] {
-  const out: [string, string][] = [];
-  for (let i = 0; i + 1 < flat.length; i += 2) out.push([flat[i] as string, flat[i + 1] as string]);
+function pairs(flat: Member[]): [Member, Member][] {
+  const out: [Member, Member][] = [];
+  for (let i = 0; i + 1 < flat.length; i += 2) out.push([flat[i] as Member, flat[i + 1] as Member]);
   return out;
 }

@@ -1,4 +1,4 @@
-import type { DatabaseCredentials } from "../../kv/database-manager.js";
+import type { DatabaseCredentials } from "../../kv/databases/database-manager.js";
 import type { QueueDepth } from "../../queue/store/depth.js";
 import { callApi, kvCommands, resultOf } from "./upstream.js";
 

@@ -1,7 +1,7 @@
 import type { RedisBackend } from "../../shared/redis/backend.js";
 import { isNoScript } from "../../shared/lua/script.js";
 import type { Arg, Reply } from "../../shared/redis/resp.js";
-import type { CommandTable } from "../policy.js";
+import type { CommandTable } from "../commands/policy.js";
 import { findEmulation, mayEmulate, routeEmulated, type EmulatedRoute } from "./route.js";
 
 /**

@@ -1,5 +1,5 @@
 import type { Arg, Reply } from "../../shared/redis/resp.js";
-import type { CommandTable } from "../policy.js";
+import type { CommandTable } from "../commands/policy.js";
 import type { LuaScript } from "../../shared/lua/script.js";
 
 /**

@@ -1,5 +1,6 @@
 import type { Arg, Reply } from "../../shared/redis/resp.js";
-import type { Principal } from "../database.js";
+import type { Principal } from "../databases/database.js";
+import { namesWith } from "../commands/traits.js";
 
 /**
  * FCALL_RO as Upstash runs it: a function that is not declared `no-writes` but only reads runs
@@ -36,7 +37,7 @@ export async function retryReadOnlyFcalls(
 }
 
 /** What the read-only token may call that runs Lua; EVAL and EVALSHA its ACL user refuses. */
-const READ_ONLY_SCRIPT_CALLS = new Set(["eval_ro", "evalsha_ro", "fcall_ro"]);
+const READ_ONLY_SCRIPT_CALLS = namesWith("read-only-script");
 
 /**
  * Why the read-only token may not run this, if it may not: its FCALL (the token's ACL user may

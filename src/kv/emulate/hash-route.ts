@@ -1,5 +1,5 @@
 import type { Arg } from "../../shared/redis/resp.js";
-import type { CommandTable } from "../policy.js";
+import type { CommandTable } from "../commands/policy.js";
 import { companionKey } from "./companion.js";
 import { arityError, arityOk, type Emulation } from "./emulation.js";
 import { LuaScript } from "../../shared/lua/script.js";

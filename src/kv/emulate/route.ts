@@ -1,10 +1,11 @@
 import type { Arg, Reply } from "../../shared/redis/resp.js";
-import type { CommandTable } from "../policy.js";
+import type { CommandTable } from "../commands/policy.js";
 import type { Emulation, EmulationOptions } from "./emulation.js";
 import { JSON_EMULATION } from "../json/route.js";
+import { ARRAY_EMULATION } from "./array-route.js";
 import { HASH_EMULATION } from "./hash-route.js";
 import type { LuaScript } from "../../shared/lua/script.js";
-import { NameCache } from "../name-cache.js";
+import { NameCache } from "../fast/name-cache.js";
 import { BITOP_EMULATION, STREAM_EMULATION } from "./streams-route.js";
 
 /**
@@ -25,11 +26,12 @@ const EMULATIONS: readonly Emulation[] = [
   HASH_EMULATION,
   STREAM_EMULATION,
   BITOP_EMULATION,
+  ARRAY_EMULATION,
 ];
 
 /**
  * Per field-TTL option (off, on): whether any emulation may claim a command of that name
- * (`mayClaim`). Most commands are claimed by none, and asking the four emulations (each
+ * (`mayClaim`). Most commands are claimed by none, and asking every emulation (each
  * lower-casing the name) cost about 6% of a 100-command pipeline's CPU. A non-ASCII name may
  * lower-case, as `claims` decodes it, to an ASCII one: it is always asked.
  */

@@ -1,7 +1,7 @@
 import { LuaScript } from "../../shared/lua/script.js";
 import type { Arg } from "../../shared/redis/resp.js";
 import { arityError, type Emulation } from "../emulate/emulation.js";
-import type { CommandTable } from "../policy.js";
+import type { CommandTable } from "../commands/policy.js";
 
 /**
  * Maps a JSON.* command onto the JSON scripts (lua/json-write.lua, lua/json-read.lua) when the

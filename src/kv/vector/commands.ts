@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { LuaScript } from "../../shared/lua/script.js";
 import type { Arg, Reply } from "../../shared/redis/resp.js";
-import type { Principal } from "../database.js";
+import type { Principal } from "../databases/database.js";
 import { ID_PREFIX, logKeyOf, META_FIELD_COUNT } from "./keys.js";
 import { QueryTimeout } from "./local-index.js";
 import {

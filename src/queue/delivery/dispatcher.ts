@@ -41,7 +41,7 @@ const FINISH_AFTER_ABORT_MS = 2_000;
 /** What a delivery sends instead of the stored body and headers; "dropped" = nothing to send. */
 export type Prepared = { body: Buffer; header: MessageMeta["header"] } | "dropped" | undefined;
 
-/** Per-message adjustments of deliveries: workflow runs (workflow/delivery.ts). */
+/** Per-message adjustments of deliveries: workflow runs (workflow/engine/delivery.ts). */
 export interface DeliveryHooks {
   prepare(c: Claimed): Promise<Prepared>;
   review(c: Claimed, r: AttemptResult): AttemptResult;
@@ -153,7 +153,7 @@ export class Dispatcher {
   }
 
   /**
-   * Local hand-off of messages being stored (produce/produce.ts, workflow/produce.ts): those due
+   * Local hand-off of messages being stored (produce/produce.ts, workflow/engine/produce.ts): those due
    * by `now` and not held by a flow-control key (`takesHandOff`) are, when this process has free
    * slots for all of them, stored under a lease to this process (`store` gets it; the store
    * script leases exactly those) and delivered at once, saving the claim round trip. Otherwise
@@ -469,7 +469,7 @@ export function takesHandOff(m: NewMessage, now: number): boolean {
  * its meta's, or those a workflow hook prepared) but for connection headers (Host, Content-Length,
  * …: isConnectionHeader), then QStash's, which replace a forwarded header of the same name. A list rather than a copy of
  * `meta.header` with names added: that copy took V8's slow path, about 5 µs per delivery
- * (measured 2026-11-27, docs/benchmarks.md).
+ * (measured 2026-11-27, docs/benchmarks-log.md).
  */
 function deliveryHeaders(meta: MessageMeta, own: Headers, retried: number, signature: string) {
   const headers: string[] = [];

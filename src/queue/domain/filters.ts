@@ -59,7 +59,7 @@ const ACCEPTED: Record<FilterScope, { filters: FilterKey[]; params: string[] }> 
     filters: [...COMMON, "host", "path", "messageId", "state", "api", "workflowRunId"],
     params: ["messageIds", "count", "cursor", "order"],
   },
-  // Run-level keys (workflowUrl, ...) are matched by the workflow DLQ itself (workflow/dlq.ts).
+  // Run-level keys (workflowUrl, ...) are matched by the workflow DLQ itself (workflow/http/dlq.ts).
   workflowDlq: {
     filters: ["label", "callerIp", "flowControlKey", "url", "responseStatus", "workflowRunId"],
     params: [

@@ -10,7 +10,7 @@ import type { TopicStore, UrlGroup } from "../store/topic-store.js";
 
 /**
  * The one way messages come into being: publish, enqueue, batch items and schedule fires all go
- * through `produce`. Workflow step messages are the one exception (workflow/produce.ts): a run's
+ * through `produce`. Workflow step messages are the one exception (workflow/engine/produce.ts): a run's
  * step-list append must be atomic with storing the message, so they use the same option parsing,
  * message building and destination checks but their own store script. In order:
  *

@@ -4,7 +4,7 @@ import type { Handler, QueueRequest } from "./context.js";
 import { parseDestination } from "./publish-request.js";
 import { checkQueueName, submit, type Submission } from "./submit.js";
 import { readRaw, reply } from "./util.js";
-import { isWorkflowItem, produceWorkflow } from "../workflow/produce.js";
+import { isWorkflowItem, produceWorkflow } from "../workflow/engine/produce.js";
 
 type Item = Record<string, unknown>;
 type ItemHeaders = Record<string, string>;
@@ -42,7 +42,8 @@ export const batch: Handler = async (ctx, r) => {
   reply(r.res, 201, out);
 };
 
-function parseItems(raw: Buffer): unknown[] {
+/** A JSON array body (400 otherwise); also read by the workflow batch trigger. */
+export function parseItems(raw: Buffer): unknown[] {
   let value: unknown;
   try {
     value = JSON.parse(raw.toString("utf8"));

@@ -13,7 +13,7 @@ import type { StoreSafety } from "../store/safety.js";
 import type { ScheduleStore } from "../store/schedule-store.js";
 import type { SigningKeys } from "../store/signing-keys.js";
 import type { TopicStore } from "../store/topic-store.js";
-import type { WorkflowStore } from "../workflow/store.js";
+import type { WorkflowStore } from "../workflow/state/store.js";
 
 /** Everything a queue route needs; built once by the service. */
 export interface QueueContext {

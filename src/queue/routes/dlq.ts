@@ -5,7 +5,7 @@ import { parsePublishOptions } from "../domain/publish-options.js";
 import { renderDlq } from "../domain/render.js";
 import type { DlqEntry } from "../store/dlq-store.js";
 import type { Handler, QueueContext, QueueRequest } from "./context.js";
-import { listWorkflowDlq } from "../workflow/dlq.js";
+import { listWorkflowDlq } from "../workflow/http/dlq.js";
 import { configValues } from "./publish-request.js";
 import {
   countParam,

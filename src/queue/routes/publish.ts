@@ -2,8 +2,8 @@ import type { Handler, QueueContext, QueueRequest } from "./context.js";
 import { configValues, parseDestination } from "./publish-request.js";
 import { submit } from "./submit.js";
 import { readRaw, reply } from "./util.js";
-import { isWorkflowPublish } from "../workflow/produce.js";
-import { publishWorkflow } from "../workflow/routes.js";
+import { isWorkflowPublish } from "../workflow/engine/produce.js";
+import { publishWorkflow } from "../workflow/http/routes.js";
 
 /**
  * POST /v2/publish/{destination} (docs/qstash-protocol.md §2.1): to a URL (raw in the path, plus

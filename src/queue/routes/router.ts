@@ -14,7 +14,7 @@ import * as queues from "./queues.js";
 import { batch } from "./batch.js";
 import * as schedules from "./schedules.js";
 import * as topics from "./topics.js";
-import { isPublicPath, WORKFLOW_ROUTES } from "../workflow/routes.js";
+import { isPublicPath, WORKFLOW_ROUTES } from "../workflow/http/routes.js";
 
 /**
  * Route table: `METHOD pattern` over the path segments after `/v2/`, matched case-insensitively

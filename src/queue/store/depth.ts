@@ -1,5 +1,6 @@
 import type { Reply } from "../../shared/redis/resp.js";
 import type { Partition, Partitions } from "./partitions.js";
+import { transitions } from "./transitions.js";
 
 /** How many messages the queue holds, by state. */
 export interface QueueDepth {
@@ -11,13 +12,16 @@ export interface QueueDepth {
   inFlight: number;
   /** Every message not yet finished (includes FIFO and flow-control waiting lists). */
   pending: number;
+  /** Message entries in the DLQ (what GET /v2/dlq lists). */
   dlq: number;
+  /** Workflow runs' entries (what GET /v2/workflows/dlq lists); they share the DLQ's store. */
+  workflowDlq: number;
 }
 
 /**
- * Reads the depth with five counting commands per partition in one pipelined round trip each
- * (O(log n) each), summed over the partitions, so polling it every few seconds costs nothing even
- * with 100k messages. Read-only: no message, queue or lease is touched. The one place that counts
+ * Reads the depth with one read-only script per partition (lua/depth.lua: six counting commands,
+ * O(log n) each, read in one moment), summed over the partitions, so polling it every few seconds
+ * costs nothing even with 100k messages. Read-only: no message, queue or lease is touched. The one place that counts
  * depth (console and metrics both use it).
  */
 export async function readQueueDepth(parts: Partitions): Promise<QueueDepth> {
@@ -30,25 +34,14 @@ export async function readQueueDepth(parts: Partitions): Promise<QueueDepth> {
     inFlight: sum("inFlight"),
     pending: sum("pending"),
     dlq: sum("dlq"),
+    workflowDlq: sum("workflowDlq"),
   };
 }
 
 async function partitionDepth(p: Partition, now: number): Promise<QueueDepth> {
   const K = p.keys;
-  const [ready, delayed, inFlight, pending, dlq] = await p.redis.execMany([
-    ["ZCOUNT", K.due, "-inf", String(now)],
-    ["ZCOUNT", K.due, `(${now}`, "+inf"],
-    ["ZCARD", K.active],
-    ["ZCARD", K.pending],
-    ["ZCARD", K.dlq],
-  ]);
-  return {
-    ready: replyInt(ready),
-    delayed: replyInt(delayed),
-    inFlight: replyInt(inFlight),
-    pending: replyInt(pending),
-    dlq: replyInt(dlq),
-  };
+  const keys = [K.due, K.active, K.pending, K.dlq, K.dlqWorkflow];
+  return transitions.depth.run(p.redis, keys, [String(now)]);
 }
 
 /** The integer of an integer reply; 0 for anything else (a missing key counts nothing). */

@@ -1,7 +1,7 @@
 import type { DlqMeta } from "../domain/message.js";
 import { collectPage, type Page } from "./paging.js";
 import type { Partition, Partitions } from "./partitions.js";
-import { asArray, asBuffer, asInt, asText, checked } from "./replies.js";
+import { asArray, asBuffer, asText, checked } from "./replies.js";
 import { groupBy, mergeSorted } from "./spread.js";
 import { transitions } from "./transitions.js";
 
@@ -15,6 +15,9 @@ interface Listed {
   id: string;
   p: Partition;
 }
+
+/** The keys of lua/dlq-delete.lua. */
+const dlqKeys = (p: Partition) => [p.keys.dlq, p.keys.dlqWorkflow];
 
 /** Byte order of ids, the order of a BYLEX range (ids are ASCII). */
 const byId = (a: Listed, b: Listed): number => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
@@ -76,7 +79,20 @@ export class DlqStore {
   async delete(ids: readonly string[]): Promise<number> {
     if (ids.length === 0) return 0;
     const counts = await this.parts.each(async (p) =>
-      asInt(await transitions.dlqDelete.run(p.redis, [p.keys.dlq], [p.keys.prefix, ...ids])),
+      transitions.dlqDelete.run(p.redis, dlqKeys(p), [p.keys.prefix, ...ids]),
+    );
+    return counts.reduce((a, b) => a + b, 0);
+  }
+
+  /**
+   * Puts workflow entries' ids into the workflow index (lua/dlq-index.lua) in every partition
+   * that holds them: entries written before the index existed; the startup pass over the
+   * workflow DLQ (workflow/repair.ts) calls it. Answers how many were added.
+   */
+  async indexWorkflow(ids: readonly string[]): Promise<number> {
+    if (ids.length === 0) return 0;
+    const counts = await this.parts.each(async (p) =>
+      transitions.dlqIndex.run(p.redis, dlqKeys(p), [...ids]),
     );
     return counts.reduce((a, b) => a + b, 0);
   }
@@ -89,7 +105,7 @@ export class DlqStore {
         (r) => asText(r) ?? "",
       );
       if (ids.length === 0) return 0;
-      return asInt(await transitions.dlqDelete.run(p.redis, [p.keys.dlq], [p.keys.prefix, ...ids]));
+      return transitions.dlqDelete.run(p.redis, dlqKeys(p), [p.keys.prefix, ...ids]);
     });
     return counts.reduce((a, b) => a + b, 0);
   }

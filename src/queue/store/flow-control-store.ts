@@ -72,7 +72,7 @@ export class FlowControlStore {
     if (a.action === "pin") args.push(...[a.parallelism, a.rate, a.period].map((v) => str(v)));
     if (a.action === "unpin") args.push(a.parallelism ? "1" : "0", a.rate ? "1" : "0");
     const keys = [p.keys.flowControl(key), p.keys.due];
-    const n = asInt(await transitions.flowControlManage.run(p.redis, keys, args));
+    const n = await transitions.flowControlManage.run(p.redis, keys, args);
     return n === ScriptCode.flowControlKeyMissing ? undefined : n;
   }
 

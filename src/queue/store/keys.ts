@@ -17,6 +17,9 @@
  *   <p>pending     zset  message id -> createdAt, every message not yet finished (for bulk cancel)
  *   <p>dlq         zset  dlq ids, all score 0: `<ms>-<seq>` ids sort by time lexicographically
  *   <p>dlq:<id>    hash  meta (JSON DlqMeta), body (raw bytes)
+ *   <p>dlq-wf      zset  the dlq ids of workflow runs' entries (a subset of dlq, score 0), so the
+ *                        message DLQ's size is ZCARD dlq - ZCARD dlq-wf without reading entries;
+ *                        kept by the same scripts that add and remove dlq ids
  *   <p>log         stream  one entry per state change: id, state, time, meta, extra
  *   <p>dedup:<k>   string  publish response of the first message with that dedup key, PX window
  *   <p>topic:<n>   string  JSON URL group; <p>topics set of group names
@@ -78,6 +81,7 @@ export function queueKeysFor(prefix: string) {
     active: `${prefix}active`,
     pending: `${prefix}pending`,
     dlq: `${prefix}dlq`,
+    dlqWorkflow: `${prefix}dlq-wf`,
     log: `${prefix}log`,
     topics: `${prefix}topics`,
     signingKeys: `${prefix}keys`,

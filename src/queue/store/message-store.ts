@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import type { Arg, Reply } from "../../shared/redis/resp.js";
+import type { Arg } from "../../shared/redis/resp.js";
 import { originOf } from "../delivery/destination-share.js";
 import type { DlqMeta, MessageMeta, MessageState } from "../domain/message.js";
 import { fairnessOf, rotate, split, type ScriptFairness } from "./claim-plan.js";
@@ -7,7 +7,7 @@ import { ScriptCode } from "./codes.js";
 import type { QueueKeys } from "./keys.js";
 import type { Partition, Partitions } from "./partitions.js";
 import { alignedByMessage, groupBy, mergeSorted, sumByMessage } from "./spread.js";
-import { asArray, asBuffer, asInt, asText, checked } from "./replies.js";
+import { asArray, asBuffer, asText, checked } from "./replies.js";
 import { pipeline, transitions } from "./transitions.js";
 import { TurnBatch } from "./turn-batch.js";
 
@@ -71,7 +71,7 @@ export interface FinishArgs {
   children: NewMessage[];
 }
 
-const finishKeys = (K: QueueKeys) => [K.due, K.active, K.pending, K.log, K.dlq];
+const finishKeys = (K: QueueKeys) => [K.due, K.active, K.pending, K.log, K.dlq, K.dlqWorkflow];
 
 /** One publish waiting for its turn's enqueue call. */
 interface Publish {
@@ -138,7 +138,7 @@ interface ClaimRun {
 /** One partition's group-committed calls (turn-batch.ts): publishes and attempt outcomes. */
 interface Lane {
   publishes: TurnBatch<Publish, EnqueueResult>;
-  finishes: TurnBatch<Arg[], Reply>;
+  finishes: TurnBatch<Arg[], FinishResult>;
 }
 
 /**
@@ -168,7 +168,7 @@ export class MessageStore {
         maxBytes: 1 << 20,
         bytes: publishBytes,
       }),
-      finishes: new TurnBatch<Arg[], Reply>(
+      finishes: new TurnBatch<Arg[], FinishResult>(
         (calls) => pipeline(p.redis, transitions.finish, finishKeys(p.keys), calls),
         { maxItems: 256, maxBytes: 1 << 20, bytes: (args) => args.length * 64 },
       ),
@@ -237,11 +237,11 @@ export class MessageStore {
       for (const m of messages) args.push(...messageArgs(m));
     }
     const keys = [K.due, K.pending, K.log, K.active];
-    const replies = transitions.enqueue.run(p.redis, keys, args).then(asArray);
+    const replies = transitions.enqueue.run(p.redis, keys, args);
     return calls.map(async (_, i): Promise<EnqueueResult> => {
-      const [code, existing] = (await replies).slice(2 * i, 2 * i + 2);
-      if (code && asInt(code) === ScriptCode.ok) return { stored: true };
-      return { stored: false, response: asText(existing) || "[]" };
+      const result = (await replies)[i];
+      if (result === undefined) throw new Error(`enqueue: no reply for publish ${i} of the call`);
+      return result.stored ? result : { stored: false, response: result.response || "[]" };
     });
   }
 
@@ -345,20 +345,14 @@ export class MessageStore {
         ...fair.inflight.flatMap(([origin, n]) => [origin, String(n)]),
       ],
     );
-    const [skipped, origins, deepest, ...flat] = asArray(reply);
-    const claimed: Claimed[] = [];
-    for (let i = 0; i + 3 < flat.length; i += 4) {
-      claimed.push({
-        meta: JSON.parse(asText(flat[i + 1]) ?? "{}") as MessageMeta,
-        body: asBuffer(flat[i + 2]) ?? Buffer.alloc(0),
-        retried: Number(asText(flat[i + 3]) ?? 0),
-        token,
-        leaseUntil: now + leaseMs,
-      });
-    }
-    const atShare = origins ? asArray(origins).map((o) => asText(o) ?? "") : [];
-    const at = (r: Reply | undefined) => (r ? asInt(r) : 0);
-    return { claimed, skipped: at(skipped), atShare, deepest: at(deepest) };
+    const claimed: Claimed[] = reply.messages.map((m) => ({
+      meta: JSON.parse(m.meta) as MessageMeta,
+      body: m.body,
+      retried: m.retried,
+      token,
+      leaseUntil: now + leaseMs,
+    }));
+    return { claimed, skipped: reply.skipped, atShare: reply.atShare, deepest: reply.deepest };
   }
 
   /**
@@ -379,7 +373,7 @@ export class MessageStore {
       a.dlq ? JSON.stringify(a.dlq) : "",
       ...a.children.flatMap(messageArgs),
     ];
-    return asInt(await this.laneAt(p).finishes.add(args)) as FinishResult;
+    return this.laneAt(p).finishes.add(args);
   }
 
   /**
@@ -390,9 +384,7 @@ export class MessageStore {
     const counts = await this.parts.each(async (p) => {
       const K = p.keys;
       const keys = [K.active, K.due, K.pending, K.log];
-      return asInt(
-        await transitions.reap.run(p.redis, keys, [...this.head(p, now), String(limit)]),
-      );
+      return transitions.reap.run(p.redis, keys, [...this.head(p, now), String(limit)]);
     });
     return counts.reduce((a, b) => a + b, 0);
   }
@@ -406,8 +398,7 @@ export class MessageStore {
     const lost = await Promise.all(
       [...groups].map(async ([p, pairs]) => {
         const args = [p.keys.prefix, String(leaseMs), ...pairs.flat()];
-        const reply = await transitions.renew.run(p.redis, [p.keys.active], args);
-        return asArray(reply).map((r) => asText(r) ?? "");
+        return transitions.renew.run(p.redis, [p.keys.active], args);
       }),
     );
     return new Set(lost.flat());
@@ -429,7 +420,7 @@ export class MessageStore {
     return sumByMessage(this.parts, ids, async (p, group) => {
       const K = p.keys;
       const keys = [K.due, K.pending, K.log];
-      return asInt(await transitions.cancel.run(p.redis, keys, [...this.head(p, now), ...group]));
+      return transitions.cancel.run(p.redis, keys, [...this.head(p, now), ...group]);
     });
   }
 
@@ -441,12 +432,11 @@ export class MessageStore {
   async retryDlq(now: number, dlqId: string, m: NewMessage): Promise<boolean> {
     const p = this.parts.ofMessage(m.meta.messageId);
     const K = p.keys;
-    const reply = await transitions.dlqRetry.run(
+    return transitions.dlqRetry.run(
       p.redis,
-      [K.dlq, K.due, K.pending, K.log],
+      [K.dlq, K.due, K.pending, K.log, K.dlqWorkflow],
       [...this.head(p, now), dlqId, ...messageArgs({ ...m, body: Buffer.alloc(0) })],
     );
-    return asInt(reply) === ScriptCode.ok;
   }
 
   async get(id: string): Promise<StoredMessage | undefined> {
@@ -473,6 +463,17 @@ export class MessageStore {
       });
     }
     return out;
+  }
+
+  /** When each of `ids` is due (ms), undefined for one not waiting in the due set. */
+  async dueTimes(ids: readonly string[]): Promise<(number | undefined)[]> {
+    const replies = await alignedByMessage(this.parts, ids, (p, group) =>
+      p.redis.execMany(group.map((id) => ["ZSCORE", p.keys.due, id])),
+    );
+    return replies.map((r) => {
+      const score = asText(checked(r, "dueTimes"));
+      return score === undefined ? undefined : Number(score);
+    });
   }
 
   /**

@@ -66,25 +66,25 @@ export class QueueStore {
   ): Promise<{ stored: true; admitted: number } | { stored: false; response: string }> {
     const p = this.parts.ofName(name);
     const K = p.keys;
-    const reply = await this.creating(p, (maxQueues) =>
-      transitions.queueEnqueue.run(
-        p.redis,
-        [K.due, K.pending, K.log, K.dedup(dedup?.key ?? "-"), K.queues],
-        [
-          ...this.head(p, now),
-          dedup ? String(dedup.windowMs) : "0",
-          dedup?.response ?? "",
-          name,
-          String(maxQueues),
-          ...messages.flatMap(messageArgs),
-        ],
-      ),
+    const reply = await this.creating(
+      p,
+      (maxQueues) =>
+        transitions.queueEnqueue.run(
+          p.redis,
+          [K.due, K.pending, K.log, K.dedup(dedup?.key ?? "-"), K.queues],
+          [
+            ...this.head(p, now),
+            dedup ? String(dedup.windowMs) : "0",
+            dedup?.response ?? "",
+            name,
+            String(maxQueues),
+            ...messages.flatMap(messageArgs),
+          ],
+        ),
+      (r) => r === "tooManyQueues",
     );
-    const [flag, second] = asArray(reply);
-    const code = flag ? asInt(flag) : undefined;
-    if (code === ScriptCode.tooManyQueues) throw this.tooMany();
-    if (code === ScriptCode.ok) return { stored: true, admitted: second ? asInt(second) : 0 };
-    return { stored: false, response: asText(second) ?? "[]" };
+    if (reply === "tooManyQueues") throw this.tooMany();
+    return reply;
   }
 
   /**
@@ -93,10 +93,14 @@ export class QueueStore {
    * existing queue, the common case, costs nothing more); only when it refused is it run again
    * with the limit less the other partitions' queues.
    */
-  private async creating(p: Partition, run: (maxQueues: number) => Promise<Reply>): Promise<Reply> {
+  private async creating<T>(
+    p: Partition,
+    run: (maxQueues: number) => Promise<T>,
+    tooMany: (result: T) => boolean,
+  ): Promise<T> {
     if (this.parts.count === 1) return run(this.maxQueues);
     const first = await run(0);
-    if (!isTooMany(first)) return first;
+    if (!tooMany(first)) return first;
     const others = await this.parts.each((q) =>
       q === p
         ? Promise.resolve(0)
@@ -113,22 +117,25 @@ export class QueueStore {
     const p = this.parts.ofName(name);
     const K = p.keys;
     const paused = change.paused === undefined ? "" : change.paused ? "1" : "0";
-    const reply = await this.creating(p, (maxQueues) =>
-      transitions.queueConfig.run(
-        p.redis,
-        [K.queue(name), K.queues, K.due],
-        [
-          K.prefix,
-          String(now),
-          name,
-          change.parallelism === undefined ? "" : String(change.parallelism),
-          paused,
-          change.create ? "create" : "",
-          String(maxQueues),
-        ],
-      ),
+    const reply = await this.creating(
+      p,
+      (maxQueues) =>
+        transitions.queueConfig.run(
+          p.redis,
+          [K.queue(name), K.queues, K.due],
+          [
+            K.prefix,
+            String(now),
+            name,
+            change.parallelism === undefined ? "" : String(change.parallelism),
+            paused,
+            change.create ? "create" : "",
+            String(maxQueues),
+          ],
+        ),
+      (n) => n === ScriptCode.tooManyQueues,
     );
-    const n = asInt(reply);
+    const n = reply;
     if (n === ScriptCode.tooManyQueues) throw this.tooMany();
     return n === ScriptCode.queueMissing ? undefined : n;
   }
@@ -142,8 +149,7 @@ export class QueueStore {
     const p = this.parts.ofName(name);
     const K = p.keys;
     const keys = [K.queue(name), K.queues, K.queueWait(name), K.pending, K.log];
-    const reply = await transitions.queueDelete.run(p.redis, keys, [...this.head(p, now), name]);
-    return asInt(reply) === ScriptCode.ok;
+    return transitions.queueDelete.run(p.redis, keys, [...this.head(p, now), name]);
   }
 
   async get(name: string): Promise<QueueInfo | undefined> {
@@ -171,11 +177,6 @@ export class QueueStore {
     return names.flatMap((n) => found.get(n) ?? []);
   }
 }
-
-const isTooMany = (reply: Reply): boolean => {
-  const code = reply.kind === "array" ? reply.value[0] : reply;
-  return code?.kind === "int" && asInt(code) === ScriptCode.tooManyQueues;
-};
 
 /** The existing queues among `names`, all of partition `p`. */
 async function readQueues(p: Partition, names: readonly string[]): Promise<QueueInfo[]> {

@@ -15,6 +15,12 @@ export function checked(reply: Reply, what: string): Reply {
   return reply;
 }
 
+/*
+ * Readers of plain command replies (HGET, HMGET, SMEMBERS, ZCARD…), where a missing field or key
+ * is an ordinary answer: nil reads as undefined or 0. Script transitions never come here: their
+ * replies have contracts, decoded strictly by script-replies.ts.
+ */
+
 export function asInt(reply: Reply): number {
   if (reply.kind === "int") return Number(reply.value);
   if (reply.kind === "bulk" || reply.kind === "simple") return Number(reply.value.toString());

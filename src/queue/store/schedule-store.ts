@@ -81,7 +81,7 @@ export class ScheduleStore {
       [K.schedule(id), K.schedules, K.scheduleDue],
       [id, JSON.stringify(def), body, String(next), String(Math.max(0, room))],
     );
-    if (asInt(saved) === ScriptCode.tooManySchedules) {
+    if (saved === ScriptCode.tooManySchedules) {
       throw new AppError(
         "precondition_failed",
         `max number of schedules (${this.maxSchedules}) reached`,
@@ -110,7 +110,7 @@ export class ScheduleStore {
     },
   ): Promise<boolean> {
     const { redis, keys: K } = this.of(id);
-    const reply = await transitions.scheduleAdvance.run(
+    return transitions.scheduleAdvance.run(
       redis,
       [K.schedule(id), K.scheduleDue],
       [
@@ -122,25 +122,22 @@ export class ScheduleStore {
         fire.error ?? "",
       ],
     );
-    return asInt(reply) === ScriptCode.ok;
   }
 
   /** Pauses, or resumes with the given next tick; false when the schedule does not exist. */
   async setPaused(id: string, paused: boolean, next: number): Promise<boolean> {
     const { redis, keys: K } = this.of(id);
-    const reply = await transitions.schedulePause.run(
+    return transitions.schedulePause.run(
       redis,
       [K.schedule(id), K.scheduleDue],
       [id, paused ? "1" : "0", String(next)],
     );
-    return asInt(reply) === ScriptCode.ok;
   }
 
   async delete(id: string): Promise<boolean> {
     const { redis, keys: K } = this.of(id);
     const keys = [K.schedule(id), K.schedules, K.scheduleDue];
-    const reply = await transitions.scheduleDelete.run(redis, keys, [id]);
-    return asInt(reply) === ScriptCode.ok;
+    return transitions.scheduleDelete.run(redis, keys, [id]);
   }
 
   async get(id: string): Promise<StoredSchedule | undefined> {
@@ -167,8 +164,7 @@ export class ScheduleStore {
     const share = Math.max(1, Math.ceil(limit / this.parts.count));
     const args = [String(now), String(share), String(leaseMs)];
     const each = await this.parts.each(async ({ redis, keys }) => {
-      const reply = await transitions.scheduleClaim.run(redis, [keys.scheduleDue], args);
-      return asArray(reply).map((r) => asText(r) ?? "");
+      return transitions.scheduleClaim.run(redis, [keys.scheduleDue], args);
     });
     return { ids: each.flat(), full: each.some((ids) => ids.length === share) };
   }

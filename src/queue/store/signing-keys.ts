@@ -73,13 +73,11 @@ export class SigningKeys {
   }
 
   async rotate(): Promise<SigningKeyPair> {
-    const reply = await transitions.rotateSigningKeys.run(
+    this.cached = await transitions.rotateSigningKeys.run(
       this.pool,
       [this.K.signingKeys],
       [newSigningKey()],
     );
-    const [current, next] = asArray(reply).map((r) => asText(r) ?? "");
-    this.cached = { current: current ?? "", next: next ?? "" };
     this.fetchedAt = Date.now();
     return this.cached;
   }

@@ -3,7 +3,7 @@ import type { Partitions } from "./partitions.js";
 import type { QueueRedis } from "./redis.js";
 import type { QueueKeys } from "./keys.js";
 import { ScriptCode } from "./codes.js";
-import { asArray, asInt, asText, checked } from "./replies.js";
+import { asArray, asText, checked } from "./replies.js";
 import { transitions } from "./transitions.js";
 
 export interface Endpoint {
@@ -59,9 +59,8 @@ export class TopicStore {
       [this.K.topic(name), this.K.topics],
       [op, String(Date.now()), name, JSON.stringify(arg), String(this.maxEndpoints)],
     );
-    const code = reply.kind === "int" ? asInt(reply) : undefined;
-    if (code === ScriptCode.tooManyEndpoints) throw this.tooMany();
-    return code !== ScriptCode.urlGroupMissing;
+    if (reply === ScriptCode.tooManyEndpoints) throw this.tooMany();
+    return reply !== ScriptCode.urlGroupMissing;
   }
 
   /** The refusal of more endpoints than a group may have. */
@@ -73,12 +72,12 @@ export class TopicStore {
   }
 
   async delete(name: string): Promise<boolean> {
-    const reply = await transitions.topicDelete.run(
+    const existed = await transitions.topicDelete.run(
       this.pool,
       [this.K.topic(name), this.K.topics],
       [name],
     );
-    return asInt(reply) === 1;
+    return existed === 1;
   }
 }
 

@@ -83,7 +83,7 @@ const takenWhole = new WeakSet<IncomingMessage>();
  * `req` next and runs microtasks after that. So after one microtask such a body is usually all
  * buffered in `req`, and `readBuffered` takes it in one `read()`: no listeners, no flowing mode,
  * no `data`/`end` events (that machinery was most of what a 20-byte JSON command cost beyond the
- * same command in the path: benchmarks.md, 2026-11-26 night). Any other body is read as a stream
+ * same command in the path: benchmarks-log.md, 2026-11-26 night). Any other body is read as a stream
  * (`readStreamed`), with the same limits and errors.
  *
  * With a `hold`, the body's bytes are counted in its budget (BodyBudget): past the budget the

@@ -94,7 +94,7 @@ export interface ExchangeOptions {
   /**
    * The reply deadline (ConnectionOptions.replyTimeoutMs) while this call's replies are the next
    * owed, instead of the connection's: for commands that wait on purpose (a blocking command on
-   * an exclusive connection, see kv/blocking.ts).
+   * an exclusive connection, see kv/commands/blocking.ts).
    */
   replyTimeoutMs?: number;
 }

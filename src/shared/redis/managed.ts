@@ -29,6 +29,31 @@ export interface ManagedRedisOptions {
   logger: Logger;
 }
 
+/** What a process that runs managed servers for others is told: the options without the logger. */
+export type HostedRedisOptions = Omit<ManagedRedisOptions, "logger">;
+
+/**
+ * Runs managed redis-servers on behalf of this process (a `stashd start` worker, whose servers
+ * belong to its supervisor, src/cli/supervisor.ts). `ensure` starts the server for those options
+ * unless it runs already, and answers where it listens; `release` says this process no longer
+ * uses it (the host decides whether it stops); `forceRestart` SIGKILLs it (script-killer.ts).
+ */
+export interface ManagedRedisHost {
+  ensure(opts: HostedRedisOptions): Promise<{ endpoint: RedisEndpoint; pid: number | undefined }>;
+  release(dir: string): Promise<void>;
+  forceRestart(dir: string): void;
+}
+
+let elsewhere: ManagedRedisHost | undefined;
+
+/**
+ * From now on every ManagedRedis made in this process asks `host` instead of running its own
+ * redis-server. Process-wide on purpose: a worker process never owns a managed server.
+ */
+export function runManagedRedisElsewhere(host: ManagedRedisHost): void {
+  elsewhere = host;
+}
+
 const READY_TIMEOUT_MS = 15_000;
 const STOP_TIMEOUT_MS = 10_000;
 
@@ -39,11 +64,14 @@ const STOP_TIMEOUT_MS = 10_000;
  * that was SIGKILLed is found through its pid file and stopped before a new one starts.
  */
 export class ManagedRedis {
-  readonly endpoint: RedisEndpoint;
   private child: ChildProcess | undefined;
   private stopping = false;
   private backoffMs = 100;
   private restartTimer: NodeJS.Timeout | undefined;
+  private own: RedisEndpoint | undefined;
+  /** Set when another process runs this server (runManagedRedisElsewhere). */
+  private readonly host = elsewhere;
+  private hostedPid: number | undefined;
 
   private readonly opts: ManagedRedisOptions;
 
@@ -52,19 +80,35 @@ export class ManagedRedis {
     // dir (the default `./.stashd`) would point the log file at a path that does not exist.
     const opts = { ...options, dir: path.resolve(options.dir) };
     this.opts = opts;
-    mkdirSync(opts.dir, { recursive: true, mode: 0o700 });
-    this.endpoint = { path: socketPath(opts.dir), password: readOrCreatePassword(opts.dir) };
+  }
+
+  /** Where to reach the server (its socket and password); known once started. */
+  get endpoint(): RedisEndpoint {
+    if (this.own) return this.own;
+    mkdirSync(this.opts.dir, { recursive: true, mode: 0o700 });
+    this.own = { path: socketPath(this.opts.dir), password: readOrCreatePassword(this.opts.dir) };
+    return this.own;
   }
 
   async start(): Promise<RedisEndpoint> {
+    if (this.host) {
+      const wanted: HostedRedisOptions & { logger?: Logger } = { ...this.opts };
+      delete wanted.logger; // the host logs with its own
+      const hosted = await this.host.ensure(wanted);
+      this.own = hosted.endpoint;
+      this.hostedPid = hosted.pid;
+      return hosted.endpoint;
+    }
+    const endpoint = this.endpoint;
     await stopStaleServer(this.opts.dir);
     writeFileSync(path.join(this.opts.dir, "redis.conf"), this.configText(), { mode: 0o600 });
     await this.spawnAndWait();
-    return this.endpoint;
+    return endpoint;
   }
 
   async stop(): Promise<void> {
     this.stopping = true;
+    if (this.host) return this.host.release(this.opts.dir);
     clearTimeout(this.restartTimer);
     const child = this.child;
     if (!child || child.exitCode !== null || child.signalCode !== null) return;
@@ -82,6 +126,7 @@ export class ManagedRedis {
 
   /** Whether the child is up (false while it is being restarted, or after stop). */
   get running(): boolean {
+    if (this.host) return !this.stopping && this.own !== undefined;
     const child = this.child;
     return (
       !this.stopping && child !== undefined && child.exitCode === null && child.signalCode === null
@@ -95,25 +140,27 @@ export class ManagedRedis {
    * the last fsync interval (`appendfsync everysec`: about 1 s) may be lost.
    */
   forceRestart(): void {
+    if (this.host) return this.host.forceRestart(this.opts.dir);
     if (this.running) this.child?.kill("SIGKILL");
   }
 
-  /** Pid of the running child, for fault-injection tests. */
+  /** Pid of the running child (as of start when hosted elsewhere), for fault-injection tests. */
   get pid(): number | undefined {
-    return this.child?.pid;
+    return this.host ? this.hostedPid : this.child?.pid;
   }
 
   private configText(): string {
     const dir = this.opts.dir;
+    const endpoint = this.endpoint;
     return [
       "# Written by stashd at every start; edits are overwritten.",
       "port 0",
-      `unixsocket ${this.endpoint.path ?? ""}`,
+      `unixsocket ${endpoint.path ?? ""}`,
       "unixsocketperm 700",
       `dir ${dir}`,
       `pidfile ${path.join(dir, "redis.pid")}`,
       `logfile ${path.join(dir, "redis.log")}`,
-      `requirepass ${this.endpoint.password ?? ""}`,
+      `requirepass ${endpoint.password ?? ""}`,
       "appendonly yes",
       `appendfsync ${this.opts.appendfsync}`,
       'save ""',

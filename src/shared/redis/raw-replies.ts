@@ -20,12 +20,12 @@ const NIL: Reply = { kind: "nil", array: false };
  * other reply (an error, an array) as its Reply object.
  *
  * Why: a pipeline of 100 GETs made, per reply, an object and a Buffer view (a native call each)
- * only to have them copied into the response and dropped (benchmarks.md, "KV pipeline,
+ * only to have them copied into the response and dropped (benchmarks-log.md, "KV pipeline,
  * 2026-11-27"); here a reply costs a few array stores. The chunks are never written to (the
  * parser's views share them the same way).
  *
  * `toReplies()` gives exactly the Reply objects RespParser would have made, so any caller can
- * take the general path; the renderers (`rawResp2`, kv/reply-bytes.ts `renderRaw`) write exactly
+ * take the general path; the renderers (`rawResp2`, kv/reply/reply-bytes.ts `renderRaw`) write exactly
  * what rendering those objects writes.
  */
 export class RawReplies {

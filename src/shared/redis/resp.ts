@@ -43,7 +43,7 @@ export function encodeCommand(args: readonly Arg[]): Buffer {
  * intermediate strings or buffers. Short ASCII strings (command names, keys: nearly every
  * argument) are measured and copied by a loop in JS; longer or other strings by the native
  * UTF-8 conversion, whose per-call cost only pays off on longer ones. Measured on 100 GETs per
- * call: about a third of the time of joining one text and converting it once (benchmarks.md,
+ * call: about a third of the time of joining one text and converting it once (benchmarks-log.md,
  * 2026-11-26 night), which was itself cheaper than a Buffer per argument.
  */
 export function encodeCommands(commands: readonly (readonly Arg[])[]): Buffer {
@@ -117,7 +117,7 @@ export class EncodedCommands {
  * Encodes `commands` commands whose arguments are byte ranges of `src`: command i has
  * `argCounts[i]` arguments, argument k (counted across commands) is `src[ranges[2k],
  * ranges[2k+1])`. Bytes are copied as they are, so this is for arguments already in the bytes
- * Redis should get (kv/encoded-pipeline.ts: unescaped JSON strings). Argument lengths below 10
+ * Redis should get (kv/fast/encoded-pipeline.ts: unescaped JSON strings). Argument lengths below 10
  * and command sizes below 10 take the one-digit path of writeDigits.
  */
 export function encodeRanges(
@@ -244,8 +244,8 @@ function writeDigits(out: Buffer, at: number, n: number): number {
 
 /**
  * Bytes of a reply's strings (bulk, simple, error) plus one per element, nested ones included:
- * what a reply holds in memory (kv/reply-buffers.ts) and what decides whether it renders in one
- * piece (kv/reply.ts).
+ * what a reply holds in memory (kv/reply/reply-buffers.ts) and what decides whether it renders in one
+ * piece (kv/reply/reply.ts).
  */
 export function elementBytes(reply: Reply): number {
   switch (reply.kind) {

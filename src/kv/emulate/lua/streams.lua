@@ -170,19 +170,35 @@ local function delex()
   return out
 end
 
+-- The last id group `name` of the stream has delivered, or nil when there is no such group.
+local function delivered_up_to(key, name)
+  for _, g in ipairs(groups_of(key)) do
+    if g.name == name then
+      return g.last
+    end
+  end
+  return nil
+end
+
+-- XACKDEL: an entry the group has delivered and already acknowledged (not pending any more) is
+-- deleted like a pending one, as Upstash answers (upstash-redis-py's
+-- test_xackdel_already_acknowledged; Redis 8.2 answers -1 and keeps it). An entry the group has
+-- not delivered yet answers -1 and stays.
 local function ackdel()
   local key, group = KEYS[1], args[2]
   local exists, policy, ids = stream_call(key, 3)
   if exists == nil then
     return policy
   end
+  local last = exists and delivered_up_to(key, group) or nil
   local out = {}
   for i, id in ipairs(ids) do
     local acked = exists and redis.pcall('XACK', key, group, id) or 0
     if failed(acked) then
       return acked
     end
-    if acked == 1 and exists_entry(key, id) then
+    local delivered = acked == 1 or (last ~= nil and not id_after(id, last))
+    if delivered and exists_entry(key, id) then
       out[i] = delete_entry(key, id, policy, group)
     else
       out[i] = -1

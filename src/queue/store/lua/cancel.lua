@@ -4,12 +4,11 @@
 --
 --@keys due pending log
 -- ARGV[1] key prefix  ARGV[2] now  ARGV[3] log cutoff  ARGV[4..] message ids
--- Returns the number of messages cancelled. A cancelled queue message leaves its queue's wait list
--- or frees its slot (queueForget), and likewise for its flow-control key (fcRelease).
+-- Returns the number of messages cancelled. A cancelled message ends (endMessage): a queue message
+-- leaves its queue's wait list or frees its slot, and likewise for its flow-control key.
 --@include keys
 --@include add-log
---@include queue-forget
---@include fc-release
+--@include end-message
 local now, cutoff = ARGV[2], ARGV[3]
 local n = 0
 for i = 4, #ARGV do
@@ -22,10 +21,7 @@ for i = 4, #ARGV do
     n = n + 1
   elseif f[1] and f[1] ~= 'CANCEL_REQUESTED' then
     redis.call('ZREM', KEYS[1], id)
-    redis.call('ZREM', KEYS[2], id)
-    queueForget(h, id, KEYS[1])
-    fcRelease(h, id, KEYS[1], now)
-    redis.call('DEL', h)
+    endMessage(h, id, KEYS[1], KEYS[2], now)
     addLog(KEYS[3], cutoff, now, id, 'CANCEL_REQUESTED', f[2], '{}')
     addLog(KEYS[3], cutoff, now, id, 'CANCELED', f[2], '{}')
     n = n + 1

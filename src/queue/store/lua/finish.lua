@@ -1,6 +1,6 @@
 -- finish: records the outcome of one delivery attempt by the lease holder.
 --
---@keys due active pending log dlq
+--@keys due active pending log dlq dlqWorkflow
 -- ARGV[1] key prefix  ARGV[2] now  ARGV[3] log cutoff  ARGV[4] message id  ARGV[5] lease token
 -- ARGV[6] outcome: DELIVERED | RETRY | FAILED  ARGV[7] attempt JSON (response, error) for the log
 -- ARGV[8] next due ms (RETRY)  ARGV[9] dlq id (FAILED)  ARGV[10] dlq meta JSON (FAILED)
@@ -8,15 +8,15 @@
 -- Returns ok, canceled (cancel requested while in flight, finished as CANCELED), or leaseLost
 -- (the reaper returned it; another attempt owns the message now).
 -- Events: DELIVERED | ERROR,RETRY | ERROR,FAILED | CANCELED; CREATED per callback message.
--- A queue message's slot passes to its callback messages; a final outcome ends its own hold
--- (queueRelease, which admits the queue's next messages when the slot is free), and frees its
--- flow-control slot (fcRelease; a retry keeps it).
+-- A queue message's slot passes to its callback messages; a final outcome ends the message
+-- (endMessage: its own hold on the slot ends, which admits the queue's next messages when the
+-- slot is free, and its flow-control slot is freed; a retry keeps both).
 --@include codes
 --@include keys
 --@include add-log
 --@include insert-from
 --@include queue-release
---@include fc-release
+--@include end-message
 local now, cutoff, id = ARGV[2], ARGV[3], ARGV[4]
 local h = Key.message(id)
 local f = redis.call('HMGET', h, 'lease', 'state', 'meta')
@@ -37,13 +37,14 @@ else
     local body = redis.call('HGET', h, 'body')
     redis.call('HSET', Key.dlqEntry(ARGV[9]), 'meta', ARGV[10], 'body', body)
     redis.call('ZADD', KEYS[5], 0, ARGV[9])
+    -- A workflow run's entry is also indexed, so counts can tell it from a message's.
+    if type(cjson.decode(ARGV[10]).workflow) == 'table' then
+      redis.call('ZADD', KEYS[6], 0, ARGV[9])
+    end
     addLog(KEYS[4], cutoff, now, id, 'ERROR', f[3], ARGV[7])
   end
   addLog(KEYS[4], cutoff, now, id, outcome, f[3], ARGV[7])
-  queueRelease(h, KEYS[1], outcome == 'CANCELED' and (#ARGV + 1) or 11, true)
-  fcRelease(h, id, KEYS[1], now)
-  redis.call('DEL', h)
-  redis.call('ZREM', KEYS[3], id)
+  endMessage(h, id, KEYS[1], KEYS[3], now, outcome ~= 'CANCELED' and 11 or nil)
 end
 if outcome == 'CANCELED' then return Code.canceled end
 insertFrom(11, KEYS[1], KEYS[3], KEYS[4], cutoff, now)

@@ -10,8 +10,7 @@
 --@include keys
 --@include lease-deadline
 --@include add-log
---@include queue-release
---@include fc-release
+--@include end-message
 --@include fc-wake
 local now, cutoff = ARGV[2], ARGV[3]
 local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', leaseDeadline(0), 'LIMIT', 0, ARGV[4])
@@ -20,10 +19,7 @@ for _, id in ipairs(ids) do
   local h = Key.message(id)
   local f = redis.call('HMGET', h, 'state', 'meta')
   if f[1] == 'CANCEL_REQUESTED' then
-    queueRelease(h, KEYS[2], #ARGV + 1, true)
-    fcRelease(h, id, KEYS[2], now)
-    redis.call('DEL', h)
-    redis.call('ZREM', KEYS[3], id)
+    endMessage(h, id, KEYS[2], KEYS[3], now)
     addLog(KEYS[4], cutoff, now, id, 'CANCELED', f[2], '{}')
   elseif f[1] then
     redis.call('HSET', h, 'state', 'RETRY')

@@ -146,8 +146,10 @@ end
 local FIELD_COUNT = 'ERR Number of fields must be a positive integer'
 local FIELD_COUNT_EXPIRE = 'ERR Parameter `numFields` should be greater than 0'
 
--- Absolute deadline (ms) from an EX/PX/EXAT/PXAT-style amount, or an error reply.
-local function deadline_of(amount, unit_ms, relative, name, now)
+-- Absolute deadline (ms) from an EX/PX/EXAT/PXAT-style amount, or an error reply. A deadline
+-- past Redis's cap is accepted and stored as the cap, as Upstash accepts it (Redis 7.4+ answers
+-- "invalid expire time"; docs/compatibility.md, "Hash-field expiration").
+local function deadline_of(amount, unit_ms, relative, now)
   local n = int(amount)
   if n == nil then
     return nil, fail(NOT_INT)
@@ -155,16 +157,11 @@ local function deadline_of(amount, unit_ms, relative, name, now)
   if n < 0 then
     return nil, fail('ERR invalid expire time, must be >= 0')
   end
-  local invalid = fail("ERR invalid expire time in '" .. name .. "' command")
-  if unit_ms == 1000 and n > math.floor(MAX_AT / 1000) then
-    return nil, invalid
-  end
-  n = n * unit_ms
   local base = relative and now or 0
-  if n > MAX_AT - base then
-    return nil, invalid
+  if n > math.floor((MAX_AT - base) / unit_ms) then
+    return MAX_AT
   end
-  return n + base
+  return n * unit_ms + base
 end
 
 -- The companion expires with the hash (EXPIRE & co. keep them in step, see key_expiry below).
@@ -340,7 +337,7 @@ local function expire_fields(now)
     return exists
   end
   local unit, relative = EXPIRE_UNITS[cmd][1], EXPIRE_UNITS[cmd][2]
-  local at, e = deadline_of(args[1], unit, relative, cmd, now)
+  local at, e = deadline_of(args[1], unit, relative, now)
   if not at then
     return e
   end
@@ -431,7 +428,7 @@ local function getex(now)
     return e
   end
   if EXPIRE_OPTIONS[opt] then
-    at, e = deadline_of(args[2], EXPIRE_OPTIONS[opt][1], EXPIRE_OPTIONS[opt][2], 'hgetex', now)
+    at, e = deadline_of(args[2], EXPIRE_OPTIONS[opt][1], EXPIRE_OPTIONS[opt][2], now)
     if not at then
       return e
     end
@@ -509,7 +506,7 @@ local function setex(now)
   end
   local at, e
   if ttl and ttl ~= 'KEEPTTL' then
-    at, e = deadline_of(amount, EXPIRE_OPTIONS[ttl][1], EXPIRE_OPTIONS[ttl][2], 'hsetex', now)
+    at, e = deadline_of(amount, EXPIRE_OPTIONS[ttl][1], EXPIRE_OPTIONS[ttl][2], now)
     if not at then
       return e
     end

@@ -1,0 +1,209 @@
+import type { Arg, Reply } from "../../shared/redis/resp.js";
+import { blockingForm } from "./blocking.js";
+import { decidedByName, namesWith } from "./traits.js";
+
+/**
+ * What the gateway refuses, derived from the backend's own `COMMAND` table (flags and ACL
+ * categories of commands and subcommands) plus a few human decisions below. Refused commands
+ * never reach a pooled connection, so no request can leave one blocked, subscribed, inside MULTI,
+ * in the Lua debugger, logged in as another user or on another database, nor stop the server.
+ * The full list and its reasons: docs/compatibility.md, "Refused commands".
+ */
+export interface CommandInfo {
+  /** Redis's arity: N exactly N arguments (name included), -N at least N. */
+  readonly arity: number;
+  readonly flags: ReadonlySet<string>;
+  readonly categories: ReadonlySet<string>;
+}
+
+export type CommandTable = ReadonlyMap<string, CommandInfo>;
+
+/**
+ * Parses the RESP2 reply of `COMMAND` into name → flags and categories; subcommands (Redis 7+)
+ * are entered as `container|sub` (`script|debug`).
+ */
+export function parseCommandTable(reply: Reply): CommandTable {
+  const table = new Map<string, CommandInfo>();
+  if (reply.kind === "array") addEntries(table, reply.value);
+  return table;
+}
+
+function addEntries(table: Map<string, CommandInfo>, entries: readonly Reply[]): void {
+  for (const entry of entries) {
+    if (entry.kind !== "array") continue;
+    const [name, arity, flags, , , , categories, , , subcommands] = entry.value;
+    if (name?.kind !== "bulk" && name?.kind !== "simple") continue;
+    table.set(name.value.toString().toLowerCase(), {
+      arity: arity?.kind === "int" ? Number(arity.value) : 0,
+      flags: new Set(textsOf(flags)),
+      categories: new Set(textsOf(categories).map((c) => c.replace(/^@/, ""))),
+    });
+    if (subcommands?.kind === "array") addEntries(table, subcommands.value);
+  }
+}
+
+function textsOf(reply: Reply | undefined): string[] {
+  if (reply?.kind !== "array") return [];
+  return reply.value.flatMap((r) =>
+    r.kind === "simple" || r.kind === "bulk" ? [r.value.toString()] : [],
+  );
+}
+
+/* The names each rule applies to come from the command-traits table (traits.ts). */
+const CONNECTION_ALLOWED = namesWith("harmless-connection");
+const PUBSUB_ALLOWED = namesWith("publish-only");
+const CONNECTION_STATE = namesWith("connection-state");
+const ADMIN_REFUSED = namesWith("shared-server");
+const STREAM_ONLY = namesWith("stream-only");
+const CROSS_DATABASE = namesWith("cross-database");
+const CROSS_DATABASE_OPTION = namesWith("cross-database-option");
+const OTHER_HOST = namesWith("other-host");
+const MANAGED_CONFIG = namesWith("managed-config");
+const RESERVED_USERS_CHECKED = namesWith("reserved-users");
+/**
+ * Subcommands that change a connection's mode with no flag to say so: the Lua debugger takes
+ * the connection over (and with YES forks a child that outlives the request).
+ */
+const MODE_CHANGING = new Set([...namesWith("lua-debugger")].map((name) => `${name}|debug`));
+/**
+ * Commands and subcommands flagged `admin` that stay allowed: ACL management (RESTTOKEN users),
+ * reading the configuration, diagnostics. Every other `admin` one (SAVE, PFDEBUG, CLIENT PAUSE,
+ * …) is refused, and so is everything flagged `no_multi` (SYNC, PSYNC, SAVE, SHUTDOWN: they take
+ * over the connection or stop the server).
+ */
+const ADMIN_ALLOWED =
+  /^(acl\|.*|config\|get|config\|resetstat|latency\|.*|slowlog\|.*|bgsave|bgrewriteaof|module\|list)$/;
+/** Subcommands of CONFIG that would change the managed server's files or password. */
+const CONFIG_REFUSED = new Set(["set", "rewrite"]);
+/** ACL users that stashd itself logs in as. */
+const RESERVED_ACL_USERS = new Set(["default", "default_ro", "stashd_standard"]);
+
+const notInRest = (name: string): string =>
+  `ERR Command "${name}" is not allowed in REST or it has a special context path`;
+const notAvailable = (name: string, why: string): string =>
+  `ERR Command is not available: '${name}'. ${why}`;
+
+/** Per-database choices that change what is refused. */
+export interface PolicyOptions {
+  /** MIGRATE makes Redis connect to any host and send it keys; off unless the database says so. */
+  allowMigrate?: boolean;
+  /**
+   * Where a blocking command would run: "shared", a pooled connection (refused: the default);
+   * "exclusive", the request's own connection (blocking.ts), where those whose timeouts stashd
+   * knows how to cut are served; "transaction", inside MULTI, where Redis never blocks.
+   */
+  blocking?: "shared" | "exclusive" | "transaction";
+}
+
+/** Why the gateway refuses this command, or undefined when it may run. */
+export function refusalOf(
+  argv: readonly Arg[],
+  table: CommandTable,
+  opts: PolicyOptions = {},
+): string | undefined {
+  const first = argv[0];
+  if (first === undefined) return "ERR empty command";
+  const name = first.toString().toLowerCase();
+  const upper = name.toUpperCase();
+  const info = table.get(name);
+  if (ADMIN_REFUSED.has(name) || STREAM_ONLY.has(name)) {
+    return STREAM_ONLY.has(name)
+      ? notInRest(upper)
+      : notAvailable(upper, "It would affect the server every token shares.");
+  }
+  if (CROSS_DATABASE.has(name) || (CROSS_DATABASE_OPTION.has(name) && crossDatabaseCopy(argv))) {
+    return notAvailable(upper, "It reaches another database number of the server.");
+  }
+  if (OTHER_HOST.has(name) && !opts.allowMigrate) {
+    return notAvailable(
+      upper,
+      "It makes the server connect to another host; enable it per database with `stashd db create --allow-migrate`.",
+    );
+  }
+  if (info?.categories.has("transaction")) return notInRest(upper) + "; use /multi-exec";
+  if (
+    CONNECTION_STATE.has(name) ||
+    (info?.categories.has("connection") && !CONNECTION_ALLOWED.has(name))
+  ) {
+    return notInRest(upper);
+  }
+  if (info?.categories.has("pubsub") && !PUBSUB_ALLOWED.has(name))
+    return notInRest(upper) + "; use /subscribe or /psubscribe";
+  if (info?.flags.has("blocking")) {
+    const why = blockingRefusal(name, argv, opts.blocking ?? "shared");
+    if (why !== undefined) return notAvailable(upper, why);
+  }
+  return serverRefusal(name, argv, table) ?? subcommandRefusal(name, argv);
+}
+
+/**
+ * Whether a command of this name takes the fast path (`plain` in execute.ts: the policy and
+ * gateway steps are skipped), whatever its arguments, the token and the database's options: the
+ * backend knows it, it has no subcommands and is not flagged `blocking` (the policy reads the
+ * arguments of both), every trait it has is decided by name (traits.ts), and the policy does not
+ * refuse it. `name` is lower-case. Callers cache the answer per name (it scans the table).
+ */
+export function plainName(name: string, table: CommandTable): boolean {
+  const info = table.get(name);
+  if (info === undefined || info.flags.has("blocking") || !decidedByName(name)) return false;
+  const container = `${name}|`;
+  for (const key of table.keys()) if (key.startsWith(container)) return false;
+  return refusalOf([name], table) === undefined;
+}
+
+/** Refusals derived from `admin` / `no_multi` flags, and the mode-changing subcommands. */
+function serverRefusal(
+  name: string,
+  argv: readonly Arg[],
+  table: CommandTable,
+): string | undefined {
+  const sub = argv[1]?.toString().toLowerCase();
+  const full = sub !== undefined && table.has(`${name}|${sub}`) ? `${name}|${sub}` : name;
+  const shown = full.replace("|", " ").toUpperCase();
+  if (MODE_CHANGING.has(full)) {
+    return notAvailable(shown, "It would change the mode of a connection other requests share.");
+  }
+  const flags = table.get(full)?.flags;
+  if (flags?.has("no_multi") || (flags?.has("admin") && !ADMIN_ALLOWED.test(full))) {
+    return notAvailable(shown, "It would affect the server every token shares.");
+  }
+  return undefined;
+}
+
+/** COPY's DB option writes into another database number. */
+function crossDatabaseCopy(argv: readonly Arg[]): boolean {
+  return argv.some((a, i) => i > 2 && a.length === 2 && a.toString().toLowerCase() === "db");
+}
+
+/**
+ * Why a command flagged `blocking` may not run where `where` says, or undefined when it may
+ * (XREAD and XREADGROUP only block with a BLOCK option). WAIT and WAITAOF never get here: they
+ * are refused as connection-state commands.
+ */
+function blockingRefusal(
+  name: string,
+  argv: readonly Arg[],
+  where: "shared" | "exclusive" | "transaction",
+): string | undefined {
+  const form = blockingForm(name, argv);
+  if (form === "none" || where === "transaction") return undefined;
+  if (form === "unknown") return "This blocking command is not supported over REST.";
+  return where === "shared" ? "Blocking commands need a connection of their own." : undefined;
+}
+
+function subcommandRefusal(name: string, argv: readonly Arg[]): string | undefined {
+  const sub = argv[1]?.toString().toLowerCase();
+  if (MANAGED_CONFIG.has(name) && sub !== undefined && CONFIG_REFUSED.has(sub)) {
+    return notAvailable(
+      `CONFIG ${sub.toUpperCase()}`,
+      "The server's configuration is managed by stashd.",
+    );
+  }
+  if (RESERVED_USERS_CHECKED.has(name) && (sub === "setuser" || sub === "deluser")) {
+    const reserved = argv.slice(2).find((u) => RESERVED_ACL_USERS.has(u.toString()));
+    if (reserved !== undefined) {
+      return `ERR ACL user '${reserved.toString()}' is reserved by stashd`;
+    }
+  }
+  return undefined;
+}

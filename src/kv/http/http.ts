@@ -1,0 +1,336 @@
+import { randomBytes } from "node:crypto";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { AppError } from "../../shared/errors.js";
+import { readBody, type BodyBudget } from "../../shared/http/body.js";
+import { Cors } from "../../shared/http/cors.js";
+import { closingIfUnread, sendError } from "../../shared/http/respond.js";
+import { labelRequest } from "../../shared/instrument.js";
+import type { Logger } from "../../shared/log.js";
+import { metrics } from "../../shared/metrics.js";
+import type { Arg } from "../../shared/redis/resp.js";
+import type { Principal } from "../databases/database.js";
+import type { DatabaseManager } from "../databases/database-manager.js";
+import { runEncodedPipeline, runShortPipeline, runSingle, SLICE } from "../commands/execute.js";
+import { runTransaction } from "../commands/transaction.js";
+import { parseCommand, parsePlainCommand, readCommandList } from "../parse/body-args.js";
+import { ReplyBuffers, StreamBacklog } from "../reply/reply-buffers.js";
+import {
+  sendList,
+  sendSingle,
+  sendSlicedPipeline,
+  type Format,
+  type ReplyOut,
+} from "../reply/send.js";
+import { openStream, type StreamKind } from "./sse.js";
+import { parseUrl, type UrlParts } from "../parse/url-args.js";
+import type { Interrupts } from "../commands/blocking.js";
+
+/**
+ * The KV gateway's HTTP edge. Order for every request: CORS preflight → method → token →
+ * format headers → route (`/`, `/pipeline`, `/multi-exec`, SSE streams, or a command in the path)
+ * → body (within the database's size limit) → guard chain (execute.ts) → reply rendering and
+ * sending (reply/send.ts).
+ */
+const METHODS = new Set(["GET", "HEAD", "POST", "PUT"]);
+const BODY_METHODS = new Set(["POST", "PUT"]);
+const STREAMS = new Set(["monitor", "subscribe", "psubscribe"]);
+const UNAUTHORIZED =
+  "WRONGPASS invalid or missing auth token. See https://docs.upstash.com/redis/troubleshooting/http_unauthorized for details.";
+/** The headers @upstash/redis sends (`upstash-telemetry-retry` on its retries, from 1.39). */
+const CORS = new Cors({
+  methods: ["GET", "HEAD", "POST", "PUT"],
+  allowHeaders: [
+    "authorization",
+    "content-type",
+    "accept",
+    "cache-control",
+    "upstash-encoding",
+    "upstash-response-format",
+    "upstash-sync-token",
+    "upstash-telemetry-sdk",
+    "upstash-telemetry-platform",
+    "upstash-telemetry-runtime",
+    "upstash-telemetry-retry",
+  ],
+  exposeHeaders: ["upstash-sync-token"],
+});
+
+/** The format when the request names none (nearly every request). */
+const JSON_FORMAT: Format = { base64: false, resp2: false };
+
+export interface KvHttpOptions {
+  manager: DatabaseManager;
+  logger: Logger;
+  sseKeepAliveMs: number;
+  /** STASHD_KV_MAX_BUFFERED_REPLY_BYTES (see reply-buffers.ts). */
+  maxBufferedReplyBytes: number;
+  /** How long a client may take none of a reply before it is cut off. */
+  writeStallMs: number;
+  /** Request body bytes in flight, shared with the queue (STASHD_MAX_INFLIGHT_BODY_BYTES). */
+  bodies: BodyBudget;
+}
+
+export class KvHttpHandler {
+  /** A fresh opaque value per response; stashd fronts one primary, so any change suffices. */
+  private syncCounter = 0;
+  private readonly syncPrefix = randomBytes(6).toString("hex");
+  private readonly streams = new Set<() => void>();
+  /** Ends the wait of each request blocked in Redis (blocking.ts), for shutdown. */
+  private readonly blocked = new Set<(why: string) => void>();
+
+  private readonly buffers: ReplyBuffers;
+
+  constructor(private readonly opts: KvHttpOptions) {
+    this.buffers = new ReplyBuffers(opts.maxBufferedReplyBytes);
+  }
+
+  private out(res: ServerResponse): ReplyOut {
+    return { res, buffers: this.buffers, stallMs: this.opts.writeStallMs };
+  }
+
+  readonly handle = (req: IncomingMessage, res: ServerResponse): void => {
+    const headers = {
+      ...CORS.headers,
+      "upstash-sync-token": `${this.syncPrefix}-${++this.syncCounter}`,
+    };
+    this.route(req, res, headers).catch((err: unknown) => {
+      const answer = closingIfUnread(req, headers);
+      req.resume();
+      sendError(res, err, this.opts.logger, answer);
+    });
+  };
+
+  /**
+   * Ends every open event stream and every blocked request's wait (on shutdown, so the server
+   * can close and no Redis client stays blocked).
+   */
+  endHeld(): void {
+    for (const end of [...this.streams]) end();
+    for (const end of [...this.blocked]) end("stashd is shutting down; retry");
+  }
+
+  /**
+   * What ends a request's blocked wait early (blocking.ts): its client going away (the socket
+   * closes; watched on the socket, since a response queued behind others on a keep-alive
+   * connection has none yet), or shutdown. Watching starts only when a request blocks.
+   */
+  private interruptsOf(req: IncomingMessage): Interrupts {
+    const socket = req.socket;
+    return {
+      watch: (end) => {
+        let ended = false;
+        const once = (why: string): void => {
+          if (ended) return;
+          ended = true;
+          end(why);
+        };
+        const gone = (): void => once("the client went away");
+        socket.once("close", gone);
+        this.blocked.add(once);
+        // A client gone before watching began fired its close already.
+        if (socket.destroyed) gone();
+        return () => {
+          socket.off("close", gone);
+          this.blocked.delete(once);
+        };
+      },
+    };
+  }
+
+  private async route(
+    req: IncomingMessage,
+    res: ServerResponse,
+    headers: Record<string, string>,
+  ): Promise<void> {
+    const method = req.method ?? "GET";
+    if (method === "OPTIONS") {
+      CORS.answerPreflight(req, res);
+      return;
+    }
+    if (!METHODS.has(method)) {
+      throw new AppError(
+        "method_not_allowed",
+        `ERR method ${method} is not allowed; use GET, HEAD, POST or PUT`,
+      );
+    }
+    const url = parseUrl(req.url ?? "/");
+    const principal = this.opts.manager.authenticate(tokenOf(req, url));
+    if (!principal) throw new AppError("unauthorized", UNAUTHORIZED);
+    await this.serve(principal, url, req, res, headers).catch((err: unknown) => {
+      throw principal.db.explainFailure(err);
+    });
+  }
+
+  /** An authenticated request: a stream, a pipeline or transaction, or one command. */
+  private async serve(
+    principal: Principal,
+    url: UrlParts,
+    req: IncomingMessage,
+    res: ServerResponse,
+    headers: Record<string, string>,
+  ): Promise<void> {
+    const method = req.method ?? "GET";
+    const format = formatOf(req);
+    const first = url.segments[0]?.toString().toLowerCase();
+    if (
+      first !== undefined &&
+      (STREAMS.has(first) || first === "pipeline" || first === "multi-exec")
+    )
+      labelRequest(req, first);
+    if (first !== undefined && STREAMS.has(first)) {
+      await this.stream(principal, first as StreamKind, url, req, res, headers);
+      return;
+    }
+    const body = BODY_METHODS.has(method)
+      ? await readLimitedBody(req, principal, { budget: this.opts.bodies, until: res })
+      : undefined;
+    if (first === "pipeline" || first === "multi-exec") {
+      if (!body)
+        throw new AppError("method_not_allowed", `ERR /${first} takes POST with a JSON body`);
+      const to = { res, format, headers, method };
+      if (first === "pipeline" && (await this.sentEncoded(principal, body, to))) return;
+      const commands = await readCommandList(body, principal.db.maxCommandsPerRequest);
+      if (first === "multi-exec") {
+        const replies = await runTransaction(principal, commands);
+        await sendList(
+          this.out(res),
+          replies,
+          { base64: format.base64, resp2: false },
+          headers,
+          method,
+        );
+      } else if (commands.length <= SLICE) {
+        const replies = await runShortPipeline(principal, commands.rest(), this.interruptsOf(req));
+        await sendList(this.out(res), replies, format, headers, method);
+      } else {
+        await sendSlicedPipeline(
+          this.out(res),
+          principal,
+          commands,
+          { format, headers, method },
+          this.interruptsOf(req),
+        );
+      }
+      return;
+    }
+    const argv = commandOf(url, body) ?? (await parseCommand(body ?? Buffer.alloc(0)));
+    labelRequest(req, argv[0]?.toString().toUpperCase() ?? "", true);
+    const reply = await runSingle(principal, argv, this.interruptsOf(req));
+    await sendSingle(this.out(res), reply, format, headers, method);
+  }
+
+  /**
+   * A `/pipeline` body encoded straight into RESP and sent as it is (encoded-pipeline.ts,
+   * runEncodedPipeline); false when it cannot be, with nothing sent.
+   */
+  private async sentEncoded(
+    p: Principal,
+    body: Buffer,
+    to: { res: ServerResponse; format: Format; headers: Record<string, string>; method: string },
+  ): Promise<boolean> {
+    const replies = await runEncodedPipeline(p, body);
+    if (!replies) return false;
+    await sendList(this.out(to.res), replies, to.format, to.headers, to.method);
+    return true;
+  }
+
+  private async stream(
+    p: Principal,
+    kind: StreamKind,
+    url: UrlParts,
+    req: IncomingMessage,
+    res: ServerResponse,
+    headers: Record<string, string>,
+  ): Promise<void> {
+    req.resume();
+    const target = url.segments
+      .slice(1)
+      .map((s) => s.toString())
+      .join("/");
+    await openStream(p, kind, target, req, res, {
+      keepAliveMs: this.opts.sseKeepAliveMs,
+      headers,
+      backlog: new StreamBacklog(this.buffers, p.db.maxReplyBytes),
+      logger: this.opts.logger,
+      track: (end) => {
+        this.streams.add(end);
+        metrics.sseOpened();
+        return () => {
+          if (this.streams.delete(end)) metrics.sseClosed();
+        };
+      },
+    });
+  }
+}
+
+function tokenOf(req: IncomingMessage, url: UrlParts): string | undefined {
+  const auth = req.headers.authorization;
+  if (auth === undefined) return url.token;
+  // The common spelling without a regex; anything else (other case, more spaces) with one.
+  if (auth.startsWith("Bearer ") && !/\s/.test(auth.slice(7)) && auth.length > 7)
+    return auth.slice(7);
+  const m = /^bearer\s+(\S+)\s*$/i.exec(auth);
+  return m ? m[1] : "";
+}
+
+function formatOf(req: IncomingMessage): Format {
+  const h = req.headers;
+  if (h["upstash-encoding"] === undefined && h["upstash-response-format"] === undefined)
+    return JSON_FORMAT;
+  const encoding = headerValue(req, "upstash-encoding");
+  const format = headerValue(req, "upstash-response-format");
+  if (format !== undefined && format !== "json" && format !== "resp2") {
+    throw new AppError(
+      "invalid_format",
+      `ERR invalid Upstash-Response-Format ${JSON.stringify(format)}: use json or resp2`,
+    );
+  }
+  const base64 = encoding === "base64";
+  if (base64 && format === "resp2") {
+    throw new AppError(
+      "invalid_format",
+      "ERR Upstash-Encoding: base64 cannot be combined with Upstash-Response-Format: resp2",
+    );
+  }
+  return { base64, resp2: format === "resp2" };
+}
+
+function headerValue(req: IncomingMessage, name: string): string | undefined {
+  const v = req.headers[name];
+  const text = Array.isArray(v) ? v[0] : v;
+  return text === undefined || text === "" ? undefined : text.trim().toLowerCase();
+}
+
+function readLimitedBody(
+  req: IncomingMessage,
+  p: Principal,
+  hold: { budget: BodyBudget; until: ServerResponse },
+): Promise<Buffer> {
+  return readBody(
+    req,
+    p.db.maxRequestBytes,
+    () => new AppError("request_too_large", "ERR max request size exceeded"),
+    { ...hold, errorPrefix: "ERR " },
+  );
+}
+
+/**
+ * `/CMD/a/b?x=y` with an optional body: path segments, then the body, then query fields. A JSON
+ * command in the body is read here when parsePlainCommand can (nearly always); undefined leaves it
+ * to the full reader (`parseCommand`, async), so the usual request takes no promise for it.
+ */
+function commandOf(url: UrlParts, body: Buffer | undefined): Arg[] | undefined {
+  if (url.segments.length === 0) {
+    if (body === undefined || body.length === 0) {
+      throw new AppError(
+        "bad_request",
+        "ERR no command: POST a JSON array to / or use /<command>/<arg>/…",
+      );
+    }
+    return parsePlainCommand(body);
+  }
+  const argv: Arg[] = [...url.segments];
+  if (body !== undefined && body.length > 0) argv.push(body);
+  argv.push(...url.query);
+  return argv;
+}

@@ -1,0 +1,138 @@
+import { describe, expect, it } from "vitest";
+import { renderList, renderRaw } from "./reply-bytes.js";
+import { rawRenderableAtOnce, renderableAtOnce } from "./reply.js";
+import { RawReplies, rawResp2 } from "../../shared/redis/raw-replies.js";
+import { RAW_NIL, RespParser, serializeReply, type Reply } from "../../shared/redis/resp.js";
+
+/** A deterministic pseudo-random source (xorshift), so a failure can be replayed. */
+function random(seed: number): (n: number) => number {
+  let x = seed;
+  return (n) => {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    return (x >>> 0) % n;
+  };
+}
+
+/** RESP of top-level replies of every kind the parser hands out raw, and some it does not. */
+function replyStream(seed: number, count: number): Buffer {
+  const next = random(seed);
+  const lengths = [0, 1, 2, 3, 63, 64, 65, 200, 70_000];
+  const parts: Buffer[] = [];
+  for (let i = 0; i < count; i++) {
+    const kind = next(9);
+    if (kind <= 2) {
+      const n = lengths[next(lengths.length)] as number;
+      const value = Buffer.alloc(n);
+      // Printable bytes, or any byte (invalid UTF-8, quotes, control characters).
+      for (let j = 0; j < n; j++) value[j] = kind === 0 ? 0x20 + next(0x5f) : next(256);
+      parts.push(Buffer.from(`$${n}\r\n`), value, Buffer.from("\r\n"));
+    } else if (kind === 3) parts.push(Buffer.from(next(2) ? "+OK\r\n" : "+QUEUED\r\n"));
+    else if (kind === 4) parts.push(Buffer.from(`:${next(2) ? "-" : ""}${next(1e9)}\r\n`));
+    else if (kind === 5) parts.push(Buffer.from("$-1\r\n"));
+    else if (kind === 6) parts.push(Buffer.from("-ERR wrong kind of value\r\n"));
+    else if (kind === 7) parts.push(Buffer.from("*3\r\n$1\r\na\r\n:1\r\n$-1\r\n"));
+    else parts.push(Buffer.from(next(2) ? "*-1\r\n" : "*0\r\n"));
+  }
+  return Buffer.concat(parts);
+}
+
+interface Parsed {
+  replies: Reply[];
+  costs: number[];
+}
+
+/** Feeds `stream` in chunks cut at random points, with a budget per top-level reply. */
+function feed(stream: Buffer, parser: RespParser, seed: number): void {
+  const next = random(seed);
+  for (let at = 0; at < stream.length;) {
+    const n = 1 + next(4000);
+    parser.feed(stream.subarray(at, at + n));
+    at += n;
+  }
+}
+
+function parseObjects(stream: Buffer, limit: number, seed: number): Parsed {
+  const out: Parsed = { replies: [], costs: [] };
+  const parser = new RespParser(
+    (reply, cost) => {
+      out.replies.push(reply);
+      out.costs.push(cost);
+    },
+    () => limit,
+  );
+  feed(stream, parser, seed);
+  return out;
+}
+
+function parseRaw(
+  stream: Buffer,
+  limit: number,
+  seed: number,
+): { raw: RawReplies; costs: number[] } {
+  const raw = new RawReplies();
+  const costs: number[] = [];
+  const parser = new RespParser(
+    (reply, cost) => {
+      raw.addObject(reply);
+      costs.push(cost);
+    },
+    () => limit,
+    (kind, buf, start, end, cost) => {
+      if (kind === RAW_NIL) raw.addNil();
+      else raw.addValue(kind, buf, start, end);
+      costs.push(cost);
+    },
+  );
+  feed(stream, parser, seed);
+  return { raw, costs };
+}
+
+describe("RawReplies", () => {
+  it.each([
+    [1, Infinity],
+    [2, Infinity],
+    [3, 5000],
+    [4, 300],
+    [5, 0],
+  ])(
+    "hold what the parser's Reply objects hold, and cost the same (seed %i, budget %s)",
+    (seed, limit) => {
+      const stream = replyStream(seed, 300);
+      const objects = parseObjects(stream, limit, seed);
+      const { raw, costs } = parseRaw(stream, limit, seed);
+      expect(raw.length).toBe(objects.replies.length);
+      expect(raw.toReplies()).toEqual(objects.replies);
+      expect(costs).toEqual(objects.costs);
+      expect(raw.hasErrors).toBe(
+        objects.replies.some(
+          (r) =>
+            r.kind === "error" || (r.kind === "array" && r.value.some((i) => i.kind === "error")),
+        ),
+      );
+    },
+  );
+
+  it.each([false, true])(
+    "render as the Reply objects render, as JSON (base64 %s) and RESP2",
+    (base64) => {
+      for (let seed = 10; seed < 40; seed++) {
+        const stream = replyStream(seed, 1 + (seed % 7) * 20);
+        const objects = parseObjects(stream, Infinity, seed).replies;
+        const { raw } = parseRaw(stream, Infinity, seed);
+        expect(renderRaw(raw, base64).toString("latin1")).toBe(
+          renderList(objects, base64).toString("latin1"),
+        );
+        expect(rawResp2(raw).equals(Buffer.concat(objects.map(serializeReply)))).toBe(true);
+        expect(rawRenderableAtOnce(raw)).toBe(renderableAtOnce({ kind: "array", value: objects }));
+      }
+    },
+  );
+
+  it("renders an empty list as the Reply objects do", () => {
+    const raw = new RawReplies();
+    expect(renderRaw(raw, false).toString()).toBe("[]");
+    expect(rawResp2(raw).length).toBe(0);
+  });
+});

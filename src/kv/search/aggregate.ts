@@ -1,0 +1,336 @@
+import type { Deadline } from "./deadline.js";
+import { dateValue } from "./documents.js";
+import { SearchError } from "./errors.js";
+import type { DocId, MemoryIndex } from "./memory-index.js";
+import type { Plain } from "./reply.js";
+
+/**
+ * SEARCH.AGGREGATE (docs/search.md, "SEARCH.AGGREGATE"): metric aggregations ($avg, $sum, $min,
+ * $max, $count, $stats, $extendedStats, $cardinality, $percentiles), bucket aggregations
+ * ($terms, $range, $histogram, $dateHistogram) with nested `$aggs`, and facet trees ($facet),
+ * over the documents the filter matched. Replies are flat `[name, value, …]` arrays, as the SDK
+ * reads them. Bucket order: $terms by document count (ties by key), the others by key.
+ */
+type Spec = Record<string, unknown>;
+type Value = string | number;
+
+const MAX_BUCKETS = 10_000;
+
+export function aggregate(
+  index: MemoryIndex,
+  docs: DocId[],
+  spec: unknown,
+  deadline: Deadline,
+): Plain[] {
+  if (typeof spec !== "object" || spec === null || Array.isArray(spec)) {
+    throw new SearchError("ERR the aggregations must be a JSON object");
+  }
+  const out: Plain[] = [];
+  for (const [name, body] of Object.entries(spec as Spec)) {
+    out.push(name, one(index, docs, name, body, deadline));
+  }
+  return out;
+}
+
+function one(
+  index: MemoryIndex,
+  docs: DocId[],
+  name: string,
+  body: unknown,
+  deadline: Deadline,
+): Plain {
+  if (typeof body !== "object" || body === null)
+    throw new SearchError(`ERR aggregation '${name}' must be an object`);
+  const entries = Object.entries(body as Spec).filter(([k]) => k !== "$aggs");
+  const [op, params] = entries[0] ?? [];
+  if (entries.length !== 1 || op === undefined || typeof params !== "object" || params === null) {
+    throw new SearchError(`ERR aggregation '${name}' needs exactly one operator`);
+  }
+  const sub = (body as Spec).$aggs;
+  const p = params as Spec;
+  const nested = (bucketDocs: DocId[]): Plain[] =>
+    sub === undefined ? [] : aggregate(index, bucketDocs, sub, deadline);
+  deadline.check();
+  switch (op) {
+    case "$avg":
+    case "$sum":
+    case "$min":
+    case "$max":
+    case "$count":
+      return ["value", metric(op, numbers(index, docs, p))];
+    case "$cardinality":
+      return ["value", new Set(values(index, docs, p).flatMap(([, v]) => v)).size];
+    case "$stats":
+      return stats(numbers(index, docs, p));
+    case "$extendedStats":
+      return extendedStats(numbers(index, docs, p), p.sigma === undefined ? 2 : Number(p.sigma));
+    case "$percentiles":
+      return percentiles(numbers(index, docs, p), p);
+    case "$terms":
+      return terms(index, docs, p, nested);
+    case "$range":
+      return ranges(index, docs, p, nested);
+    case "$histogram":
+      return histogram(index, docs, p, Number(p.interval), nested);
+    case "$dateHistogram":
+      return histogram(index, docs, p, intervalMs(p), nested);
+    case "$facet":
+      return facet(index, docs, p);
+    default:
+      throw new SearchError(`ERR unknown aggregation '${op}'`);
+  }
+}
+
+/** Each document's values of the field (or `missing`), documents without either left out. */
+function values(index: MemoryIndex, docs: DocId[], p: Spec): [DocId, Value[]][] {
+  const fieldName = String(p.field);
+  const field = index.field(fieldName);
+  if (field.type === "TEXT")
+    throw new SearchError(`ERR aggregations need a non-TEXT field: '${fieldName}' is TEXT`);
+  const column = index.columns.get(fieldName)?.values;
+  const missing =
+    p.missing === undefined
+      ? undefined
+      : field.type === "DATE"
+        ? dateValue(p.missing)
+        : (p.missing as Value);
+  const out: [DocId, Value[]][] = [];
+  for (const doc of docs) {
+    const v = column?.get(doc);
+    if (v !== undefined && v.length > 0) out.push([doc, [...v]]);
+    else if (missing !== undefined) out.push([doc, [missing]]);
+  }
+  return out;
+}
+
+function numbers(index: MemoryIndex, docs: DocId[], p: Spec): number[] {
+  return values(index, docs, p).flatMap(([, v]) =>
+    v.filter((x): x is number => typeof x === "number"),
+  );
+}
+
+function metric(op: string, nums: number[]): number | null {
+  if (op === "$count") return nums.length;
+  if (op === "$sum") return nums.reduce((a, b) => a + b, 0);
+  if (nums.length === 0) return null;
+  if (op === "$avg") return nums.reduce((a, b) => a + b, 0) / nums.length;
+  return op === "$min" ? Math.min(...nums) : Math.max(...nums);
+}
+
+function stats(nums: number[]): Plain[] {
+  return [
+    "count",
+    nums.length,
+    "min",
+    metric("$min", nums),
+    "max",
+    metric("$max", nums),
+    "sum",
+    metric("$sum", nums),
+    "avg",
+    metric("$avg", nums),
+  ];
+}
+
+function extendedStats(nums: number[], sigma: number): Plain[] {
+  const n = nums.length;
+  const sum = nums.reduce((a, b) => a + b, 0);
+  const avg = n === 0 ? 0 : sum / n;
+  const sumOfSquares = nums.reduce((a, b) => a + b * b, 0);
+  const variance = n === 0 ? 0 : sumOfSquares / n - avg * avg;
+  const varianceSampling = n < 2 ? 0 : (variance * n) / (n - 1);
+  const sd = Math.sqrt(Math.max(0, variance));
+  const sdSampling = Math.sqrt(Math.max(0, varianceSampling));
+  return [
+    ...stats(nums),
+    "sumOfSquares",
+    sumOfSquares,
+    "variance",
+    variance,
+    "variancePopulation",
+    variance,
+    "varianceSampling",
+    varianceSampling,
+    "stdDeviation",
+    sd,
+    "stdDeviationPopulation",
+    sd,
+    "stdDeviationSampling",
+    sdSampling,
+    "stdDeviationBounds",
+    [
+      "upper",
+      avg + sigma * sd,
+      "lower",
+      avg - sigma * sd,
+      "upperPopulation",
+      avg + sigma * sd,
+      "lowerPopulation",
+      avg - sigma * sd,
+      "upperSampling",
+      avg + sigma * sdSampling,
+      "lowerSampling",
+      avg - sigma * sdSampling,
+    ],
+  ];
+}
+
+const DEFAULT_PERCENTS = [1, 5, 25, 50, 75, 95, 99];
+
+function percentiles(nums: number[], p: Spec): Plain[] {
+  const percents = Array.isArray(p.percents) ? p.percents.map(Number) : DEFAULT_PERCENTS;
+  const sorted = [...nums].sort((a, b) => a - b);
+  const at = (pct: number): number | null => {
+    if (sorted.length === 0) return null;
+    const rank = (pct / 100) * (sorted.length - 1);
+    const lo = Math.floor(rank);
+    const hi = Math.ceil(rank);
+    return (sorted[lo] as number) + ((sorted[hi] as number) - (sorted[lo] as number)) * (rank - lo);
+  };
+  if (p.keyed === false) return ["values", percents.map((pct) => ["key", pct, "value", at(pct)])];
+  return [
+    "values",
+    percents.flatMap((pct) => [Number.isInteger(pct) ? pct.toFixed(1) : String(pct), at(pct)]),
+  ];
+}
+
+function terms(
+  index: MemoryIndex,
+  docs: DocId[],
+  p: Spec,
+  nested: (d: DocId[]) => Plain[],
+): Plain[] {
+  const size = p.size === undefined ? 10 : Number(p.size);
+  const groups = new Map<Value, DocId[]>();
+  for (const [doc, vs] of values(index, docs, p)) {
+    for (const v of new Set(vs)) {
+      let list = groups.get(v);
+      if (list === undefined) groups.set(v, (list = []));
+      list.push(doc);
+    }
+  }
+  const sorted = [...groups].sort(
+    ([ka, a], [kb, b]) => b.length - a.length || (ka < kb ? -1 : ka > kb ? 1 : 0),
+  );
+  const kept = sorted.slice(0, Math.min(size, MAX_BUCKETS));
+  const other = sorted.slice(kept.length).reduce((n, [, d]) => n + d.length, 0);
+  const buckets = kept.map(([key, d]) => ["key", key, "docCount", d.length, ...nested(d)]);
+  return ["buckets", buckets, "sumOtherDocCount", other, "docCountErrorUpperBound", 0];
+}
+
+function ranges(
+  index: MemoryIndex,
+  docs: DocId[],
+  p: Spec,
+  nested: (d: DocId[]) => Plain[],
+): Plain[] {
+  if (!Array.isArray(p.ranges)) throw new SearchError("ERR $range needs ranges");
+  const vals = values(index, docs, p);
+  const buckets = (p.ranges as Spec[]).map((r) => {
+    const from = r.from === undefined ? undefined : Number(r.from);
+    const to = r.to === undefined ? undefined : Number(r.to);
+    const inside = vals
+      .filter(([, vs]) =>
+        vs.some(
+          (v) =>
+            typeof v === "number" &&
+            (from === undefined || v >= from) &&
+            (to === undefined || v < to),
+        ),
+      )
+      .map(([d]) => d);
+    const key = typeof r.key === "string" ? r.key : `${from ?? "*"}-${to ?? "*"}`;
+    return [
+      "key",
+      key,
+      "docCount",
+      inside.length,
+      ...(from === undefined ? [] : ["from", from]),
+      ...(to === undefined ? [] : ["to", to]),
+      ...nested(inside),
+    ];
+  });
+  return ["buckets", buckets];
+}
+
+function histogram(
+  index: MemoryIndex,
+  docs: DocId[],
+  p: Spec,
+  interval: number,
+  nested: (d: DocId[]) => Plain[],
+): Plain[] {
+  if (!Number.isFinite(interval) || interval <= 0)
+    throw new SearchError("ERR the histogram interval must be a positive number");
+  const groups = new Map<number, DocId[]>();
+  for (const [doc, vs] of values(index, docs, p)) {
+    for (const v of new Set(vs.map((x) => Math.floor(Number(x) / interval) * interval))) {
+      let list = groups.get(v);
+      if (list === undefined) groups.set(v, (list = []));
+      list.push(doc);
+    }
+  }
+  const keys = [...groups.keys()].sort((a, b) => a - b);
+  const first = keys[0];
+  const last = keys[keys.length - 1];
+  const minDocCount = p.minDocCount === undefined ? 0 : Number(p.minDocCount);
+  const buckets: Plain[] = [];
+  if (first !== undefined && last !== undefined) {
+    if ((last - first) / interval > MAX_BUCKETS)
+      throw new SearchError(`ERR the histogram would have more than ${MAX_BUCKETS} buckets`);
+    for (let k = first; k <= last; k += interval) {
+      const d = groups.get(k) ?? [];
+      if (d.length >= minDocCount) buckets.push(["key", k, "docCount", d.length, ...nested(d)]);
+    }
+  }
+  return ["buckets", buckets];
+}
+
+const UNITS: Record<string, number> = {
+  ms: 1,
+  s: 1000,
+  m: 60_000,
+  h: 3_600_000,
+  d: 86_400_000,
+  w: 604_800_000,
+};
+
+function intervalMs(p: Spec): number {
+  const text = String(p.fixedInterval ?? p.interval ?? p.calendarInterval ?? "");
+  const m = /^(\d+)(ms|s|m|h|d|w)$/.exec(text);
+  if (!m) throw new SearchError("ERR $dateHistogram needs fixedInterval like 30m, 1h or 1d");
+  return Number(m[1]) * (UNITS[m[2] as string] as number);
+}
+
+/** A facet tree under `path`, `depth` levels deep, children by document count. */
+function facet(index: MemoryIndex, docs: DocId[], p: Spec): Plain[] {
+  const root = String(p.path ?? "/").replace(/\/$/, "");
+  const depth = p.depth === undefined ? 1 : Number(p.depth);
+  const size = p.size === undefined ? 10 : Number(p.size);
+  const paths = values(index, docs, p).map(([, vs]) => vs.map(String));
+  return ["path", root === "" ? "/" : root, ...facetChildren(paths, root, depth, size)];
+}
+
+function facetChildren(paths: string[][], root: string, depth: number, size: number): Plain[] {
+  const counts = new Map<string, number>();
+  for (const docPaths of paths) {
+    const children = new Set<string>();
+    for (const path of docPaths) {
+      if (!path.startsWith(`${root}/`)) continue;
+      const next = path.slice(root.length + 1).split("/")[0];
+      if (next) children.add(`${root}/${next}`);
+    }
+    for (const c of children) counts.set(c, (counts.get(c) ?? 0) + 1);
+  }
+  const sorted = [...counts].sort(([a, x], [b, y]) => y - x || (a < b ? -1 : 1));
+  const kept = sorted.slice(0, size);
+  const other = sorted.slice(size).reduce((n, [, c]) => n + c, 0);
+  const children = kept.map(([path, docCount]) => [
+    "docCount",
+    docCount,
+    "path",
+    path,
+    ...(depth > 1 ? facetChildren(paths, path, depth - 1, size) : ["sumOtherDocCount", 0]),
+  ]);
+  return ["sumOtherDocCount", other, "children", children];
+}

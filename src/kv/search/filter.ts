@@ -1,0 +1,467 @@
+import { queryTerms } from "./analyzer.js";
+import type { Deadline } from "./deadline.js";
+import { dateValue } from "./documents.js";
+import { SearchError } from "./errors.js";
+import {
+  positionList,
+  termFrequency,
+  type DocId,
+  type MemoryIndex,
+  type TextColumn,
+  type ValueColumn,
+} from "./memory-index.js";
+import { isNumeric, type FieldDef } from "./schema.js";
+import { fuzzyTerms, prefixTerms, regexTerms, type FuzzyOptions } from "./terms.js";
+
+/**
+ * The JSON filter language of SEARCH.QUERY / COUNT / AGGREGATE (docs/search.md, "Filters"),
+ * evaluated against a MemoryIndex into the matching documents and their scores. Text clauses
+ * score with BM25 (k1 1.2, b 0.75); other clauses add a constant 1; `$boost` multiplies a
+ * clause's scores. `matched` collects, per TEXT field, the index terms that matched (HIGHLIGHT).
+ */
+export type Scores = Map<DocId, number>;
+
+export interface FilterContext {
+  readonly index: MemoryIndex;
+  readonly deadline: Deadline;
+  readonly matched: Map<string, Set<string>>;
+}
+
+const K1 = 1.2;
+const B = 0.75;
+/** Smart matching: an exact term counts this much more than a fuzzy or prefix one. */
+const EXACT_BOOST = 2;
+/** Smart matching of several words: documents holding them as a phrase get this much more. */
+const PHRASE_BOOST = 2;
+
+type Json = unknown;
+
+export function evaluate(filter: Json, ctx: FilterContext): Scores {
+  if (typeof filter !== "object" || filter === null || Array.isArray(filter)) {
+    throw new SearchError("ERR the filter must be a JSON object");
+  }
+  const entries = Object.entries(filter as Record<string, Json>);
+  if (entries.length === 0) return allDocs(ctx, 1);
+  const required: Scores[] = [];
+  const should: Scores[] = [];
+  const excluded: Scores[] = [];
+  let boost = 1;
+  for (const [key, value] of entries) {
+    if (key === "$and" || key === "$must") required.push(...clauses(key, value, ctx));
+    else if (key === "$or") required.push(union(clauses(key, value, ctx)));
+    else if (key === "$should") should.push(...clauses(key, value, ctx));
+    else if (key === "$mustNot") excluded.push(...clauses(key, value, ctx));
+    else if (key === "$boost") boost = boostOf(value);
+    else if (key.startsWith("$")) throw new SearchError(`ERR unknown operator '${key}'`);
+    else required.push(fieldCondition(ctx.index.field(key), value, ctx));
+  }
+  let result: Scores;
+  if (required.length > 0) {
+    result = intersect(required);
+    for (const s of should) addScores(result, s);
+  } else if (should.length > 0) result = union(should);
+  else result = new Map(); // $mustNot alone matches nothing (Upstash's rule)
+  for (const s of excluded) for (const doc of s.keys()) result.delete(doc);
+  return boost === 1 ? result : scaled(result, boost);
+}
+
+function clauses(op: string, value: Json, ctx: FilterContext): Scores[] {
+  const list = Array.isArray(value) ? value : [value];
+  if (list.length === 0) throw new SearchError(`ERR ${op} needs at least one filter`);
+  return list.map((f) => evaluate(f, ctx));
+}
+
+function boostOf(value: Json): number {
+  if (typeof value !== "number" || !Number.isFinite(value)) {
+    throw new SearchError("ERR $boost must be a number");
+  }
+  return value;
+}
+
+function fieldCondition(field: FieldDef, value: Json, ctx: FilterContext): Scores {
+  if (
+    typeof value !== "object" ||
+    value === null ||
+    Array.isArray(value) ||
+    value instanceof Date
+  ) {
+    return field.type === "TEXT"
+      ? smart(field, value, ctx)
+      : valueOperator(field, "$eq", value, ctx);
+  }
+  const parts: Scores[] = [];
+  let boost = 1;
+  for (const [op, operand] of Object.entries(value as Record<string, Json>)) {
+    if (op === "$boost") boost = boostOf(operand);
+    else
+      parts.push(
+        field.type === "TEXT"
+          ? textOperator(field, op, operand, ctx)
+          : valueOperator(field, op, operand, ctx),
+      );
+  }
+  if (parts.length === 0) throw new SearchError(`ERR no operator for field '${field.name}'`);
+  const result = intersect(parts);
+  return boost === 1 ? result : scaled(result, boost);
+}
+
+// ---- TEXT ----
+
+function textOperator(field: FieldDef, op: string, operand: Json, ctx: FilterContext): Scores {
+  switch (op) {
+    case "$eq":
+      return allTerms(field, stringOf(op, operand), ctx);
+    case "$ne":
+      return complement(allTerms(field, stringOf(op, operand), ctx), ctx);
+    case "$in":
+      return union(listOf(op, operand).map((v) => allTerms(field, stringOf(op, v), ctx)));
+    case "$smart":
+      return smart(field, operand, ctx);
+    case "$fuzzy":
+      return fuzzy(field, operand, ctx);
+    case "$phrase":
+      return phrase(field, operand, ctx);
+    case "$regex":
+      return expanded(
+        field,
+        regexTerms(textColumn(ctx, field), stringOf(op, operand), ctx.deadline),
+        1,
+        ctx,
+      );
+    default:
+      throw new SearchError(`ERR operator '${op}' does not apply to TEXT field '${field.name}'`);
+  }
+}
+
+function textColumn(ctx: FilterContext, field: FieldDef): TextColumn {
+  return ctx.index.text.get(field.name) as TextColumn;
+}
+
+/** Documents holding every term of the value (BM25, summed). */
+function allTerms(field: FieldDef, text: string, ctx: FilterContext): Scores {
+  const terms = queryTerms(text, field, ctx.index.def.language);
+  if (terms.length === 0) return new Map();
+  return intersect(terms.map((t) => expanded(field, [t], 1, ctx)));
+}
+
+/** Documents holding any of `terms`, each scored by its best term. */
+function expanded(
+  field: FieldDef,
+  terms: readonly string[],
+  weight: number,
+  ctx: FilterContext,
+): Scores {
+  const column = textColumn(ctx, field);
+  const out: Scores = new Map();
+  const n = ctx.index.size;
+  const avg = column.averageLength(n);
+  for (const term of terms) {
+    const docs = column.postings.get(term);
+    if (docs === undefined) continue;
+    noteMatch(ctx, field, term);
+    const idf = Math.log(1 + (n - docs.size + 0.5) / (docs.size + 0.5));
+    for (const [doc, positions] of docs) {
+      ctx.deadline.tick();
+      const tf = termFrequency(positions);
+      const len = column.lengths.get(doc) ?? 1;
+      const score = (weight * idf * (tf * (K1 + 1))) / (tf + K1 * (1 - B + (B * len) / avg));
+      out.set(doc, Math.max(out.get(doc) ?? 0, score));
+    }
+  }
+  return out;
+}
+
+function noteMatch(ctx: FilterContext, field: FieldDef, term: string): void {
+  let set = ctx.matched.get(field.name);
+  if (set === undefined) ctx.matched.set(field.name, (set = new Set()));
+  set.add(term);
+}
+
+/**
+ * `$smart` and a bare value: per word, the exact term (boosted), terms within one edit, and
+ * terms starting with a term within one edit; several words must all match, and documents
+ * holding them as a phrase score higher.
+ */
+function smart(field: FieldDef, value: Json, ctx: FilterContext): Scores {
+  const text = stringOf("$smart", value);
+  const terms = queryTerms(text, field, ctx.index.def.language);
+  if (terms.length === 0) return new Map();
+  const column = textColumn(ctx, field);
+  const opts = { distance: 1, transpositionCostOne: true, prefix: false };
+  const perWord = terms.map((term) => {
+    const exact = expanded(field, [term], EXACT_BOOST, ctx);
+    const near = expanded(field, fuzzyTerms(column, term, opts, ctx.deadline), 1, ctx);
+    const start =
+      term.length >= 2 ? fuzzyTerms(column, term, { ...opts, prefix: true }, ctx.deadline) : [];
+    return union([exact, near, expanded(field, start, 0.5, ctx)]);
+  });
+  const result = intersect(perWord);
+  if (terms.length > 1)
+    addScores(
+      result,
+      scaled(
+        phraseOf(
+          field,
+          terms.map((t) => [t]),
+          0,
+          ctx,
+        ),
+        PHRASE_BOOST,
+      ),
+    );
+  return result;
+}
+
+function fuzzy(field: FieldDef, operand: Json, ctx: FilterContext): Scores {
+  const spec = typeof operand === "string" ? { value: operand } : objectOf("$fuzzy", operand);
+  const opts: FuzzyOptions = {
+    distance: spec.distance === undefined ? 1 : Number(spec.distance),
+    transpositionCostOne: spec.transpositionCostOne !== false,
+    prefix: spec.prefix === true,
+  };
+  const terms = queryTerms(stringOf("$fuzzy", spec.value), field, ctx.index.def.language);
+  if (terms.length === 0) return new Map();
+  const column = textColumn(ctx, field);
+  return intersect(
+    terms.map((t) => expanded(field, fuzzyTerms(column, t, opts, ctx.deadline), 1, ctx)),
+  );
+}
+
+function phrase(field: FieldDef, operand: Json, ctx: FilterContext): Scores {
+  const spec = typeof operand === "string" ? { value: operand } : objectOf("$phrase", operand);
+  const slop = spec.slop === undefined ? 0 : Number(spec.slop);
+  if (!Number.isInteger(slop) || slop < 0 || slop > 100) {
+    throw new SearchError("ERR $phrase slop must be an integer from 0 to 100");
+  }
+  const terms = queryTerms(stringOf("$phrase", spec.value), field, ctx.index.def.language);
+  if (terms.length === 0) return new Map();
+  const column = textColumn(ctx, field);
+  const alternatives = terms.map((t, i) =>
+    spec.prefix === true && i === terms.length - 1 ? prefixTerms(column, t) : [t],
+  );
+  return phraseOf(field, alternatives, slop, ctx);
+}
+
+/**
+ * Documents where the words occur in order, the gaps between them adding up to at most `slop`
+ * positions; each word given as its alternative terms (a prefix's expansions).
+ */
+function phraseOf(field: FieldDef, words: string[][], slop: number, ctx: FilterContext): Scores {
+  const column = textColumn(ctx, field);
+  const scored = words.map((alts) => expanded(field, alts, 1, ctx));
+  const candidates = intersect(scored);
+  for (const doc of [...candidates.keys()]) {
+    ctx.deadline.tick();
+    const positions = words.map((alts) => mergedPositions(column, alts, doc));
+    if (!inOrder(positions, slop)) candidates.delete(doc);
+  }
+  return candidates;
+}
+
+function mergedPositions(column: TextColumn, terms: readonly string[], doc: DocId): number[] {
+  const of = (t: string): number[] => {
+    const p = column.postings.get(t)?.get(doc);
+    return p === undefined ? [] : positionList(p);
+  };
+  if (terms.length === 1) return of(terms[0] as string);
+  return terms.flatMap(of).sort((a, b) => a - b);
+}
+
+function inOrder(positions: readonly number[][], slop: number): boolean {
+  for (const first of positions[0] ?? []) {
+    let at = first;
+    let used = 0;
+    let ok = true;
+    for (const list of positions.slice(1)) {
+      const next = list.find((p) => p > at && p - at - 1 <= slop - used);
+      if (next === undefined) {
+        ok = false;
+        break;
+      }
+      used += next - at - 1;
+      at = next;
+    }
+    if (ok) return true;
+  }
+  return false;
+}
+
+// ---- numbers, booleans, dates, keywords, facets ----
+
+type Value = string | number;
+
+function valueOperator(field: FieldDef, op: string, operand: Json, ctx: FilterContext): Scores {
+  const column = ctx.index.columns.get(field.name);
+  if (column === undefined) return new Map();
+  if (RANGES.has(op) && ordered(field)) return inRange(column, op, operandValue(field, operand));
+  const test = valueTest(field, op, operand);
+  const out: Scores = new Map();
+  for (const [doc, values] of column.values) {
+    ctx.deadline.tick();
+    if (values.some(test)) out.set(doc, 1);
+  }
+  return op === "$ne" ? complement(out, ctx) : out;
+}
+
+const RANGES = new Set(["$gt", "$gte", "$lt", "$lte"]);
+const ordered = (field: FieldDef): boolean =>
+  isNumeric(field.type) || field.type === "DATE" || field.type === "KEYWORD";
+
+/** Documents with a value past the bound, by binary search in the column's sorted view. */
+function inRange(column: ValueColumn, op: string, bound: Value): Scores {
+  const { values, docs } = column.sorted();
+  const first = (strict: boolean): number => {
+    let lo = 0;
+    let hi = values.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      const v = values[mid] as Value;
+      if (v < bound || (strict && v === bound)) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  };
+  const [from, to] =
+    op === "$gt"
+      ? [first(true), values.length]
+      : op === "$gte"
+        ? [first(false), values.length]
+        : op === "$lt"
+          ? [0, first(false)]
+          : [0, first(true)];
+  const out: Scores = new Map();
+  for (let i = from; i < to; i++) out.set(docs[i] as DocId, 1);
+  return out;
+}
+
+function valueTest(field: FieldDef, op: string, operand: Json): (v: Value) => boolean {
+  switch (op) {
+    case "$eq":
+    case "$ne": {
+      const want = operandValue(field, operand);
+      return (v) => v === want;
+    }
+    case "$in": {
+      const set = new Set(listOf(op, operand).map((o) => operandValue(field, o)));
+      return (v) => set.has(v);
+    }
+    case "$gt":
+    case "$gte":
+    case "$lt":
+    case "$lte": {
+      if (!ordered)
+        throw new SearchError(
+          `ERR operator '${op}' does not apply to ${field.type} field '${field.name}'`,
+        );
+      const bound = operandValue(field, operand);
+      if (op === "$gt") return (v) => v > bound;
+      if (op === "$gte") return (v) => v >= bound;
+      if (op === "$lt") return (v) => v < bound;
+      return (v) => v <= bound;
+    }
+    default:
+      throw new SearchError(
+        `ERR operator '${op}' does not apply to ${field.type} field '${field.name}'`,
+      );
+  }
+}
+
+/** A query operand in the field's indexed form (see documents.ts `convert`). */
+function operandValue(field: FieldDef, operand: Json): Value {
+  let value: Value | undefined;
+  if (field.type === "BOOL")
+    value =
+      operand === true || operand === "true"
+        ? 1
+        : operand === false || operand === "false"
+          ? 0
+          : undefined;
+  else if (field.type === "DATE") value = dateValue(operand);
+  else if (isNumeric(field.type)) {
+    const n =
+      typeof operand === "number" ? operand : typeof operand === "string" ? Number(operand) : NaN;
+    value = Number.isFinite(n) ? n : undefined;
+  } else
+    value =
+      typeof operand === "string"
+        ? operand
+        : typeof operand === "number"
+          ? String(operand)
+          : undefined;
+  if (value === undefined) {
+    throw new SearchError(
+      `ERR ${JSON.stringify(operand)} is not a valid ${field.type} value for field '${field.name}'`,
+    );
+  }
+  return value;
+}
+
+// ---- sets of scored documents ----
+
+function allDocs(ctx: FilterContext, score: number): Scores {
+  const out: Scores = new Map();
+  for (const doc of ctx.index.allDocs()) out.set(doc, score);
+  return out;
+}
+
+function complement(s: Scores, ctx: FilterContext): Scores {
+  const out: Scores = new Map();
+  for (const doc of ctx.index.allDocs()) if (!s.has(doc)) out.set(doc, 1);
+  return out;
+}
+
+/** Documents in every set, their scores summed (smallest set first). */
+export function intersect(sets: readonly Scores[]): Scores {
+  if (sets.length === 1) return new Map(sets[0]);
+  const sorted = [...sets].sort((a, b) => a.size - b.size);
+  const out: Scores = new Map();
+  outer: for (const [doc, score] of sorted[0] ?? new Map<DocId, number>()) {
+    let total = score;
+    for (const other of sorted.slice(1)) {
+      const s = other.get(doc);
+      if (s === undefined) continue outer;
+      total += s;
+    }
+    out.set(doc, total);
+  }
+  return out;
+}
+
+function union(sets: readonly Scores[]): Scores {
+  const out: Scores = new Map();
+  for (const s of sets) addScores(out, s, true);
+  return out;
+}
+
+/** Adds `from`'s scores to the documents of `into` (and, with `insert`, its other documents). */
+function addScores(into: Scores, from: Scores, insert = false): void {
+  for (const [doc, score] of from) {
+    const had = into.get(doc);
+    if (had !== undefined) into.set(doc, had + score);
+    else if (insert) into.set(doc, score);
+  }
+}
+
+function scaled(s: Scores, factor: number): Scores {
+  const out: Scores = new Map();
+  for (const [doc, score] of s) out.set(doc, score * factor);
+  return out;
+}
+
+function stringOf(op: string, v: Json): string {
+  if (typeof v === "string") return v;
+  if (typeof v === "number" || typeof v === "boolean") return String(v);
+  throw new SearchError(`ERR ${op} needs a string`);
+}
+
+function listOf(op: string, v: Json): Json[] {
+  if (!Array.isArray(v)) throw new SearchError(`ERR ${op} needs an array`);
+  return v;
+}
+
+function objectOf(op: string, v: Json): Record<string, Json> {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) {
+    throw new SearchError(`ERR ${op} needs a string or an object`);
+  }
+  return v as Record<string, Json>;
+}

@@ -1,0 +1,118 @@
+import { RE2JS } from "re2js";
+import type { TextColumn } from "./memory-index.js";
+import { SearchError } from "./errors.js";
+import type { Deadline } from "./deadline.js";
+
+/**
+ * Expansions of one query term into the dictionary's terms: fuzzy (MiniSearch's radix-tree
+ * `fuzzyGet`, then the optimal-string-alignment distance so a transposition may count as one
+ * edit), fuzzy prefix and regular expressions (RE2JS: linear time, so no pattern can backtrack
+ * for ever) by a scan of the dictionary that checks the query's deadline.
+ */
+export const MAX_FUZZY_DISTANCE = 2;
+export const MAX_REGEX_LENGTH = 1000;
+
+export interface FuzzyOptions {
+  readonly distance: number;
+  readonly transpositionCostOne: boolean;
+  readonly prefix: boolean;
+}
+
+/** Dictionary terms within the distance of `term` (or starting with such a term, `prefix`). */
+export function fuzzyTerms(
+  column: TextColumn,
+  term: string,
+  opts: FuzzyOptions,
+  deadline: Deadline,
+): string[] {
+  if (opts.distance < 0 || opts.distance > MAX_FUZZY_DISTANCE || !Number.isInteger(opts.distance)) {
+    throw new SearchError(`ERR $fuzzy distance must be 0, 1 or 2`);
+  }
+  if (opts.prefix) return fuzzyPrefixTerms(column, term, opts, deadline);
+  // Levenshtein counts a transposition as two edits: ask the radix tree for one more.
+  const wide = opts.transpositionCostOne ? opts.distance + 1 : opts.distance;
+  const found: string[] = [];
+  for (const candidate of column.dictionary.fuzzyGet(term, wide).keys()) {
+    deadline.tick();
+    if (editDistance(term, candidate, opts.transpositionCostOne, false) <= opts.distance) {
+      found.push(candidate);
+    }
+  }
+  return found;
+}
+
+function fuzzyPrefixTerms(
+  column: TextColumn,
+  term: string,
+  opts: FuzzyOptions,
+  deadline: Deadline,
+): string[] {
+  if (opts.distance === 0) return [...column.dictionary.atPrefix(term).keys()];
+  const found: string[] = [];
+  for (const candidate of column.postings.keys()) {
+    deadline.tick();
+    if (editDistance(term, candidate, opts.transpositionCostOne, true) <= opts.distance) {
+      found.push(candidate);
+    }
+  }
+  return found;
+}
+
+/** Terms that start with `prefix`. */
+export function prefixTerms(column: TextColumn, prefix: string): string[] {
+  return [...column.dictionary.atPrefix(prefix).keys()];
+}
+
+/** Dictionary terms the pattern matches whole, letter case ignored (terms are lower-case). */
+export function regexTerms(column: TextColumn, pattern: string, deadline: Deadline): string[] {
+  if (pattern.length > MAX_REGEX_LENGTH) {
+    throw new SearchError(`ERR $regex pattern longer than ${MAX_REGEX_LENGTH} characters`);
+  }
+  let re: RE2JS;
+  try {
+    re = RE2JS.compile(pattern, RE2JS.CASE_INSENSITIVE);
+  } catch (err) {
+    throw new SearchError(`ERR invalid $regex pattern: ${(err as Error).message}`);
+  }
+  const found: string[] = [];
+  for (const term of column.postings.keys()) {
+    deadline.tick();
+    if (re.matches(term)) found.push(term);
+  }
+  return found;
+}
+
+/**
+ * Edit distance between `a` and `b` (insertions, deletions, substitutions, and adjacent
+ * transpositions as one edit when `transpositions`); with `prefixOfB`, the least distance
+ * between `a` and any prefix of `b`.
+ */
+export function editDistance(
+  a: string,
+  b: string,
+  transpositions: boolean,
+  prefixOfB: boolean,
+): number {
+  const m = a.length;
+  const n = b.length;
+  let prev2: number[] = [];
+  let prev: number[] = Array.from({ length: n + 1 }, (_, j) => j);
+  for (let i = 1; i <= m; i++) {
+    const row = [i];
+    for (let j = 1; j <= n; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let d = Math.min(
+        (prev[j] as number) + 1,
+        (row[j - 1] as number) + 1,
+        (prev[j - 1] as number) + cost,
+      );
+      if (transpositions && i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) {
+        d = Math.min(d, (prev2[j - 2] as number) + 1);
+      }
+      row.push(d);
+    }
+    prev2 = prev;
+    prev = row;
+  }
+  return prefixOfB ? Math.min(...prev) : (prev[n] as number);
+}

@@ -1,0 +1,133 @@
+import { rmSync } from "node:fs";
+import type { AdminListener, MetricsScrape } from "./admin/server.js";
+import { adminFor } from "./admin/wiring.js";
+import type { Config } from "./config/schema.js";
+import { startKvService, type KvService } from "./kv/service.js";
+import { startQueueService, type QueueService } from "./queue/service.js";
+import { AppError } from "./shared/errors.js";
+import { BodyBudget } from "./shared/http/body.js";
+import type { Logger } from "./shared/log.js";
+import { runtimeFile, writeRuntime } from "./runtime.js";
+import type { ServiceName, Stashd } from "./index.js";
+
+/** How the services of one process are started: alone (start()), or as a worker of `stashd start`. */
+export interface ServeOptions {
+  /** Releases the data dir when stopped; a worker holds none (its supervisor does). */
+  release?: () => void;
+  /** Whether this process writes and removes runtime.json (false in a worker). */
+  ownsRuntimeFile?: boolean;
+  /** /metrics of the whole server when this process is one of several (src/cli/worker.ts). */
+  scrape?: MetricsScrape;
+}
+
+/** Starts the chosen services and the admin listener in this process; see start(). */
+export async function startServices(
+  config: Config,
+  services: ReadonlySet<ServiceName>,
+  logger: Logger,
+  opts: ServeOptions = {},
+): Promise<Stashd> {
+  const { release = () => undefined, ownsRuntimeFile = true } = opts;
+  // One budget of request body bytes for both listeners (STASHD_MAX_INFLIGHT_BODY_BYTES).
+  const bodies = new BodyBudget(config.maxInflightBodyBytes);
+  const kv = services.has("kv")
+    ? await startKvService(config, logger.child("kv"), bodies)
+    : undefined;
+  let queue: QueueService | undefined;
+  let admin: AdminListener | undefined;
+  try {
+    queue = services.has("queue")
+      ? await startQueueService(config, logger.child("queue"), { bodies })
+      : undefined;
+  } catch (err) {
+    await kv?.close();
+    throw err;
+  }
+  try {
+    admin =
+      config.adminEnabled && queue
+        ? await adminFor(config, kv, queue, logger, opts.scrape)
+        : undefined;
+  } catch (err) {
+    await Promise.all([kv?.close(), queue?.close()]);
+    throw err;
+  }
+  if (ownsRuntimeFile)
+    writeRuntime(config.dataDir, {
+      pid: process.pid,
+      ...(kv ? { kvUrl: kv.url } : {}),
+      ...(queue ? { queueUrl: queue.url } : {}),
+      ...(admin ? { adminUrl: admin.url } : {}),
+      startedAt: new Date().toISOString(),
+    });
+  return assemble(config, logger, kv, queue, admin, release, ownsRuntimeFile);
+}
+
+function assemble(
+  config: Config,
+  logger: Logger,
+  kv: KvService | undefined,
+  queue: QueueService | undefined,
+  admin: AdminListener | undefined,
+  release: () => void,
+  ownsRuntimeFile: boolean,
+): Stashd {
+  let stopping: Promise<void> | undefined;
+  const stop = async (): Promise<void> => {
+    const started = Date.now();
+    admin?.markStopping();
+    try {
+      await Promise.all([kv?.close(), queue?.close()]);
+      await admin?.close(0);
+    } finally {
+      if (ownsRuntimeFile) rmSync(runtimeFile(config.dataDir), { force: true });
+      release();
+      logger.info("stopped", { ms: Date.now() - started });
+    }
+  };
+  return {
+    config,
+    kv: kv ? kvHandle(kv) : notStarted("kv"),
+    queue: queue ? queueHandle(queue) : notStarted("queue"),
+    admin: admin && { url: admin.url, port: admin.port, mount: admin.mount },
+    stop: () => (stopping ??= stop()),
+  };
+}
+
+function kvHandle(kv: KvService): Stashd["kv"] {
+  const main = kv.databases().find((d) => d.name === "default") ?? kv.databases()[0];
+  return {
+    url: kv.url,
+    port: kv.port,
+    token: main?.token ?? "",
+    readonlyToken: main?.readonlyToken ?? "",
+    databases: () => kv.databases(),
+  };
+}
+
+function queueHandle(queue: QueueService): Stashd["queue"] {
+  return {
+    url: queue.url,
+    port: queue.port,
+    token: queue.token,
+    currentSigningKey: queue.currentSigningKey,
+    nextSigningKey: queue.nextSigningKey,
+  };
+}
+
+/**
+ * Stands in for the handle of a service left out with `services`: reading any of its fields
+ * throws, so a caller that needs it fails at once with the reason instead of using "" or
+ * undefined as a URL. Symbol keys and `then` (probed by inspection and by await) read undefined.
+ */
+function notStarted<T extends object>(service: ServiceName): T {
+  return new Proxy({} as T, {
+    get(_target, key) {
+      if (typeof key === "symbol" || key === "then") return undefined;
+      throw new AppError(
+        "bad_request",
+        `stashd was started without the ${service} service (start({ services })): no ${service}.${key}`,
+      );
+    },
+  });
+}
