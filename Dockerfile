@@ -14,8 +14,10 @@ ARG BASE=debian:trixie-slim
 FROM ${BASE} AS build
 # For the RUN steps only (an ARG, not an ENV: the image does not keep it).
 ARG DEBIAN_FRONTEND=noninteractive
+# g++, make and python3: node-gyp builds hnswlib-node's native addon (VECTOR.QUERY's graph) at
+# `npm ci`; the runtime stage takes only the built addon.
 RUN apt-get update \
-  && apt-get install -y --no-install-recommends nodejs npm ca-certificates \
+  && apt-get install -y --no-install-recommends nodejs npm ca-certificates g++ make python3 \
   && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 # Behind a TLS-intercepting proxy, the proxy's CA for npm (a file mounted into the build; see

@@ -23,6 +23,13 @@ const LOAD_ATTEMPTS = 3;
 /** How long one step of graph building may hold the event loop. */
 const BUILD_SLICE_MS = 8;
 
+let buildsRunning = 0;
+
+/** How many graphs this process is building now (bench/vector.ts waits for 0). */
+export function graphBuildsRunning(): number {
+  return buildsRunning;
+}
+
 /** The sync did not finish before the query's deadline (it goes on). */
 export class StillLoading extends Error {
   constructor(name: string, loaded: number) {
@@ -127,10 +134,12 @@ export class VectorStore {
     }
     if (!local.graph || local.graph.ready || entry.building) return;
     entry.building = true;
+    buildsRunning++;
     const step = (): void => {
       const graph = local.graph;
       if (entry.local !== local || !graph || !graph.build(local, BUILD_SLICE_MS)) {
         entry.building = false;
+        buildsRunning--;
         return;
       }
       setImmediate(step);
