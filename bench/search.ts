@@ -13,13 +13,22 @@
  * `--smoke` runs 2 000 documents and 20 queries of each kind (no speed is asserted).
  */
 import { mkdtempSync, rmSync } from "node:fs";
+import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
-import Database from "better-sqlite3";
+import type BetterSqlite from "better-sqlite3";
 import { RedisConnection, parseRedisUrl } from "../src/shared/redis/connection.js";
 import { start } from "../src/index.js";
 import { editDistance } from "../src/kv/search/terms.js";
 import { freePort, startRedis } from "../test/harness/redis.js";
+
+/**
+ * better-sqlite3 lives in bench/.deps, installed by `node scripts/setup.mjs --with-bench` (it
+ * compiles SQLite offline, which the project's own install should not pay for).
+ */
+const Database = createRequire(new URL("./.deps/package.json", import.meta.url))(
+  "better-sqlite3",
+) as typeof BetterSqlite;
 
 const flag = (name: string): string | undefined => {
   const i = process.argv.indexOf(name);

@@ -9,7 +9,7 @@
 // load generator; autocannon stands in where it cannot be installed). Plain JavaScript with no
 // dependencies, because it runs before `npm ci`.
 import { execFileSync, spawnSync } from "node:child_process";
-import { existsSync, statSync, utimesSync } from "node:fs";
+import { existsSync, mkdirSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { copyLua } from "./copy-lua.mjs";
@@ -125,6 +125,25 @@ function ensureBenchTools() {
       `${binary} is not installed and could not be (apt-get install ${pkg}): the bench goes without it`,
     );
   }
+  ensureSqlite();
+}
+
+/**
+ * better-sqlite3, the SEARCH bench's anchor (bench/search.ts), in its own folder `bench/.deps`
+ * rather than in package.json: offline it compiles SQLite from source (about 3 minutes on 2
+ * loaded cores), which `npm start` and the everyday tier should not pay for; the project's own
+ * `npm install` would also prune a package installed beside its dependencies.
+ */
+const SQLITE_PACKAGE = "better-sqlite3@12.11.1";
+function ensureSqlite() {
+  const dir = path.join(root, "bench", ".deps");
+  if (existsSync(path.join(dir, "node_modules", "better-sqlite3", "build", "Release"))) return;
+  say(`installing ${SQLITE_PACKAGE} for the SEARCH bench (into bench/.deps)`);
+  mkdirSync(dir, { recursive: true });
+  if (!existsSync(path.join(dir, "package.json"))) {
+    writeFileSync(path.join(dir, "package.json"), '{ "private": true }\n');
+  }
+  run("npm", ["install", "--no-audit", "--no-fund", "--no-save", SQLITE_PACKAGE], { cwd: dir });
 }
 
 function ensureRedis() {
