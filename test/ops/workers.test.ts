@@ -33,6 +33,23 @@ const ENV = {
   STASHD_LOG_LEVEL: "warn",
 };
 
+/** GET /console/api/<path> after a login with the queue token (the console's CSRF header). */
+async function consoleCall(creds: Creds, path: string): Promise<unknown> {
+  const csrf = { "x-stashd-console": "1" };
+  const login = await fetch(`${creds.admin.url}/console/api/login`, {
+    method: "POST",
+    headers: { ...csrf, "content-type": "application/json" },
+    body: JSON.stringify({ token: creds.queue.token }),
+  });
+  expect(login.status).toBe(200);
+  const cookie = (login.headers.get("set-cookie") ?? "").split(";")[0] ?? "";
+  const res = await fetch(`${creds.admin.url}/console/api/${path}`, {
+    headers: { ...csrf, cookie },
+  });
+  expect(res.status).toBe(200);
+  return res.json();
+}
+
 let rx: TestReceiver;
 let keys = { current: "", next: "" };
 const dirs: string[] = [];
@@ -198,6 +215,9 @@ describe("stashd start with 2 workers", { timeout: 120_000 }, () => {
     const labels = { service: "kv", route: "INCR", status: "200" };
     expect(await counter(creds.admin.url, "stashd_http_requests_total", labels)).toBe(requests);
     expect(await counter(creds.admin.url, "stashd_workers")).toBe(2);
+    // The console's charts count one worker's share, and say so (docs/console.md, Charts).
+    const charts = await consoleCall(creds, "charts");
+    expect(charts).toMatchObject({ firstWorkerOnly: true });
   });
 
   it("keeps a FIFO queue's order and deduplication across workers", async () => {

@@ -31,6 +31,8 @@ interface Charts {
   stepMs: number;
   now: number;
   points: Point[];
+  /** True when stashd runs several worker processes: the counts are the first worker's. */
+  firstWorkerOnly: boolean;
 }
 
 interface Series {
@@ -129,6 +131,13 @@ export function ChartsPage() {
       {data.error && (
         <p class="error-line" role="alert">
           {data.error}
+        </p>
+      )}
+      {d?.firstWorkerOnly && (
+        <p class="hint" data-testid="first-worker-only">
+          stashd runs several worker processes (STASHD_WORKERS): the publishes, deliveries,
+          durations and KV requests here are the first worker's share only. The backlog and key
+          counts are the whole server's; /metrics on the admin port adds up every worker.
         </p>
       )}
       {d && pts.length === 0 && (

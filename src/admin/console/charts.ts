@@ -1,3 +1,4 @@
+import cluster from "node:cluster";
 import { onDelivery, registry, type DeliveryOutcome } from "../../shared/metrics.js";
 import type { QueueDepth } from "../../queue/store/depth.js";
 
@@ -15,7 +16,10 @@ import type { QueueDepth } from "../../queue/store/depth.js";
  * - KV requests per second (the delta of the KV service's `stashd_http_requests_total`: a
  *   pipeline or transaction counts once) and each database's DBSIZE at the end of the step.
  *
- * This process's metrics only: on a cluster of stashd processes each console charts its own.
+ * This process's metrics only: on a cluster of stashd processes each console charts its own, and
+ * under `stashd start` with several workers (src/cli/supervisor.ts) the first worker, which runs
+ * the console, counts its own share; the snapshot says so (`firstWorkerOnly`) and the page
+ * tells the user. The backlog and the key counts are read from Redis, so they are the server's.
  */
 export const POINTS = 60;
 const MAX_GROUPS = 20;
@@ -111,8 +115,14 @@ export class ChartRing {
     this.unsubscribe?.();
   }
 
-  snapshot(): { stepMs: number; points: ChartPoint[]; now: number } {
-    return { stepMs: this.sources.stepMs, points: [...this.points], now: Date.now() };
+  snapshot(): { stepMs: number; points: ChartPoint[]; now: number; firstWorkerOnly: boolean } {
+    const firstWorkerOnly = cluster.isWorker;
+    return {
+      stepMs: this.sources.stepMs,
+      points: [...this.points],
+      now: Date.now(),
+      firstWorkerOnly,
+    };
   }
 
   /** Ends the running step: its point is added, the oldest dropped past POINTS. */
