@@ -187,11 +187,11 @@ interface Stop {
 }
 
 const STOPS: Stop[] = [
-  { name: "messages", route: () => "#/messages", ready: "table[aria-label=events] tbody tr" },
+  { name: "messages", route: () => "#/messages", ready: "table[aria-label=messages] tbody tr" },
   {
     name: "message",
     route: () => `#/messages/${ids["message"] ?? ""}`,
-    ready: "aside.panel h3:text('Body')",
+    ready: "section h3:text('Body')",
   },
   { name: "dlq", route: () => "#/dlq", ready: "table[aria-label=dlq] tbody tr" },
   {

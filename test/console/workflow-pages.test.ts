@@ -89,7 +89,8 @@ test("workflow runs: listed with their steps, a sleeping run cancelled from the 
   await env.shot(page, "workflow-run");
   // The run links to its messages, and the message back to its run.
   await steps.locator("[data-step='(next)']").getByRole("link", { name: "message" }).click();
-  const runLink = page.locator("aside.panel").getByRole("link", { name: workflowRunId });
+  // The message's page names its run (src: console/src/pages/message-page.tsx, "Workflow run").
+  const runLink = page.getByRole("link", { name: workflowRunId, exact: true }).first();
   await runLink.click();
   await steps.locator("[data-step=nap]").waitFor();
   await page.getByRole("link", { name: "Its messages in the logs" }).click();

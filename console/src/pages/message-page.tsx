@@ -1,5 +1,6 @@
 import { ApiError, get, queue, queueSend } from "../api.js";
 import { Action, Badge, ErrorLine, Facts, HeaderList, Page, Pre, useLoad } from "../ui.js";
+import { RunLink } from "./message-detail.js";
 import type { MessageRow } from "./message-list.js";
 import { Body, fmtDuration, fmtRelative, fmtZoned, hrefOf } from "./shown.js";
 
@@ -115,6 +116,7 @@ function Summary(p: { d: Detail; onChanged: () => void }) {
             r?.scheduleId ? <a href={hrefOf.schedule(r.scheduleId)}>{r.scheduleId}</a> : "—",
           ],
           ["Labels", r && r.labels.length > 0 ? r.labels.join(", ") : "—"],
+          ["Workflow run", <RunLink messageId={p.d.messageId} />],
         ]}
       />
     </section>
