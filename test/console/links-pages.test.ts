@@ -68,11 +68,10 @@ test("list filters are query parameters: #/logs?state=FAILED shows only failed e
 });
 
 test("message, schedule, queue and KV key links open their object", async () => {
+  // A message's link opens its own page (console/src/pages/message-page.tsx).
   await page.goto(`${env.url}#/messages/${failedMessageId}`);
-  await expect(page.locator("input[name='Message id']").inputValue()).resolves.toBe(
-    failedMessageId,
-  );
-  await panel().locator("h2", { hasText: failedMessageId }).waitFor();
+  await page.getByRole("heading", { name: `Message ${failedMessageId}` }).waitFor();
+  await page.locator("section h3", { hasText: "Body" }).first().waitFor();
 
   await env.q.client.schedules.create({
     destination: `${rx.url}/tick`,

@@ -64,7 +64,7 @@ test("1280 px with a side panel open: nothing overflows, the list keeps its colu
 test("375 px (a phone): pages stack and stay readable", async () => {
   await page.setViewportSize({ width: 375, height: 740 });
   for (const [route, ready] of [
-    ["#/messages", "table[aria-label=events] tbody tr"],
+    ["#/messages", "table[aria-label=messages] tbody tr"],
     ["#/dlq", "table[aria-label=dlq] tbody tr"],
     ["#/kv/default", "table[aria-label=keys] tbody tr"],
   ] as const) {
