@@ -6,6 +6,9 @@ import { consoleEnv, type ConsoleEnv } from "./harness.js";
 import { renderMs } from "./queue-seed.js";
 import { recordRender } from "./render-times.js";
 
+/** Polls wait as long as the harness's other waits: a loaded CI machine is slow to render. */
+const POLL = { timeout: 10_000 };
+
 /** The request builder (docs/console.md, Build requests): publish and schedules, every option. */
 let env: ConsoleEnv;
 let page: Page;
@@ -127,7 +130,7 @@ test("schedules: create with options, cron in words, a reused id asks, edit keep
 
   // Editing it: the form is filled from the schedule, and saving its own id does not ask.
   await page.goto(`${env.url}#/publish/schedule/built`);
-  await expect.poll(() => page.inputValue("[name=cron]")).toBe("0 3 * * *");
+  await expect.poll(() => page.inputValue("[name=cron]"), POLL).toBe("0 3 * * *");
   await page.getByText("At 03:00 (UTC)").waitFor();
   await fill({ cron: "0 4 * * *" });
   asked.length = 0;

@@ -4,6 +4,9 @@ import type { ConsoleEnv } from "./harness.js";
 import { renderMs, seededConsole, type Seeded, type SeededConsole } from "./queue-seed.js";
 import { recordRender } from "./render-times.js";
 
+/** Polls wait as long as the harness's other waits: a loaded CI machine is slow to render. */
+const POLL = { timeout: 10_000 };
+
 /** The message-centric views (docs/console.md, Messages) on a seeded queue, in chromium. */
 let env: ConsoleEnv;
 let page: Page;
@@ -35,12 +38,16 @@ test("filters: state now and label narrow the rows", async () => {
   await page.selectOption("select[name=State]", "RETRY");
   await page.getByRole("button", { name: "Search", exact: true }).click();
   await rowOf(seed.retrying).waitFor();
-  await expect.poll(() => page.locator("table[aria-label=messages] tbody tr").count()).toBe(1);
+  await expect
+    .poll(() => page.locator("table[aria-label=messages] tbody tr").count(), POLL)
+    .toBe(1);
   await page.selectOption("select[name=State]", "");
   await page.fill("input[name=Label]", "later");
   await page.keyboard.press("Enter");
   await rowOf(seed.delayed).waitFor();
-  await expect.poll(() => page.locator("table[aria-label=messages] tbody tr").count()).toBe(1);
+  await expect
+    .poll(() => page.locator("table[aria-label=messages] tbody tr").count(), POLL)
+    .toBe(1);
 });
 
 test("a failed message's page: request, the attempt with its binary answer as hex, and its DLQ entry", async () => {
@@ -94,6 +101,6 @@ test("logs: every filter the events API has, the response status included, works
   await page.getByRole("button", { name: "Clear", exact: true }).click();
   await page.fill("input[name=Path]", "/busy");
   await page.press("input[name=Path]", "Enter");
-  await expect.poll(() => table.locator("tbody tr").count()).toBe(4);
+  await expect.poll(() => table.locator("tbody tr").count(), POLL).toBe(4);
   await expect(table.textContent()).resolves.not.toContain("/ok");
 });

@@ -11,6 +11,9 @@ import {
 } from "./queue-seed.js";
 import { recordRender } from "./render-times.js";
 
+/** Polls wait as long as the harness's other waits: a loaded CI machine is slow to render. */
+const POLL = { timeout: 10_000 };
+
 /** "Pending now" (docs/console.md) on a seeded queue with a FIFO queue and a URL group. */
 let env: ConsoleEnv;
 let page: Page;
@@ -75,18 +78,18 @@ test("each tab lists its messages with until when; a group narrows the list", as
     .getByText(/UTC.*\(in 10m\)/)
     .waitFor();
   await tab("Delayed").click();
-  await expect.poll(() => rows.count()).toBe(3);
+  await expect.poll(() => rows.count(), POLL).toBe(3);
   await rows
     .filter({ hasText: seed.delayed })
     .getByText(/\(in 60m\)/)
     .waitFor();
   await page.locator("table[aria-label='pending groups'] tbody tr", { hasText: "fanout" }).click();
   await page.getByText("Showing URL group fanout only.").waitFor();
-  await expect.poll(() => rows.count()).toBe(2);
+  await expect.poll(() => rows.count(), POLL).toBe(2);
   await tab("Waiting").click();
   await page.getByText("No waiting message.").waitFor();
   await page.getByRole("button", { name: "Show all" }).click();
-  await expect.poll(() => rows.count()).toBe(2);
+  await expect.poll(() => rows.count(), POLL).toBe(2);
   await expect(rows.first().textContent()).resolves.toContain("queue orders");
   await tab("In flight").click();
   await rows.first().getByText("Lease until", { exact: false }).count();
