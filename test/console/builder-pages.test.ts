@@ -127,6 +127,9 @@ test("schedules: create with options, cron in words, a reused id asks, edit keep
   await eventually(async () =>
     expect((await api<Schedule>("/v2/schedules/built")).destination).toBe(`${rx.url}/other`),
   );
+  // The page moves on to the schedule once saved: wait for it, so that move cannot come after
+  // (and undo) the navigation below.
+  await page.waitForURL(/#\/schedules\/built$/);
 
   // Editing it: the form is filled from the schedule, and saving its own id does not ask.
   await page.goto(`${env.url}#/publish/schedule/built`);
