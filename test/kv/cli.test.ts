@@ -93,14 +93,16 @@ describe("stashd CLI", () => {
       },
     );
     expect(cli("db", "reset-password", "shop").status).toBe(0);
-    await eventually(async () =>
-      expect((await call(url, shop?.token ?? "", ["GET", "a"])).status).toBe(401),
-    );
-    expect((await call(url, shop?.readonlyToken ?? "", ["GET", "a"])).status).toBe(401);
     const fresh = credentials().kv.databases.find((d) => d.name === "shop");
-    expect(await call(url, fresh?.token ?? "", ["GET", "a"])).toEqual({
-      status: 200,
-      body: { result: "1" },
+    // Each worker polls the registry on its own, so the three answers are awaited together: a
+    // request may reach a worker that has not polled yet.
+    await eventually(async () => {
+      expect((await call(url, shop?.token ?? "", ["GET", "a"])).status).toBe(401);
+      expect((await call(url, shop?.readonlyToken ?? "", ["GET", "a"])).status).toBe(401);
+      expect(await call(url, fresh?.token ?? "", ["GET", "a"])).toEqual({
+        status: 200,
+        body: { result: "1" },
+      });
     });
     expect(cli("db", "delete", "shop").status).toBe(0);
     await eventually(async () =>
