@@ -67,6 +67,8 @@ interface Call {
   path: string;
   query: URLSearchParams;
   rawQuery: string;
+  /** When the request reached the console (performance.now()), for its Server-Timing. */
+  startedAt: number;
 }
 
 /**
@@ -96,12 +98,13 @@ export function createConsoleHandler(deps: ConsoleDeps): ConsoleHandler {
       path: path.slice(PREFIX.length),
       query: new URLSearchParams(rawQuery),
       rawQuery,
+      startedAt: performance.now(),
     };
     try {
       await route(deps, sessions, throttle, call);
     } catch (err) {
       if (!req.complete) req.resume();
-      sendError(res, err, deps.logger, { "cache-control": "no-store" });
+      sendError(res, err, deps.logger, { "cache-control": "no-store", ...serverTiming(call) });
     }
     return true;
   };
@@ -239,6 +242,7 @@ async function proxyQueue(deps: ConsoleDeps, c: Call): Promise<void> {
     "content-type": reply.contentType,
     "content-length": reply.body.length,
     "cache-control": "no-store",
+    ...serverTiming(c),
   });
   c.res.end(reply.body);
 }
@@ -329,5 +333,15 @@ function tooLarge(): AppError {
 }
 
 function json(c: Call, status: number, value: unknown, headers: Record<string, string> = {}): void {
-  sendJson(c.res, status, JSON.stringify(value), { "cache-control": "no-store", ...headers });
+  const body = JSON.stringify(value);
+  sendJson(c.res, status, body, { "cache-control": "no-store", ...serverTiming(c), ...headers });
+}
+
+/**
+ * `Server-Timing: console;dur=<ms>`: how long the console's server side took to answer (its calls
+ * to the queue and KV APIs included), so the browser's resource timing can tell server time from
+ * the rest (bench/console.ts reads it; docs/console.md, First render).
+ */
+function serverTiming(c: Call): Record<string, string> {
+  return { "server-timing": `console;dur=${(performance.now() - c.startedAt).toFixed(1)}` };
 }
