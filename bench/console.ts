@@ -13,6 +13,7 @@
  * - **first render**: from the navigation's start to the first animation frame in which the
  *   page's content is visible (its main table's first row, its panel, its first step: the stop's
  *   selector), read in the page (`performance.now()` polled every frame);
+ * - **boot**: until the first console API call starts (HTML, the bundle, its start-up);
  * - **server**: the console API calls that ended before it (the live-count poll `summary` left
  *   out: the page does not wait for it), the sum of their `Server-Timing` (time in stashd);
  * - **API wait**: the time during which at least one of those calls was in flight;
@@ -64,15 +65,27 @@ const OUT = path.resolve("test-artifacts", "bench-console");
 /** One cold open of one page: what the browser saw, in ms from the navigation's start. */
 interface Sample {
   total: number;
+  boot: number;
   server: number;
   apiWait: number;
   afterData: number;
   script: number;
   layout: number;
   calls: number;
+  /** The call that took stashd longest, e.g. "kv/default/scan… 180 ms" (not a figure). */
+  slowest: string;
 }
-type Figure = keyof Sample;
-const FIGURES: Figure[] = ["total", "server", "apiWait", "afterData", "script", "layout", "calls"];
+type Figure = Exclude<keyof Sample, "slowest">;
+const FIGURES: Figure[] = [
+  "total",
+  "boot",
+  "server",
+  "apiWait",
+  "afterData",
+  "script",
+  "layout",
+  "calls",
+];
 
 /** A console API call as the page's resource timing recorded it. */
 interface ApiCall {
@@ -161,14 +174,17 @@ async function openCold(
     );
     const metrics = await metricsOf(cdp);
     const lastAnswer = Math.max(0, ...calls.map((c) => c.end));
+    const slowest = [...calls].sort((a, b) => b.server - a.server)[0];
     return {
       total,
+      boot: Math.min(total, ...calls.map((c) => c.start)),
       server: calls.reduce((sum, c) => sum + c.server, 0),
       apiWait: unionLength(calls),
       afterData: total - lastAnswer,
       script: metrics["ScriptDuration"] ?? 0,
       layout: (metrics["LayoutDuration"] ?? 0) + (metrics["RecalcStyleDuration"] ?? 0),
       calls: calls.length,
+      slowest: slowest ? `${slowest.path.slice(0, 40)} ${Math.round(slowest.server)}` : "",
     };
   } finally {
     await context.close();
@@ -242,13 +258,16 @@ function printHeader(shape: SeedShape, seedMs: number): void {
 }
 
 function printTable(stops: Stop[], samples: Map<string, Sample[]>): void {
-  console.log("| page | first render | server | API wait | after data | script | layout | calls |");
-  console.log("| --- | --: | --: | --: | --: | --: | --: | --: |");
+  console.log(
+    "| page | first render | boot | server | API wait | after data | script | layout | calls | slowest call, ms (last run) |",
+  );
+  console.log("| --- | --: | --: | --: | --: | --: | --: | --: | --: | --- |");
   const over: string[] = [];
   for (const stop of stops) {
     const runs = samples.get(stop.name) ?? [];
     const of = (f: Figure) => Math.round(median(runs.map((s) => s[f])));
-    console.log(`| ${stop.name} | ${FIGURES.map(of).join(" | ")} |`);
+    const slowest = runs[runs.length - 1]?.slowest ?? "";
+    console.log(`| ${stop.name} | ${FIGURES.map(of).join(" | ")} | ${slowest} |`);
     const target = stop.name === "kv-key" ? BIG_KEY_TARGET_MS : PAGE_TARGET_MS;
     if (of("total") > target) over.push(`${stop.name} ${of("total")} ms > ${target}`);
   }

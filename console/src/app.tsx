@@ -1,4 +1,4 @@
-import { useEffect, useRef, useState } from "preact/hooks";
+import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 import { useRoute, type Route } from "./routes.js";
 import { ApiError, get, request, UNREACHABLE, whenLoggedOut } from "./api.js";
 import { Login } from "./login.js";
@@ -79,7 +79,8 @@ const NAV: [string, string][] = [
 export function App() {
   const [session, setSession] = useState<Session | null | undefined>(undefined);
   const check = () => get<Session>("session").then(setSession, () => setSession(null));
-  useEffect(() => {
+  // At mount, not a frame later (useEffect): every page waits for the session (bench/console.ts).
+  useLayoutEffect(() => {
     whenLoggedOut(() => setSession(null));
     void check();
   }, []);

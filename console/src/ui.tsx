@@ -1,5 +1,5 @@
 import type { ComponentChildren } from "preact";
-import { useCallback, useEffect, useRef, useState } from "preact/hooks";
+import { useCallback, useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 
 // ---- loading ----
 
@@ -30,14 +30,17 @@ export function useLoad<T>(fn: () => Promise<T>, deps: unknown[]): Loaded<T> {
   const seq = useRef(0);
   const run = useCallback((fresh: boolean) => {
     const mine = ++seq.current;
-    setState((s) => (fresh ? { loading: true } : { ...s, loading: true }));
+    // A first load keeps the initial state (no second render before the data comes).
+    setState((s) => (fresh ? (isBlank(s) ? s : { loading: true }) : { ...s, loading: true }));
     fn().then(
       (data) => mine === seq.current && setState({ data, loading: false }),
       (err: unknown) => mine === seq.current && setState({ error: messageOf(err), loading: false }),
     );
     // The caller lists fn's inputs in deps (fn itself is a new closure on every render).
   }, deps);
-  useEffect(() => run(true), [run]);
+  // Started as soon as the page is in the DOM, not after the next frame as useEffect would:
+  // bench/console.ts measured that frame on every page's first render.
+  useLayoutEffect(() => run(true), [run]);
   useEffect(() => {
     const again = () => run(false);
     reconnectListeners.add(again);
@@ -50,6 +53,9 @@ export function useLoad<T>(fn: () => Promise<T>, deps: unknown[]): Loaded<T> {
     reload: () => run(false),
   };
 }
+
+const isBlank = (s: { data?: unknown; error?: string; loading: boolean }) =>
+  s.loading && s.data === undefined && s.error === undefined;
 
 /** Calls `fn` every `ms` while the page is visible. */
 export function useInterval(fn: () => void, ms: number): void {
@@ -445,9 +451,20 @@ export function fmtBytes(n: number | null | undefined): string {
   return `${(n / 1024 / 1024).toFixed(1)} MiB`;
 }
 
+/** A count with thousands separators ("12,345"); "—" when unknown. */
 export function fmtCount(n: number | null | undefined): string {
   if (n === null || n === undefined) return "—";
-  return n.toLocaleString("en-US");
+  return fmtInteger(n);
+}
+
+/**
+ * An integer with thousands separators, as `toLocaleString("en-US")` writes it but without it:
+ * a tab's first `toLocaleString` loads the browser's locale data, 25-50 ms of script on every
+ * console page's first render (CPU profiles of bench/console.ts, 2026-11-28).
+ */
+export function fmtInteger(n: number): string {
+  if (!Number.isSafeInteger(n)) return String(n);
+  return String(n).replace(/\B(?=(\d{3})+$)/g, ",");
 }
 
 export type Children = ComponentChildren;

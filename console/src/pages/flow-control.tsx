@@ -5,6 +5,7 @@ import {
   PauseToggle,
   Badge,
   Field,
+  fmtInteger,
   Form,
   Page,
   Table,
@@ -54,7 +55,7 @@ export function FlowControlPage() {
         }
         columns={[
           { title: "Key", render: (k) => <code>{k.flowControlKey}</code> },
-          { title: "Waiting", render: (k) => k.waitListSize.toLocaleString("en-US") },
+          { title: "Waiting", render: (k) => fmtInteger(k.waitListSize) },
           {
             title: "Parallelism",
             render: (k) => `${k.parallelismCount} / ${k.parallelismMax || "∞"}`,

@@ -1,4 +1,4 @@
-import { useEffect, useRef, useState } from "preact/hooks";
+import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 import { get, kvWrite, query, request } from "../api.js";
 import { href, navigate } from "../routes.js";
 import {
@@ -100,7 +100,8 @@ export function KvPage(p: { db: string; selected: string | undefined; params: UR
       setLoading(false);
     }
   };
-  useEffect(() => void load("0", false), [search.match, search.type, p.db]);
+  // At mount, not a frame later (bench/console.ts): the keys are the page's first render.
+  useLayoutEffect(() => void load("0", false), [search.match, search.type, p.db]);
   const refresh = () => void load("0", false);
   const goSearch = (match: string, t: string) =>
     navigate(href.kv(p.db, { match: match === "*" ? "" : match, type: t }));

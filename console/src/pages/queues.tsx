@@ -7,6 +7,7 @@ import {
   PauseToggle,
   Badge,
   Field,
+  fmtInteger,
   fmtTime,
   Facts,
   Page,
@@ -81,7 +82,7 @@ export function QueuesPage(p: { name: string | undefined }) {
         columns={[
           { title: "Name", render: (q) => <code>{q.name}</code> },
           { title: "Parallelism", render: (q) => String(q.parallelism) },
-          { title: "Lag", render: (q) => q.lag.toLocaleString("en-US") },
+          { title: "Lag", render: (q) => fmtInteger(q.lag) },
           { title: "State", render: (q) => <Badge text={q.paused ? "PAUSED" : "ACTIVE"} /> },
           { title: "Created", render: (q) => fmtTime(q.createdAt), class: "nowrap" },
           {
@@ -119,7 +120,7 @@ function QueuePanel(p: { name: string; q: Queue | undefined; loading: boolean })
           <Facts
             items={[
               ["Parallelism", String(q.parallelism)],
-              ["Lag (waiting)", q.lag.toLocaleString("en-US")],
+              ["Lag (waiting)", fmtInteger(q.lag)],
               ["State", <Badge text={q.paused ? "PAUSED" : "ACTIVE"} />],
               ["Created", fmtTime(q.createdAt)],
             ]}
