@@ -1,43 +1,23 @@
 import { useEffect, useState } from "preact/hooks";
+import {
+  EVENT_FILTERS as SHARED_EVENT_FILTERS,
+  FILTER_LABELS,
+  type FilterKey,
+} from "../../src/shared/message-filters.js";
 import { paramsOf } from "./routes.js";
 import { Field, Form, Select } from "./ui.js";
 
-/** The SDKs' list filters (docs/qstash-protocol.md, logs and DLQ), as the console offers them. */
-export interface Filters {
-  messageId: string;
-  state: string;
-  url: string;
-  topicName: string;
-  queueName: string;
-  scheduleId: string;
-  label: string;
-  flowControlKey: string;
-  workflowRunId: string;
-  responseStatus: string;
-  host: string;
-  path: string;
-  callerIp: string;
-  fromDate: string;
-  toDate: string;
-}
+/**
+ * The SDKs' list filters (docs/qstash-protocol.md, logs and DLQ), as the console offers them: one
+ * value per key of src/shared/message-filters.ts ("" when not set).
+ */
+export type Filters = Record<FilterKey, string>;
 
-/** The filters GET /v2/events accepts (src/queue/domain/filters.ts, scope "logs"), in bar order. */
-export const EVENT_FILTERS: (keyof Filters)[] = [
-  "messageId",
-  "state",
-  "url",
-  "queueName",
-  "topicName",
-  "scheduleId",
-  "label",
-  "flowControlKey",
-  "host",
-  "path",
-  "callerIp",
-  "workflowRunId",
-  "fromDate",
-  "toDate",
-];
+/**
+ * The filters of the Messages and Logs pages, in bar order: one list with the console API's
+ * (src/shared/message-filters.ts).
+ */
+export const EVENT_FILTERS: (keyof Filters)[] = [...SHARED_EVENT_FILTERS];
 
 export const NO_FILTERS: Filters = {
   messageId: "",
@@ -102,23 +82,6 @@ export function FilterBar(p: {
   const shown = JSON.stringify(p.initial);
   useEffect(() => setF(p.initial), [shown]);
   const set = (k: keyof Filters) => (v: string) => setF((cur) => ({ ...cur, [k]: v }));
-  const labels: Record<keyof Filters, string> = {
-    messageId: "Message id",
-    state: "State",
-    url: "URL",
-    topicName: "URL group",
-    queueName: "Queue",
-    scheduleId: "Schedule id",
-    label: "Label",
-    flowControlKey: "Flow-control key",
-    workflowRunId: "Workflow run",
-    responseStatus: "Response status",
-    host: "Host",
-    path: "Path",
-    callerIp: "Caller IP",
-    fromDate: "From",
-    toDate: "To",
-  };
   return (
     <Form onSubmit={() => p.onApply(f)} class="bar filters">
       {p.fields.map((k) =>
@@ -133,7 +96,7 @@ export function FilterBar(p: {
         ) : (
           <Field
             key={k}
-            label={labels[k]}
+            label={FILTER_LABELS[k]}
             value={f[k]}
             onInput={set(k)}
             type={k === "fromDate" || k === "toDate" ? "datetime-local" : "text"}

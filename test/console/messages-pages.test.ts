@@ -1,5 +1,6 @@
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, expect, test } from "vitest";
+import { EVENT_FILTERS, FILTER_LABELS } from "../../src/shared/message-filters.js";
 import type { ConsoleEnv } from "./harness.js";
 import { renderMs, seededConsole, type Seeded, type SeededConsole } from "./queue-seed.js";
 import { recordRender } from "./render-times.js";
@@ -103,4 +104,16 @@ test("logs: every filter the events API has, the response status included, works
   await page.press("input[name=Path]", "Enter");
   await expect.poll(() => table.locator("tbody tr").count(), POLL).toBe(4);
   await expect(table.textContent()).resolves.not.toContain("/ok");
+});
+
+test("the Messages and Logs filter bars offer exactly the console API's filters", async () => {
+  // The list both sides import (src/shared/message-filters.ts); message-filters.test.ts checks
+  // the API takes each of them and refuses others.
+  const expected = EVENT_FILTERS.map((k) => FILTER_LABELS[k]);
+  for (const hash of ["#/messages", "#/logs"]) {
+    await page.goto(`${env.url}${hash}`);
+    await page.locator("form.filters [name]").first().waitFor();
+    const fields = await page.locator("form.filters [name]").all();
+    expect(await Promise.all(fields.map((f) => f.getAttribute("name"))), hash).toEqual(expected);
+  }
 });

@@ -1,4 +1,5 @@
 import { AppError } from "../../shared/errors.js";
+import { EVENT_FILTERS } from "../../shared/message-filters.js";
 import { callApi } from "./upstream.js";
 
 /**
@@ -86,22 +87,13 @@ export interface MessageRow {
   dlqId?: string | undefined;
 }
 
-/** The filters the Messages list passes to the events API as they are (all message fields). */
-const PASSED = [
-  "messageId",
-  "url",
-  "queueName",
-  "topicName",
-  "scheduleId",
-  "label",
-  "flowControlKey",
-  "host",
-  "path",
-  "callerIp",
-  "workflowRunId",
-  "fromDate",
-  "toDate",
-];
+/**
+ * The filters the Messages list passes to the events API as they are: the page's filters
+ * (src/shared/message-filters.ts) but `state`, which is the state now (matched below).
+ */
+const PASSED: readonly string[] = EVENT_FILTERS.filter((k) => k !== "state");
+/** Query parameters of the list besides the filters. */
+const LIST_PARAMS: readonly string[] = [...EVENT_FILTERS, "cursor"];
 /** States a message ends in: one event each, so the log lists those messages directly. */
 const FINAL = new Set(["DELIVERED", "FAILED", "CANCELED"]);
 /** "State now" values that mean "not finished", matched on the message's latest event. */
@@ -125,11 +117,15 @@ const MAX_EVENT_PAGES = 20;
  * DELIVERED, FAILED or CANCELED on that final event (ordered by when it ended). A pending state
  * (CREATED, ACTIVE, RETRY, IN_PROGRESS) is matched on each message's latest event, reading at
  * most 10 anchor pages per request (the cursor goes on from there, so a page may hold fewer rows).
+ * A parameter that is not one of the page's filters is a 400 naming it, as the queue API answers.
  */
 export async function listMessages(
   get: QueueGet,
   q: URLSearchParams,
 ): Promise<{ messages: MessageRow[]; cursor?: string }> {
+  for (const key of q.keys()) {
+    if (!LIST_PARAMS.includes(key)) throw new AppError("bad_request", `unknown filter key: ${key}`);
+  }
   const state = normalState(q.get("state") ?? "");
   const anchorState = FINAL.has(state) ? state : "CREATED";
   const params = new URLSearchParams();

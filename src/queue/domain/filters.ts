@@ -85,6 +85,11 @@ export interface Facts {
   responseStatus?: number | undefined;
 }
 
+/** The filter keys `scope` accepts, the dates included (not its ids, paging or order). */
+export function filterKeysOf(scope: FilterScope): string[] {
+  return [...ACCEPTED[scope].filters, "fromDate", "toDate"];
+}
+
 /** Throws 400 naming the first key of `keys` the scope does not know. */
 export function checkKeys(keys: Iterable<string>, scope: FilterScope): void {
   const { filters, params } = ACCEPTED[scope];
