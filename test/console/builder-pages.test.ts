@@ -1,8 +1,9 @@
-import type { Dialog, Page } from "playwright-core";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import type { Page } from "playwright-core";
+import { beforeAll, expect, test } from "vitest";
 import { eventually } from "../harness/eventually.js";
 import type { TestReceiver } from "../queue/receiver.js";
-import { consoleEnv, type ConsoleEnv } from "./harness.js";
+import { recordDialogs, type ConsoleEnv } from "./harness.js";
+import { useLoggedIn } from "./use-console.js";
 import { renderMs } from "./queue-seed.js";
 import { recordRender } from "./render-times.js";
 
@@ -13,21 +14,14 @@ const POLL = { timeout: 10_000 };
 let env: ConsoleEnv;
 let page: Page;
 let rx: TestReceiver;
-const asked: string[] = [];
+/** The questions of the confirm() boxes shown (each is accepted). */
+const seen = recordDialogs();
+const asked = seen.asked;
 
+useLoggedIn((c) => ({ env, page } = c), { dialogs: seen });
 beforeAll(async () => {
-  env = await consoleEnv();
   rx = await env.q.receiver();
-  if (!env.browser) throw new Error("no browser");
-  page = await env.browser.newPage({ viewport: { width: 1440, height: 900 } });
-  page.setDefaultTimeout(10_000);
-  page.on("dialog", (d: Dialog) => {
-    asked.push(d.message());
-    void d.accept();
-  });
-  await env.login(page);
-}, 60_000);
-afterAll(() => env?.close());
+});
 
 const api = async <T>(path: string): Promise<T> => (await env.q.api(path)).json() as Promise<T>;
 const fill = async (fields: Record<string, string>) => {

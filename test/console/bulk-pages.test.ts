@@ -1,11 +1,11 @@
-import { Client, serve } from "@upstash/workflow";
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { eventually } from "../harness/eventually.js";
 import { startApp, type App } from "../workflow/harness.js";
-import { consoleEnv, type ConsoleEnv } from "./harness.js";
+import { loggedIn, type ConsoleEnv } from "./harness.js";
 import { renderMs, startDestination, type Destination } from "./queue-seed.js";
 import { recordRender } from "./render-times.js";
+import { fragileRoute, workflowClientOf } from "./workflow-helpers.js";
 
 /**
  * Bulk actions (docs/console.md, Bulk actions): the count is shown before confirming, the work
@@ -18,10 +18,8 @@ let dest: Destination;
 let app: App | undefined;
 
 beforeAll(async () => {
-  env = await consoleEnv();
+  ({ env, page } = await loggedIn());
   dest = await startDestination();
-  page = await env.newPage();
-  await env.login(page);
 }, 60_000);
 afterAll(async () => {
   await app?.close();
@@ -115,27 +113,9 @@ test("Messages: cancel all matching works with the page's message-id and state f
 
 test("workflow DLQ: restart all failed runs, with the count first", async () => {
   app = await startApp();
-  const q = env.q.stashd.queue;
-  const client = new Client({ baseUrl: q.url, token: q.token });
-  const workflowEnv = {
-    QSTASH_URL: q.url,
-    QSTASH_TOKEN: q.token,
-    QSTASH_CURRENT_SIGNING_KEY: q.currentSigningKey,
-    QSTASH_NEXT_SIGNING_KEY: q.nextSigningKey,
-  };
+  const client = workflowClientOf(env);
   const state = { broken: true, done: 0 };
-  const url = app.route(
-    "/fragile",
-    serve(
-      async (context) => {
-        await context.run("work", () => {
-          if (state.broken) throw new Error("broken");
-          state.done++;
-        });
-      },
-      { env: workflowEnv },
-    ).handler,
-  );
+  const url = fragileRoute(env, app, "/fragile", state);
   for (let i = 0; i < 3; i++) await client.trigger({ url, retries: 0 });
   const failedRuns = async () =>
     ((await api<{ messages: unknown[] }>("/v2/workflows/dlq")).messages ?? []).length;

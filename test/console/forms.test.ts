@@ -1,8 +1,9 @@
-import type { Dialog, Page } from "playwright-core";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import type { Page } from "playwright-core";
+import { beforeAll, expect, test } from "vitest";
 import { eventually } from "../harness/eventually.js";
 import type { TestReceiver } from "../queue/receiver.js";
-import { consoleEnv, type ConsoleEnv } from "./harness.js";
+import { recordDialogs, type ConsoleEnv } from "./harness.js";
+import { useLoggedIn } from "./use-console.js";
 
 /**
  * Issue 26's form bugs in chromium against a real stashd: Enter submits the schedule, queue and
@@ -13,22 +14,13 @@ let env: ConsoleEnv;
 let page: Page;
 let rx: TestReceiver;
 /** Questions asked (confirm boxes), and whether the next ones are answered yes. */
-const asked: string[] = [];
-let answerYes = true;
+const dialogs = recordDialogs();
+const asked = dialogs.asked;
 
+useLoggedIn((c) => ({ env, page } = c), { dialogs });
 beforeAll(async () => {
-  env = await consoleEnv();
   rx = await env.q.receiver();
-  if (!env.browser) throw new Error("no browser");
-  page = await env.browser.newPage({ viewport: { width: 1440, height: 900 } });
-  page.setDefaultTimeout(10_000);
-  page.on("dialog", (d: Dialog) => {
-    asked.push(d.message());
-    void (answerYes ? d.accept() : d.dismiss());
-  });
-  await env.login(page);
 });
-afterAll(() => env?.close());
 
 const api = async <T>(path: string): Promise<T> => (await env.q.api(path)).json() as Promise<T>;
 const toast = (text: string) => page.locator(".toast", { hasText: text }).first().waitFor();
@@ -79,14 +71,14 @@ test("Enter submits the schedule form; a schedule id in use is replaced only whe
   expect((await api<Schedule>("/v2/schedules/reused")).destination).toBe(`${rx.url}/first`);
 
   asked.length = 0;
-  answerYes = false;
+  dialogs.answer = false;
   await create("second", "*/7 * * * *");
   await eventually(() =>
     expect(asked).toEqual([`Schedule reused exists (*/5 * * * * → ${rx.url}/first). Replace it?`]),
   );
   expect((await api<Schedule>("/v2/schedules/reused")).destination).toBe(`${rx.url}/first`);
 
-  answerYes = true;
+  dialogs.answer = true;
   await page.press("input[name=destination]", "Enter");
   await eventually(async () =>
     expect((await api<Schedule>("/v2/schedules/reused")).destination).toBe(`${rx.url}/second`),

@@ -44,14 +44,28 @@ export async function consoleCookie(env: ConsoleEnv): Promise<string> {
   return (res.headers.get("set-cookie") ?? "").split(";")[0] ?? "";
 }
 
+/** What a page's confirm() boxes asked, in order, and whether the next ones are answered yes. */
+export interface Dialogs {
+  asked: string[];
+  answer: boolean;
+}
+
+/** Dialogs recorded and answered yes (set `answer` to false to dismiss the next ones). */
+export function recordDialogs(): Dialogs {
+  return { asked: [], answer: true };
+}
+
 export interface ConsoleEnv {
   q: QueueTestEnv;
   /** Base URL of the console, e.g. http://127.0.0.1:1234/console */
   url: string;
   /** Undefined when started with `browser: false` (API-only tests). */
   browser: Browser | undefined;
-  /** A fresh page in a laptop-sized window (1440×900), dialogs accepted. */
-  newPage(): Promise<Page>;
+  /**
+   * A fresh page in a laptop-sized window (1440×900). Its confirm() boxes are accepted, or, with
+   * `dialogs`, recorded in `dialogs.asked` and answered as `dialogs.answer` says at the time.
+   */
+  newPage(dialogs?: Dialogs): Promise<Page>;
   /** Logs a page in through the login form with the queue token. */
   login(page: Page): Promise<void>;
   /** Saves a full-page screenshot as test-artifacts/console/<name>.png. */
@@ -81,10 +95,13 @@ export async function consoleEnv(
     q,
     url,
     browser,
-    newPage: async () => {
+    newPage: async (dialogs) => {
       if (!browser) throw new Error("started without a browser");
       const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
-      page.on("dialog", (d) => void d.accept());
+      page.on("dialog", (d) => {
+        dialogs?.asked.push(d.message());
+        void (dialogs?.answer === false ? d.dismiss() : d.accept());
+      });
       page.setDefaultTimeout(10_000);
       return page;
     },
@@ -101,5 +118,30 @@ export async function consoleEnv(
       await browser?.close();
       await q.close();
     },
+  };
+}
+
+/**
+ * A console (consoleEnv) and a page logged in to it, for a test file's `beforeAll`:
+ * `({ env, page } = await loggedIn())`. `dialogs` records the page's confirm() boxes.
+ */
+export async function loggedIn(
+  opts: { dialogs?: Dialogs; start?: StartOptions } = {},
+): Promise<{ env: ConsoleEnv; page: Page }> {
+  const env = await consoleEnv(opts.start ? { start: opts.start } : {});
+  const page = await env.newPage(opts.dialogs);
+  await env.login(page);
+  return { env, page };
+}
+
+/**
+ * Locators the page tests share, on the page `page()` answers (a test file's page, set in its
+ * `beforeAll`): a button by its exact name, a toast (waited for), the side panel.
+ */
+export function pageKit(page: () => Page) {
+  return {
+    button: (name: string | RegExp) => page().getByRole("button", { name, exact: true }),
+    toast: (text: string) => page().locator(".toast", { hasText: text }).first().waitFor(),
+    panel: () => page().locator("aside.panel"),
   };
 }

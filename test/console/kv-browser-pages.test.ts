@@ -1,8 +1,9 @@
 import type { Page } from "playwright-core";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { expect, test } from "vitest";
 import { eventually } from "../harness/eventually.js";
-import { consoleEnv, loadScaled, type ConsoleEnv } from "./harness.js";
+import { loadScaled, pageKit, recordDialogs, type ConsoleEnv } from "./harness.js";
 import { openKeyOn, redisOn } from "./kv-helpers.js";
+import { useLoggedIn } from "./use-console.js";
 
 /**
  * The KV browser's Redis Insight-like parts in chromium against a real stashd: the namespace
@@ -12,20 +13,13 @@ import { openKeyOn, redisOn } from "./kv-helpers.js";
  */
 let env: ConsoleEnv;
 let page: Page;
-const dialogs: string[] = [];
-
-beforeAll(async () => {
-  env = await consoleEnv();
-  page = await env.newPage();
-  page.on("dialog", (d) => void dialogs.push(d.message()));
-  await env.login(page);
-});
-afterAll(() => env?.close());
+const seen = recordDialogs();
+const dialogs = seen.asked;
+useLoggedIn((c) => ({ env, page } = c), { dialogs: seen });
 
 const redis = (...args: string[]) => redisOn(env, ...args);
-const panel = () => page.locator("aside.panel");
+const { panel, toast } = pageKit(() => page);
 const keyRows = () => page.locator("table[aria-label=keys] tbody tr");
-const toast = (text: string) => page.locator(".toast", { hasText: text }).first().waitFor();
 const stale = () => panel().locator("[data-stale]").waitFor();
 
 test("namespace tree: keys grouped by the separator with counts; a namespace lists its keys", async () => {

@@ -1,8 +1,9 @@
 import type { Page } from "playwright-core";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { expect, test } from "vitest";
 import { eventually } from "../harness/eventually.js";
-import { consoleEnv, type ConsoleEnv } from "./harness.js";
+import { pageKit, recordDialogs, type ConsoleEnv } from "./harness.js";
 import { openKeyOn, redisOn } from "./kv-helpers.js";
+import { useLoggedIn } from "./use-console.js";
 
 /**
  * Issue 26's KV editor bugs in chromium against a real stashd: UTF-8 and binary strings, list
@@ -11,23 +12,16 @@ import { openKeyOn, redisOn } from "./kv-helpers.js";
  */
 let env: ConsoleEnv;
 let page: Page;
-/** The messages of the confirm() boxes shown (the harness accepts each). */
-const dialogs: string[] = [];
+/** The messages of the confirm() boxes shown (each is accepted). */
+const seen = recordDialogs();
+const dialogs = seen.asked;
+useLoggedIn((c) => ({ env, page } = c), { dialogs: seen });
 
-beforeAll(async () => {
-  env = await consoleEnv();
-  page = await env.newPage();
-  page.on("dialog", (d) => void dialogs.push(d.message()));
-  await env.login(page);
-});
-afterAll(() => env?.close());
-
+const { panel, toast } = pageKit(() => page);
 const redis = (...args: string[]) => redisOn(env, ...args);
 const openKey = (key: string) => openKeyOn(env, page, key);
-const panel = () => page.locator("aside.panel");
 const textarea = () => panel().locator("textarea[name=value]");
 const saveValue = () => panel().locator(".editor").getByRole("button", { name: "Save" });
-const toast = (text: string) => page.locator(".toast", { hasText: text }).first().waitFor();
 
 test("a UTF-8 string (München) is shown whole and saved", async () => {
   await redis("SET", "user:42:city", "München");

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { Client, serve } from "@upstash/workflow";
+import { serve } from "@upstash/workflow";
 import { credentialsOf } from "../../src/kv/databases/database-manager.js";
 import { createDatabase } from "../../src/kv/databases/registry.js";
 import { eventually } from "../harness/eventually.js";
@@ -7,6 +7,7 @@ import type { TestReceiver } from "../queue/receiver.js";
 import type { App } from "../workflow/harness.js";
 import type { ConsoleEnv } from "./harness.js";
 import { redisOn } from "./kv-helpers.js";
+import { workflowClientOf, workflowEnvOf } from "./workflow-helpers.js";
 
 /**
  * The seeded data every console page is shown and timed on: the tour of docs/console.md
@@ -220,13 +221,7 @@ async function seedAssorted(env: ConsoleEnv, rx: TestReceiver, count: number): P
 
 /** Sleeping and failed workflow runs; answers the first sleeping run's id. */
 async function seedWorkflows(env: ConsoleEnv, app: App, shape: SeedShape): Promise<string> {
-  const q = env.q.stashd.queue;
-  const wfEnv = {
-    QSTASH_URL: q.url,
-    QSTASH_TOKEN: q.token,
-    QSTASH_CURRENT_SIGNING_KEY: q.currentSigningKey,
-    QSTASH_NEXT_SIGNING_KEY: q.nextSigningKey,
-  };
+  const wfEnv = workflowEnvOf(env);
   const signup = app.route(
     "/signup",
     serve<{ user: string }>(
@@ -254,7 +249,7 @@ async function seedWorkflows(env: ConsoleEnv, app: App, shape: SeedShape): Promi
       { env: wfEnv },
     ).handler,
   );
-  const client = new Client({ baseUrl: q.url, token: q.token });
+  const client = workflowClientOf(env);
   const sleeping: string[] = [];
   for (let i = 0; i < shape.sleepingRuns; i++) {
     const users = ["ada", "grace", "linus", "barbara", "ken"];

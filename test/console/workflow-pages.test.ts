@@ -1,9 +1,10 @@
-import { Client, serve } from "@upstash/workflow";
+import { serve, type Client } from "@upstash/workflow";
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { eventually } from "../harness/eventually.js";
 import { startApp, type App } from "../workflow/harness.js";
-import { consoleEnv, type ConsoleEnv } from "./harness.js";
+import { loggedIn, type ConsoleEnv } from "./harness.js";
+import { fragileRoute, workflowClientOf, workflowEnvOf } from "./workflow-helpers.js";
 
 /**
  * The workflow runs page in chromium against a real stashd and real `@upstash/workflow` runs
@@ -16,18 +17,10 @@ let client: Client;
 let workflowEnv: Record<string, string>;
 
 beforeAll(async () => {
-  env = await consoleEnv();
+  ({ env, page } = await loggedIn());
   app = await startApp();
-  const q = env.q.stashd.queue;
-  client = new Client({ baseUrl: q.url, token: q.token });
-  workflowEnv = {
-    QSTASH_URL: q.url,
-    QSTASH_TOKEN: q.token,
-    QSTASH_CURRENT_SIGNING_KEY: q.currentSigningKey,
-    QSTASH_NEXT_SIGNING_KEY: q.nextSigningKey,
-  };
-  page = await env.newPage();
-  await env.login(page);
+  client = workflowClientOf(env);
+  workflowEnv = workflowEnvOf(env);
 });
 afterAll(async () => {
   await app?.close();
@@ -106,18 +99,7 @@ test("workflow runs: listed with their steps, a sleeping run cancelled from the 
 
 test("workflow DLQ: a failed run listed, then restarted from the page", async () => {
   const state = { broken: true, done: 0 };
-  const url = app.route(
-    "/fragile",
-    serve(
-      async (context) => {
-        await context.run("work", () => {
-          if (state.broken) throw new Error("broken");
-          state.done++;
-        });
-      },
-      { env: workflowEnv },
-    ).handler,
-  );
+  const url = fragileRoute(env, app, "/fragile", state);
   const { workflowRunId } = await client.trigger({ url, retries: 0 });
   await eventually(async () =>
     expect((await runLog(workflowRunId))?.workflowState).toBe("RUN_FAILED"),
