@@ -45,7 +45,7 @@ const option = (name: string): string | undefined => {
   const i = process.argv.indexOf(name);
   return i === -1 ? undefined : process.argv[i + 1];
 };
-const RUNS = smoke ? 1 : Number(option("--runs")) || 5;
+const RUNS = smoke ? 1 : Number(option("--runs")) || 3;
 const SMOKE_SEED: SeedShape = {
   delivered: 20,
   delayed: 20,
