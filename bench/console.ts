@@ -13,6 +13,8 @@
  * - **first render**: from the navigation's start to the first animation frame in which the
  *   page's content is visible (its main table's first row, its panel, its first step: the stop's
  *   selector), read in the page (`performance.now()` polled every frame);
+ * - **in app**: the same page reached by a link inside a console tab already open (the hash set
+ *   from another page), from the hash change to its first render;
  * - **boot**: until the first console API call starts (HTML, the bundle, its start-up);
  * - **server**: the console API calls that ended before it (the live-count poll `summary` left
  *   out: the page does not wait for it), the sum of their `Server-Timing` (time in stashd);
@@ -144,17 +146,37 @@ async function main(): Promise<void> {
     printHeader(shape, seedMs);
     await openCold(env, cookie, stops[0] as Stop, ids); // warm-up: chromium's first renderer
     const samples = new Map<string, Sample[]>(stops.map((s) => [s.name, []]));
+    const inApp = new Map<string, number[]>(stops.map((s) => [s.name, []]));
+    const tab = await freshTab(env, cookie);
+    await tab.page.goto(`${env.url}#/signing-keys`);
     for (let run = 0; run < RUNS; run++) {
-      for (const stop of stops)
+      for (const stop of stops) {
         samples.get(stop.name)?.push(await openCold(env, cookie, stop, ids));
+        inApp.get(stop.name)?.push(await openInApp(tab.page, stop, ids));
+      }
     }
-    printTable(stops, samples);
+    await tab.context.close();
+    printTable(stops, samples, inApp);
     if (profile) await profilePages(env, cookie, stops, ids);
     console.log(`\nuptime after: ${uptime()}`);
   } finally {
     await app.close();
     await env.close();
   }
+}
+
+/**
+ * Follows a link to `stop` inside a console tab already open (as a click in the side bar does):
+ * ms from setting the hash to the stop's first render, both read in the page. The tab goes to
+ * another page first, one without the stop's content.
+ */
+async function openInApp(page: Page, stop: Stop, ids: SeedIds): Promise<number> {
+  const away = stop.name === "signing-keys" ? "#/url-groups" : "#/signing-keys";
+  await page.evaluate(`location.hash = ${JSON.stringify(away)}`);
+  await page.locator("nav.side a.active").first().waitFor();
+  const go = `(() => { const t = performance.now(); location.hash = ${JSON.stringify(stop.route(ids))}; return t; })()`;
+  const start = Number(await page.evaluate(go));
+  return (await readyAt(page, stop)) - start;
 }
 
 /** Opens `stop` in a fresh context (cold cache) logged in with `cookie`; measures its render. */
@@ -257,24 +279,27 @@ function printHeader(shape: SeedShape, seedMs: number): void {
   console.log(`each page opened cold ${RUNS} time(s), in turn; medians in ms\n`);
 }
 
-function printTable(stops: Stop[], samples: Map<string, Sample[]>): void {
+function printTable(stops: Stop[], samples: Map<string, Sample[]>, inApp: Map<string, number[]>) {
   console.log(
-    "| page | first render | boot | server | API wait | after data | script | layout | calls | slowest call, ms (last run) |",
+    "| page | first render | in app | boot | server | API wait | after data | script | layout | calls | slowest call, ms (last run) |",
   );
-  console.log("| --- | --: | --: | --: | --: | --: | --: | --: | --: | --- |");
-  const over: string[] = [];
+  console.log("| --- | --: | --: | --: | --: | --: | --: | --: | --: | --: | --- |");
+  const over = { cold: [] as string[], inApp: [] as string[] };
   for (const stop of stops) {
     const runs = samples.get(stop.name) ?? [];
     const of = (f: Figure) => Math.round(median(runs.map((s) => s[f])));
+    const linked = Math.round(median(inApp.get(stop.name) ?? []));
+    const cells = [of("total"), linked, ...FIGURES.slice(1).map(of)];
     const slowest = runs[runs.length - 1]?.slowest ?? "";
-    console.log(`| ${stop.name} | ${FIGURES.map(of).join(" | ")} | ${slowest} |`);
+    console.log(`| ${stop.name} | ${cells.join(" | ")} | ${slowest} |`);
     const target = stop.name === "kv-key" ? BIG_KEY_TARGET_MS : PAGE_TARGET_MS;
-    if (of("total") > target) over.push(`${stop.name} ${of("total")} ms > ${target}`);
+    if (of("total") > target) over.cold.push(`${stop.name} ${of("total")} ms`);
+    if (linked > target) over.inApp.push(`${stop.name} ${linked} ms`);
   }
-  console.log(
-    `\ngoal: every page ≤ ${PAGE_TARGET_MS} ms, the 10,000-field key ≤ ${BIG_KEY_TARGET_MS} ms: ` +
-      (over.length === 0 ? "met" : `not met (${over.join(", ")})`),
-  );
+  const verdict = (late: string[]) => (late.length === 0 ? "met" : `not met (${late.join(", ")})`);
+  const goal = `every page ≤ ${PAGE_TARGET_MS} ms, the 10,000-field key ≤ ${BIG_KEY_TARGET_MS} ms`;
+  console.log(`\ngoal, opened cold: ${goal}: ${verdict(over.cold)}`);
+  console.log(`goal, in app: ${goal}: ${verdict(over.inApp)}`);
 }
 
 /** One more cold open per page under CDP's sampling profiler; writes and summarises each. */
