@@ -17,6 +17,7 @@ import {
 } from "./auth.js";
 import type { QueueDepth } from "../../queue/store/depth.js";
 import { readKey, scanKeys } from "./kv-browse.js";
+import { parseEdit, runEdit } from "./kv-edit.js";
 import { deleteMatching, planDelete, treeLevel } from "./kv-namespaces.js";
 import type { ChartRing } from "./charts.js";
 import { listMessages, messagePage, queueGetter } from "./messages.js";
@@ -136,7 +137,7 @@ async function route(
     if (!deps.charts) throw new AppError("not_found", "no charts here");
     return json(c, 200, deps.charts());
   }
-  const kv = /^\/api\/kv\/([^/]+)\/(scan|key|exec|tree|delete-matching)$/.exec(c.path);
+  const kv = /^\/api\/kv\/([^/]+)\/(scan|key|exec|edit|tree|delete-matching)$/.exec(c.path);
   if (kv) return kvRoute(deps, c, decodePathSegment(kv[1] ?? ""), kv[2] ?? "");
   throw new AppError("not_found", `no console API ${c.method} ${c.path}`);
 }
@@ -264,6 +265,10 @@ async function kvRoute(deps: ConsoleDeps, c: Call, name: string, action: string)
     return json(c, 200, await readKey(db, key, c.query.get("cursor") ?? "0"));
   }
   if (action === "exec" && c.method === "POST") return exec(deps, c, creds);
+  if (action === "edit" && c.method === "POST") {
+    // The browser's own edits, compared before they write, with the standard token (kv-edit.ts).
+    return json(c, 200, { wrote: await runEdit(db, parseEdit(await readJson(c))) });
+  }
   if (action === "tree" && c.method === "GET") {
     c.req.resume();
     const separator = c.query.get("separator") ?? ":";
