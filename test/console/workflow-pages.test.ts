@@ -125,6 +125,8 @@ test("workflow DLQ: a failed run listed, then restarted from the page", async ()
   await page.goto(`${env.url}#/workflows/dlq`);
   const row = page.locator("table[aria-label='workflow dlq'] tbody tr", { hasText: workflowRunId });
   await row.waitFor();
+  // The failed step's name as the SDK reported it.
+  await row.locator("code", { hasText: "work" }).waitFor();
   await env.shot(page, "workflow-dlq");
   // The row opens the run at its failure: the step by name (the SDK's Upstash-Error-Step-Name),
   // the error and the response.
