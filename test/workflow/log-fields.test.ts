@@ -58,6 +58,8 @@ describe("run log fields of SDK 1.3", () => {
     const url = flaky("/fail-fields", { broken: true });
     const { workflowRunId } = await w.client.trigger({
       url,
+      // A payload shaped like a step is the user's, not a step: it names nothing.
+      body: { stepId: 99, targetStep: 7, stepName: "payload" },
       retries: 0,
       label: ["team-a", "nightly"],
       flowControl: { key: "fc-fields", parallelism: 2 },

@@ -119,16 +119,23 @@ export function stepOfMessage(
       headerValue(h, "upstash-workflow-steptype"),
     );
   }
-  const plan = entry ? entryStep(entry) : {};
+  const plan = at > 0 ? stepBody(entry) : {};
   if (typeof plan["targetStep"] === "number" && plan["targetStep"] > 0) {
     return named(plan["targetStep"], plan["stepName"], plan["stepType"]);
   }
   const name = reportedStepName(errors);
   if (name === undefined) return {};
-  if (!entry) return { stepName: name };
-  const ids = entries.slice(0, at + 1).map((e) => Number(entryStep(e)["stepId"] ?? 0) || 0);
+  if (at < 0) return { stepName: name };
+  const ids = entries.slice(1, at + 1).map((e) => Number(stepBody(e)["stepId"] ?? 0) || 0);
   return named(Math.max(0, ...ids) + 1, name, undefined);
 }
+
+/**
+ * The step JSON of a step entry; `{}` for the others, whose bodies are the user's (a call's
+ * request) or the queue's (a callback). Callers leave out the first entry, the run's payload.
+ */
+const stepBody = (entry: StepEntry | undefined): Json =>
+  entry?.callType === "step" ? entryStep(entry) : {};
 
 /** The step name the endpoint reported on its latest failed answer (`Upstash-Error-Step-Name`). */
 function reportedStepName(errors: readonly StepError[]): string | undefined {
