@@ -1,5 +1,6 @@
 import type { DatabaseCredentials } from "../../kv/databases/database-manager.js";
 import type { QueueDepth } from "../../queue/store/depth.js";
+import { withTimeout } from "../../shared/wait.js";
 import { callApi, kvCommands, resultOf } from "./upstream.js";
 
 /** The live counts the console polls every few seconds; null where a source did not answer. */
@@ -71,12 +72,4 @@ export async function summarize(s: SummarySources): Promise<Summary> {
     databases: s.databases.map((db, i) => ({ name: db.name, keys: sizes[i] as number | null })),
     down: [...down],
   };
-}
-
-function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
-  });
-  return Promise.race([p, late]).finally(() => clearTimeout(timer));
 }
