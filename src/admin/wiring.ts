@@ -2,6 +2,7 @@ import type { Config } from "../config/schema.js";
 import { readRegistry } from "../kv/databases/registry.js";
 import type { KvDatabase } from "../kv/databases/database.js";
 import type { KvService } from "../kv/service.js";
+import { AppError } from "../shared/errors.js";
 import { withTimeout } from "../shared/wait.js";
 import type { QueueService } from "../queue/service.js";
 import type { Logger } from "../shared/log.js";
@@ -79,18 +80,24 @@ function openDatabases(kv: KvService): KvDatabase[] {
 }
 
 /**
- * Each KV database's key count (DBSIZE on stashd's own connection, so the charts' reads are not
- * counted as the database's commands; summed over the masters of a cluster), null for one that
- * does not answer within DBSIZE_TIMEOUT_MS.
+ * A database's key count: DBSIZE on stashd's own connection (summed over the masters of a
+ * cluster), so the console's reads are not counted as the database's commands.
  */
+async function dbSizeOf(kv: KvService, name: string): Promise<number> {
+  const db = kv.manager.get(name);
+  if (!db) throw new AppError("not_found", `no database ${name}`);
+  const reply = await db.serverAdmin.exec(["DBSIZE"]);
+  if (reply.kind !== "int") throw new AppError("redis_error", `DBSIZE answered ${reply.kind}`);
+  return Number(reply.value);
+}
+
+/** Each open database's key count, null for one that does not answer within DBSIZE_TIMEOUT_MS. */
 async function databaseSizes(kv: KvService): Promise<{ name: string; keys: number | null }[]> {
   return Promise.all(
-    openDatabases(kv).map(async (db) => {
-      const reply = await withTimeout(db.serverAdmin.exec(["DBSIZE"]), DBSIZE_TIMEOUT_MS).catch(
-        () => undefined,
-      );
-      return { name: db.name, keys: reply?.kind === "int" ? Number(reply.value) : null };
-    }),
+    openDatabases(kv).map(async (db) => ({
+      name: db.name,
+      keys: await withTimeout(dbSizeOf(kv, db.name), DBSIZE_TIMEOUT_MS).catch(() => null),
+    })),
   );
 }
 
@@ -117,6 +124,7 @@ function consoleFor(
     queueToken: () => queue.currentToken(),
     kvUrl: kv.url,
     databases: () => kv.databases(),
+    dbSize: (name) => dbSizeOf(kv, name),
     consoleToken: config.consoleToken,
     queueDepth: () => readQueueDepth(queue.pool.partitions),
     pendingNow: (q) => readPendingNow(queue.pool.partitions, q),

@@ -57,7 +57,14 @@ const H = 120;
  * A small line chart in inline SVG: one polyline per series over the points' times, the y axis
  * from 0 to the largest value, a legend with each series' last value. No chart library.
  */
-export function LineChart(p: { title: string; series: Series[]; unit?: string; times: number[] }) {
+export function LineChart(p: {
+  title: string;
+  series: Series[];
+  unit?: string;
+  times: number[];
+  /** What the legend gives per series: its last value (default), or its total over the points. */
+  legend?: "last" | "total";
+}) {
   const max = Math.max(1, ...p.series.flatMap((s) => s.values.map((v) => v ?? 0)));
   const n = Math.max(2, p.times.length);
   const x = (i: number) => (i / (n - 1)) * (W - 40) + 36;
@@ -100,8 +107,9 @@ export function LineChart(p: { title: string; series: Series[]; unit?: string; t
         {p.series.map((s) => (
           <span key={s.name} data-series={s.name}>
             <i style={{ background: s.color }} /> {s.name}:{" "}
-            {fmtCount(s.values[s.values.length - 1] ?? null)}
-            {p.unit ?? ""}
+            {p.legend === "total"
+              ? `${fmtCount(s.values.reduce<number>((a, v) => a + (v ?? 0), 0))} in all`
+              : `${fmtCount(s.values[s.values.length - 1] ?? null)}${p.unit ?? ""}`}
           </span>
         ))}
       </div>
@@ -160,6 +168,7 @@ export function ChartsPage() {
             <LineChart
               title={`Messages per ${step}`}
               times={times}
+              legend="total"
               series={series(pts, [
                 ["published", (p) => p.published],
                 ["delivered", (p) => p.delivered],

@@ -158,9 +158,13 @@ export class CountRing {
     return [...this.points];
   }
 
-  private schedule(): void {
+  /**
+   * Sets the timer for the next step end after `after` (a timer may fire a little before its
+   * time by the wall clock: the step that just ended is never ended twice).
+   */
+  private schedule(after = 0): void {
     if (!this.running) return;
-    const end = nextStepEnd(Date.now(), this.stepMs);
+    const end = Math.max(nextStepEnd(Date.now(), this.stepMs), after + this.stepMs);
     this.timer = setTimeout(() => this.endStep(end), end - Date.now());
     this.timer.unref();
   }
@@ -171,7 +175,7 @@ export class CountRing {
     this.step = new StepTally();
     const kvCommands = this.kvCommandDeltas();
     this.closing = this.closing.then(() => this.addPoint(t, step, kvCommands));
-    this.schedule();
+    this.schedule(t);
   }
 
   private async addPoint(

@@ -34,6 +34,11 @@ export interface ConsoleDeps {
   kvUrl: string;
   /** The KV databases and their tokens, from the registry (read only). */
   databases: () => DatabaseCredentials[];
+  /**
+   * A database's key count (DBSIZE) read on stashd's own connection, so the console's polling is
+   * not counted among the database's commands on the Charts page.
+   */
+  dbSize: (name: string) => Promise<number>;
   /** STASHD_CONSOLE_TOKEN: a second login token besides the queue token. */
   consoleToken?: string | undefined;
   /** Queue depth for the live counts (optional: without it those counts are not shown). */
@@ -204,8 +209,8 @@ function summarySources(deps: ConsoleDeps) {
   return {
     queueUrl: deps.queueUrl,
     queueToken: deps.queueToken(),
-    kvUrl: deps.kvUrl,
     databases: deps.databases(),
+    dbSize: deps.dbSize,
     queueDepth: deps.queueDepth,
   };
 }
