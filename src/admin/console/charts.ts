@@ -150,19 +150,12 @@ function addCounts(a: Record<string, number>, b: Record<string, number>): Record
   return sum;
 }
 
-function chartPoint(p: CountPoint): ChartPoint {
+function chartPoint({ buckets, sample, ...counts }: CountPoint): ChartPoint {
   return {
-    t: p.t,
-    published: p.published,
-    delivered: p.delivered,
-    failed: p.failed,
-    retried: p.retried,
-    latency: { ...percentiles(p.buckets), buckets: p.buckets },
-    backlog: p.sample?.backlog ?? null,
-    byQueue: p.byQueue,
-    byHost: p.byHost,
-    kvCommands: p.kvCommands,
-    keys: p.sample?.keys ?? {},
+    ...counts,
+    latency: { ...percentiles(buckets), buckets },
+    backlog: sample?.backlog ?? null,
+    keys: sample?.keys ?? {},
   };
 }
 
