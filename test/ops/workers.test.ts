@@ -3,9 +3,11 @@ import http from "node:http";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { chromium } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { credentialsOf } from "../../src/kv/databases/database-manager.js";
 import { createDatabase } from "../../src/kv/databases/registry.js";
+import { ARTIFACTS, chromiumPath } from "../console/harness.js";
 import { eventually } from "../harness/eventually.js";
 import { freePort } from "../harness/redis.js";
 import { spawnStashdKeepingStderr, whenRunning, type StashdProcess } from "../harness/process.js";
@@ -53,6 +55,25 @@ async function consoleCall(creds: Creds, path: string): Promise<unknown> {
   });
   expect(res.status).toBe(200);
   return res.json();
+}
+
+/** The Charts page in Chromium, logged in: the text of its warning about a worker left out. */
+async function chartsPageWarning(creds: Creds): Promise<string | null> {
+  const browser = await chromium.launch({ executablePath: chromiumPath() });
+  try {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    page.setDefaultTimeout(10_000);
+    await page.goto(`${creds.admin.url}/console`);
+    await page.fill("input[name=token]", creds.queue.token);
+    await page.click("button[type=submit]");
+    await page.waitForSelector("nav.side");
+    await page.goto(`${creds.admin.url}/console#/charts`);
+    const warning = await page.locator("[data-testid=worker-missing]").textContent();
+    await page.screenshot({ path: path.join(ARTIFACTS, "charts-worker-missing.png") });
+    return warning;
+  } finally {
+    await browser.close();
+  }
 }
 
 let rx: TestReceiver;
@@ -324,6 +345,12 @@ describe("stashd start with 2 workers", { timeout: 120_000 }, () => {
       expect(charts.workers.missing).toEqual([
         { worker: 1, pid: second, error: expect.stringMatching(/no answer within 1000 ms/) },
       ]);
+      // The Charts page names it.
+      expect(await chartsPageWarning(creds)).toMatch(
+        new RegExp(
+          `^Worker 1 \\(pid ${second}\\) is left out of these counts \\(.*no answer within 1000 ms\\): they add up 1 of 2 workers\\.$`,
+        ),
+      );
     } finally {
       process.kill(second, "SIGCONT");
     }

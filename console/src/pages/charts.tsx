@@ -257,8 +257,8 @@ function WorkersLine(p: { workers: Charts["workers"] }) {
       {missing.map((m) => (
         <p key={m.worker} class="error-line" role="alert" data-testid="worker-missing">
           Worker {m.worker}
-          {m.pid === null ? "" : ` (pid ${m.pid})`} is left out of these counts: {m.error}. The
-          other {counted} {counted === 1 ? "process is" : "processes are"} counted.
+          {m.pid === null ? "" : ` (pid ${m.pid})`} is left out of these counts ({m.error}): they
+          add up {counted} of {counted + missing.length} workers.
         </p>
       ))}
     </>
