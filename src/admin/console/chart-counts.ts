@@ -127,6 +127,7 @@ export class CountRing {
   /** Each open database's command count at the last step's end (keyed by the object). */
   private lastCommands = new Map<CountedDatabase, number>();
   private closing: Promise<void> = Promise.resolve();
+  private closesRunning = 0;
   private running = false;
 
   constructor(private readonly sources: CountSources) {}
@@ -169,12 +170,22 @@ export class CountRing {
     this.timer.unref();
   }
 
-  /** Takes the step's tallies now; its point is added once the counter and sample are read. */
+  /**
+   * Takes the step's tallies now; its point is added once the counter and sample are read, after
+   * the points before it. A step that ends while an earlier one is still being added (a sample
+   * slower than a step) is added without a sample, so the line of closes never grows.
+   */
   private endStep(t: number): void {
     const step = this.step;
     this.step = new StepTally();
     const kvCommands = this.kvCommandDeltas();
-    this.closing = this.closing.then(() => this.addPoint(t, step, kvCommands));
+    const sampled = this.closesRunning === 0;
+    this.closesRunning++;
+    this.closing = this.closing
+      .then(() => this.addPoint(t, step, kvCommands, sampled))
+      // A point that could not be added is left out; the next ones still are added.
+      .catch(() => undefined)
+      .finally(() => this.closesRunning--);
     this.schedule(t);
   }
 
@@ -182,11 +193,14 @@ export class CountRing {
     t: number,
     step: StepTally,
     kvCommands: Record<string, number>,
+    sampled: boolean,
   ): Promise<void> {
     const sampling = this.sources.sample;
     const [published, sample] = await Promise.all([
       publishedSoFar(),
-      sampling ? withTimeout(sampling(), SAMPLE_TIMEOUT_MS).catch(() => undefined) : undefined,
+      sampling && sampled
+        ? withTimeout(sampling(), SAMPLE_TIMEOUT_MS).catch(() => undefined)
+        : undefined,
     ]);
     const last = this.lastPublished ?? published;
     this.lastPublished = published;
