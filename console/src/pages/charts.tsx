@@ -62,7 +62,10 @@ export function LineChart(p: {
   series: Series[];
   unit?: string;
   times: number[];
-  /** What the legend gives per series: its last value (default), or its total over the points. */
+  /**
+   * What the legend gives per series: its last value drawn (default: a step without one, such as
+   * a step without attempts, is skipped), or its total over the points.
+   */
   legend?: "last" | "total";
 }) {
   const max = Math.max(1, ...p.series.flatMap((s) => s.values.map((v) => v ?? 0)));
@@ -109,12 +112,18 @@ export function LineChart(p: {
             <i style={{ background: s.color }} /> {s.name}:{" "}
             {p.legend === "total"
               ? `${fmtCount(s.values.reduce<number>((a, v) => a + (v ?? 0), 0))} in all`
-              : `${fmtCount(s.values[s.values.length - 1] ?? null)}${p.unit ?? ""}`}
+              : `${fmtCount(lastKnown(s.values))}${p.unit ?? ""}`}
           </span>
         ))}
       </div>
     </figure>
   );
+}
+
+/** The newest value that is not null. */
+function lastKnown(values: (number | null)[]): number | null {
+  for (let i = values.length - 1; i >= 0; i--) if (values[i] !== null) return values[i] ?? null;
+  return null;
 }
 
 const series = (
