@@ -1,6 +1,8 @@
 import { rmSync } from "node:fs";
 import type { AdminListener, MetricsScrape } from "./admin/server.js";
-import { adminFor } from "./admin/wiring.js";
+import { adminFor, chartCountsFor } from "./admin/wiring.js";
+import type { CountRing } from "./admin/console/chart-counts.js";
+import type { GatherCounts } from "./admin/console/charts.js";
 import type { Config } from "./config/schema.js";
 import { startKvService, type KvService } from "./kv/service.js";
 import { startQueueService, type QueueService } from "./queue/service.js";
@@ -18,6 +20,10 @@ export interface ServeOptions {
   ownsRuntimeFile?: boolean;
   /** /metrics of the whole server when this process is one of several (src/cli/worker.ts). */
   scrape?: MetricsScrape;
+  /** A worker: hands over this process's chart counts, which the supervisor asks for. */
+  shareCounts?: (counts: CountRing) => void;
+  /** The first worker: the other workers' chart counts, through the supervisor. */
+  gatherCounts?: GatherCounts;
 }
 
 /** Starts the chosen services and the admin listener in this process; see start(). */
@@ -43,12 +49,23 @@ export async function startServices(
     await kv?.close();
     throw err;
   }
+  // The console (admin listener with both services) charts; a worker counts for it either way.
+  const charting = config.adminEnabled && kv !== undefined && queue !== undefined;
+  const counts =
+    kv && queue && (charting || opts.shareCounts)
+      ? chartCountsFor(config, kv, queue, charting)
+      : undefined;
+  if (counts) opts.shareCounts?.(counts);
   try {
     admin =
       config.adminEnabled && queue
-        ? await adminFor(config, kv, queue, logger, opts.scrape)
+        ? await adminFor(config, kv, queue, logger, {
+            scrape: opts.scrape,
+            charts: counts && { counts, gather: opts.gatherCounts },
+          })
         : undefined;
   } catch (err) {
+    counts?.stop();
     await Promise.all([kv?.close(), queue?.close()]);
     throw err;
   }
@@ -60,15 +77,21 @@ export async function startServices(
       ...(admin ? { adminUrl: admin.url } : {}),
       startedAt: new Date().toISOString(),
     });
-  return assemble(config, logger, kv, queue, admin, release, ownsRuntimeFile);
+  return assemble(config, logger, { kv, queue, admin, counts }, release, ownsRuntimeFile);
+}
+
+/** What one process runs. */
+interface Running {
+  kv: KvService | undefined;
+  queue: QueueService | undefined;
+  admin: AdminListener | undefined;
+  counts: CountRing | undefined;
 }
 
 function assemble(
   config: Config,
   logger: Logger,
-  kv: KvService | undefined,
-  queue: QueueService | undefined,
-  admin: AdminListener | undefined,
+  { kv, queue, admin, counts }: Running,
   release: () => void,
   ownsRuntimeFile: boolean,
 ): Stashd {
@@ -76,6 +99,7 @@ function assemble(
   const stop = async (): Promise<void> => {
     const started = Date.now();
     admin?.markStopping();
+    counts?.stop();
     try {
       await Promise.all([kv?.close(), queue?.close()]);
       await admin?.close(0);

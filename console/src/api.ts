@@ -115,46 +115,6 @@ export async function kvWrite(db: string, ...commands: string[][]): Promise<unkn
   });
 }
 
-/**
- * Compare-and-write (one Lua script, so atomic): runs `read` and, only when it still answers
- * `expected` (what the page showed), the `writes`. Answers whether it wrote. Every command works
- * on `key` alone (KEYS[1]); the key also appears in the commands' own arguments. A number reply
- * compares as its decimal text, nil as "", and an array reply (XRANGE) as its strings flattened
- * in order, joined by NUL (see `flatReply`).
- */
-const COMPARE_AND_WRITE = `local i = 1
-local function take()
-  local n = tonumber(ARGV[i])
-  local out = {}
-  for j = 1, n do out[j] = ARGV[i + j] end
-  i = i + n + 1
-  return out
-end
-local current = redis.call(unpack(take()))
-local expected = ARGV[i]
-i = i + 1
-local function flat(v, out)
-  if type(v) == 'table' then
-    for _, x in ipairs(v) do flat(x, out) end
-  else
-    out[#out + 1] = tostring(v)
-  end
-  return out
-end
-if type(current) == 'number' then current = tostring(current) end
-if type(current) == 'table' then current = table.concat(flat(current, {}), '\\0') end
-if current ~= expected then return 0 end
-while i <= #ARGV do redis.call(unpack(take())) end
-return 1`;
-
-/** An array reply as the compare-and-write script compares it: strings flattened, NUL-joined. */
-export function flatReply(value: unknown): string {
-  const out: string[] = [];
-  const walk = (v: unknown) => (Array.isArray(v) ? v.forEach(walk) : out.push(String(v)));
-  walk(value);
-  return out.join("\u0000");
-}
-
 /** Thrown when a compare-and-write found a value other than the one the page showed. */
 export class ChangedError extends ApiError {
   constructor() {
@@ -162,15 +122,28 @@ export class ChangedError extends ApiError {
   }
 }
 
-export async function kvCompareAndWrite(
+/**
+ * A command argument of an edit: text (its UTF-8 bytes) or `{hex}`, bytes that are not UTF-8,
+ * as GET .../key shows such members.
+ */
+export type Arg = string | { hex: string };
+
+/**
+ * One edit of a key through POST /console/api/kv/<db>/edit (src/admin/console/kv-edit.ts, one
+ * Lua script, so atomic): with `compare`, the `writes` run only when `compare.read` still
+ * answers `compare.expected` (what the page showed) and a ChangedError is thrown otherwise;
+ * without it they run at once. Every argument keeps its exact bytes.
+ */
+export async function kvEdit(
   db: string,
   key: string,
-  read: string[],
-  expected: string,
-  ...writes: string[][]
+  writes: Arg[][],
+  compare?: { read: Arg[]; expected: Arg },
 ): Promise<void> {
-  const args = [String(read.length), ...read, expected];
-  for (const w of writes) args.push(String(w.length), ...w);
-  const [wrote] = await kvWrite(db, ["EVAL", COMPARE_AND_WRITE, "1", key, ...args]);
-  if (Number(wrote) !== 1) throw new ChangedError();
+  const r = await request<{ wrote: boolean }>("POST", `kv/${encodeURIComponent(db)}/edit`, {
+    key,
+    writes,
+    ...compare,
+  });
+  if (!r.wrote) throw new ChangedError();
 }

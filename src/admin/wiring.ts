@@ -1,14 +1,17 @@
 import type { Config } from "../config/schema.js";
 import { readRegistry } from "../kv/databases/registry.js";
+import type { KvDatabase } from "../kv/databases/database.js";
 import type { KvService } from "../kv/service.js";
+import { AppError } from "../shared/errors.js";
+import { withTimeout } from "../shared/wait.js";
 import type { QueueService } from "../queue/service.js";
 import type { Logger } from "../shared/log.js";
 import { readQueueDepth } from "../queue/store/depth.js";
 import type { Partitions } from "../queue/store/partitions.js";
 import type { QueueRedis } from "../queue/store/redis.js";
-import { ChartRing } from "./console/charts.js";
+import { CountRing } from "./console/chart-counts.js";
+import { chartsAnswer, type ChartsAnswer, type GatherCounts } from "./console/charts.js";
 import { createConsoleHandler } from "./console/handler.js";
-import { kvCommands } from "./console/upstream.js";
 import { readPendingIds, readPendingNow } from "./console/pending.js";
 import { queueGaugeRegistry } from "./queue-gauges.js";
 import { checkReadiness } from "./readiness.js";
@@ -16,6 +19,16 @@ import { startAdmin, type AdminListener, type MetricsScrape } from "./server.js"
 
 /** Longest a readiness PING may take before the check counts as failing. */
 const READY_PING_TIMEOUT_MS = 2_000;
+/** Longest a database's DBSIZE may take for the charts before its count shows as unknown. */
+const DBSIZE_TIMEOUT_MS = 2_000;
+
+/** How the console's charts count in this process, and where the other workers' counts are. */
+export interface ChartWiring {
+  /** This process's counts (chartCountsFor), sampling the backlog and key counts. */
+  counts: CountRing;
+  /** The other workers' counts, under `stashd start` with several workers (src/cli/worker.ts). */
+  gather?: GatherCounts | undefined;
+}
 
 /**
  * The admin listener of one stashd instance, wired to its services, with the web console. A
@@ -27,36 +40,75 @@ export async function adminFor(
   kv: KvService | undefined,
   queue: QueueService,
   logger: Logger,
-  scrape?: MetricsScrape,
+  opts: { scrape?: MetricsScrape | undefined; charts?: ChartWiring | undefined } = {},
 ): Promise<AdminListener> {
-  const admin = await startProbes(config, kv, queue, logger, scrape);
+  const admin = await startProbes(config, kv, queue, logger, opts.scrape);
   if (!kv) return admin;
-  const charts = new ChartRing({
-    stepMs: config.consoleChartStepMs,
-    depth: () => readQueueDepth(queue.pool.partitions),
-    dbSizes: () => databaseSizes(kv),
-  });
-  charts.start();
-  admin.mount("/console", consoleFor(config, kv, queue, logger, charts));
-  return {
-    ...admin,
-    close: async (graceMs) => {
-      charts.stop();
-      await admin.close(graceMs);
-    },
-  };
+  admin.mount("/console", consoleFor(config, kv, queue, logger, opts.charts));
+  return admin;
 }
 
-/** Each KV database's key count (DBSIZE), null for one that does not answer. */
+/**
+ * This process's chart counts (chart-counts.ts), started; with `sampling` (the process that runs
+ * the console) each step's end also reads the backlog and every database's key count.
+ */
+export function chartCountsFor(
+  config: Config,
+  kv: KvService,
+  queue: QueueService,
+  sampling: boolean,
+): CountRing {
+  const counts = new CountRing({
+    stepMs: config.consoleChartStepMs,
+    databases: () => openDatabases(kv),
+    sample: sampling
+      ? async () => ({
+          backlog: await readQueueDepth(queue.pool.partitions).catch(() => null),
+          keys: Object.fromEntries((await databaseSizes(kv)).map((d) => [d.name, d.keys])),
+        })
+      : undefined,
+  });
+  counts.start();
+  return counts;
+}
+
+function openDatabases(kv: KvService): KvDatabase[] {
+  return kv.databases().flatMap((c) => {
+    const db = kv.manager.get(c.name);
+    return db ? [db] : [];
+  });
+}
+
+/**
+ * A database's key count: DBSIZE on stashd's own connection (summed over the masters of a
+ * cluster), so the console's reads are not counted as the database's commands.
+ */
+async function dbSizeOf(kv: KvService, name: string): Promise<number> {
+  const db = kv.manager.get(name);
+  if (!db) throw new AppError("not_found", `no database ${name}`);
+  const reply = await db.serverAdmin.exec(["DBSIZE"]);
+  if (reply.kind !== "int") throw new AppError("redis_error", `DBSIZE answered ${reply.kind}`);
+  return Number(reply.value);
+}
+
+/** Each open database's key count, null for one that does not answer within DBSIZE_TIMEOUT_MS. */
 async function databaseSizes(kv: KvService): Promise<{ name: string; keys: number | null }[]> {
-  const dbs = kv.databases();
-  const sizes = await Promise.all(
-    dbs.map(async (d) => {
-      const [r] = await kvCommands(kv.url, d.readonlyToken, [["DBSIZE"]]).catch(() => []);
-      return r && "result" in r ? Number(r.result) : null;
-    }),
+  return Promise.all(
+    openDatabases(kv).map(async (db) => ({
+      name: db.name,
+      keys: await withTimeout(dbSizeOf(kv, db.name), DBSIZE_TIMEOUT_MS).catch(() => null),
+    })),
   );
-  return dbs.map((d, i) => ({ name: d.name, keys: sizes[i] ?? null }));
+}
+
+/** The Charts page's answer: every worker's counts added up, and the key counts now. */
+async function chartsOf(kv: KvService, charts: ChartWiring): Promise<ChartsAnswer> {
+  const [others, databases] = await Promise.all([
+    charts.gather ? charts.gather() : Promise.resolve([]),
+    databaseSizes(kv),
+  ]);
+  const own = charts.counts.snapshot();
+  return chartsAnswer({ stepMs: charts.counts.stepMs, own, others, databases });
 }
 
 /** The web console (docs/console.md), calling the services' public APIs. */
@@ -65,18 +117,19 @@ function consoleFor(
   kv: KvService,
   queue: QueueService,
   logger: Logger,
-  charts: ChartRing,
+  charts: ChartWiring | undefined,
 ) {
   return createConsoleHandler({
     queueUrl: queue.url,
     queueToken: () => queue.currentToken(),
     kvUrl: kv.url,
     databases: () => kv.databases(),
+    dbSize: (name) => dbSizeOf(kv, name),
     consoleToken: config.consoleToken,
     queueDepth: () => readQueueDepth(queue.pool.partitions),
     pendingNow: (q) => readPendingNow(queue.pool.partitions, q),
     pendingIds: (q) => readPendingIds(queue.pool.partitions, q),
-    charts: () => charts.snapshot(),
+    charts: charts && (() => chartsOf(kv, charts)),
     sessionTtlMs: config.consoleSessionTtlMs,
     loginThrottle: {
       perAddress: config.consoleLoginFailuresPerAddress,

@@ -3,6 +3,8 @@ import { rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { AggregatorRegistry } from "prom-client";
+import type { CountPoint } from "../admin/console/chart-counts.js";
+import type { WorkerCounts } from "../admin/console/charts.js";
 import type { Config } from "../config/schema.js";
 import { ensureDefaultDatabase } from "../kv/databases/default-database.js";
 import { managedDir, readRegistry } from "../kv/databases/registry.js";
@@ -102,6 +104,7 @@ class Workers {
   private stopping = false;
   private started = false;
   private readonly collections = new Pending<MetricsJson>(COLLECT_TIMEOUT_MS, "worker metrics");
+  private readonly countings: Pending<CountPoint[]>;
   private readonly backoffMs = new Map<number, number>();
 
   constructor(
@@ -109,7 +112,9 @@ class Workers {
     private readonly logger: Logger,
     private readonly servers: ManagedServers,
     private readonly count: number,
-  ) {}
+  ) {
+    this.countings = new Pending(config.consoleChartGatherTimeoutMs, "worker chart counts");
+  }
 
   /**
    * Forks the first worker and waits until it serves (it makes the ACL users and seeds the
@@ -218,6 +223,10 @@ class Workers {
         return this.servers.forceRestart(m.dir);
       case "collected":
         return this.collections.settle(m.id, m.metrics);
+      case "counted":
+        return this.countings.settle(m.id, m.points);
+      case "gather":
+        return send(worker, { t: "gathered", id: m.id, workers: await this.gather(worker) });
       case "scrape":
         try {
           return send(worker, { t: "scraped", id: m.id, text: await this.scrape(m.listenerOnly) });
@@ -228,6 +237,33 @@ class Workers {
       case "hello":
         return;
     }
+  }
+
+  /**
+   * The chart points of every worker slot but the asker's, each asked at once and bounded by
+   * STASHD_CONSOLE_CHART_GATHER_TIMEOUT_MS: a worker that does not answer in time, or a slot whose
+   * worker is being replaced, is reported with the reason (the page names it).
+   */
+  private gather(asker: Worker): Promise<WorkerCounts[]> {
+    const slots = Array.from({ length: this.count }, (_, index) => index);
+    return Promise.all(
+      slots.flatMap((index): Promise<WorkerCounts>[] => {
+        const w = this.live.get(index);
+        if (w === asker) return [];
+        const pid = w?.process.pid ?? null;
+        if (!w || !w.isConnected()) {
+          return [Promise.resolve({ worker: index, pid, error: "not running (being replaced)" })];
+        }
+        const { id, answer } = this.countings.open();
+        send(w, { t: "count", id });
+        return [
+          answer.then(
+            (points) => ({ worker: index, pid, points }),
+            (err: unknown) => ({ worker: index, pid, error: messageOf(err) }),
+          ),
+        ];
+      }),
+    );
   }
 
   /**

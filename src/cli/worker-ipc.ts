@@ -1,4 +1,6 @@
 import type { MetricObjectWithValues, MetricValue } from "prom-client";
+import type { CountPoint } from "../admin/console/chart-counts.js";
+import type { WorkerCounts } from "../admin/console/charts.js";
 import type { ConfigOverrides } from "../config/load.js";
 import { AppError } from "../shared/errors.js";
 import type { HostedRedisOptions } from "../shared/redis/managed.js";
@@ -29,6 +31,10 @@ export type ToWorker =
   | { t: "hosted"; id: number; endpoint?: RedisEndpoint; pid?: number; error?: string }
   | { t: "collect"; id: number }
   | { t: "scraped"; id: number; text?: string; error?: string }
+  /** Asks for the worker's chart points (src/admin/console/chart-counts.ts). */
+  | { t: "count"; id: number }
+  /** The other workers' chart points, for the first worker's Charts page. */
+  | { t: "gathered"; id: number; workers: WorkerCounts[] }
   | { t: "stop" };
 
 export type FromWorker =
@@ -39,7 +45,10 @@ export type FromWorker =
   | { t: "release"; dir: string }
   | { t: "force-restart"; dir: string }
   | { t: "scrape"; id: number; listenerOnly: MetricsJson[] }
-  | { t: "collected"; id: number; metrics: MetricsJson };
+  | { t: "collected"; id: number; metrics: MetricsJson }
+  /** The first worker asks for every other worker's chart points. */
+  | { t: "gather"; id: number }
+  | { t: "counted"; id: number; points: CountPoint[] };
 
 /** Whether `value` is a message of this protocol (the channel may carry node:cluster's own). */
 export function isProtocolMessage<T extends { t: string }>(value: unknown): value is T {

@@ -1,4 +1,6 @@
 import type { Registry } from "prom-client";
+import type { CountRing } from "../admin/console/chart-counts.js";
+import type { WorkerCounts } from "../admin/console/charts.js";
 import { loadConfig } from "../config/load.js";
 import { createLogger } from "../shared/log.js";
 import { registry as processRegistry } from "../shared/metrics.js";
@@ -19,6 +21,8 @@ import {
 /** A managed redis-server may take its stale predecessor's stop (10 s) and its start (15 s). */
 const HOSTED_TIMEOUT_MS = 30_000;
 const SCRAPE_TIMEOUT_MS = 10_000;
+/** The supervisor answers a gather within STASHD_CONSOLE_CHART_GATHER_TIMEOUT_MS; this only guards its loss. */
+const GATHER_TIMEOUT_MS = 30_000;
 const STOP_SIGNALS = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
 
 /**
@@ -39,7 +43,10 @@ export async function runWorker(inv: Invocation): Promise<number> {
   for (const s of STOP_SIGNALS) process.on(s, () => channel.requestStop(`${s} received`));
   const stashd = await startServices(config, new Set(["kv", "queue"]), logger, {
     ownsRuntimeFile: false,
-    ...(setup.index === 0 ? { scrape: (regs: Registry[]) => channel.scrape(regs) } : {}),
+    shareCounts: (counts) => channel.shareCounts(counts),
+    ...(setup.index === 0
+      ? { scrape: (regs: Registry[]) => channel.scrape(regs), gatherCounts: () => channel.gather() }
+      : {}),
   });
   channel.send({
     t: "ready",
@@ -67,6 +74,12 @@ class SupervisorChannel {
     "managed redis-server from the supervisor",
   );
   private readonly scrapes = new Pending<string>(SCRAPE_TIMEOUT_MS, "metrics of every worker");
+  private readonly gathers = new Pending<WorkerCounts[]>(
+    GATHER_TIMEOUT_MS,
+    "chart counts of the other workers",
+  );
+  /** This process's chart counts, once its services run (until then it has none to give). */
+  private counts: CountRing | undefined;
 
   constructor() {
     this.setup = new Promise((resolve) => (this.gotSetup = resolve));
@@ -115,6 +128,17 @@ class SupervisorChannel {
     return answer;
   }
 
+  shareCounts(counts: CountRing): void {
+    this.counts = counts;
+  }
+
+  /** Every other worker's chart points (or why not), through the supervisor. */
+  gather(): Promise<WorkerCounts[]> {
+    const { id, answer } = this.gathers.open();
+    this.send({ t: "gather", id });
+    return answer;
+  }
+
   private async receive(m: ToWorker): Promise<void> {
     switch (m.t) {
       case "setup":
@@ -130,6 +154,10 @@ class SupervisorChannel {
         const metrics = (await processRegistry.getMetricsAsJSON()) as MetricsJson;
         return this.send({ t: "collected", id: m.id, metrics });
       }
+      case "count":
+        return this.send({ t: "counted", id: m.id, points: this.counts?.snapshot() ?? [] });
+      case "gathered":
+        return this.gathers.settle(m.id, m.workers);
       case "stop":
         return this.requestStop("supervisor asked");
     }

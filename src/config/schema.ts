@@ -608,6 +608,12 @@ export const SETTINGS = {
     default: 60_000,
     doc: "Length of one point of the web console's charts; the last 60 points are kept in memory (an hour by default) and lost on restart.",
   },
+  consoleChartGatherTimeoutMs: {
+    env: "STASHD_CONSOLE_CHART_GATHER_TIMEOUT_MS",
+    kind: "int",
+    default: 2_000,
+    doc: "Under `stashd start` with several workers: how long the Charts page waits for each other worker's counts; a worker that does not answer in time is named on the page and left out of that answer.",
+  },
   consoleLoginFailuresPerAddress: {
     env: "STASHD_CONSOLE_LOGIN_FAILURES_PER_ADDRESS",
     kind: "int",

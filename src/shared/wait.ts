@@ -17,3 +17,12 @@ export async function waitAtMost(work: Promise<unknown>, ms: number): Promise<vo
     clearTimeout(timer);
   }
 }
+
+/** `p`, or a rejection `no answer within <ms> ms` once `ms` have passed without it settling. */
+export function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
+}

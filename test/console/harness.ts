@@ -11,7 +11,7 @@ export const CONSOLE_TOKEN = "console-test-token-0123456789";
 /** Where each page's screenshot is kept (git-ignored; CI may keep it as an artifact). */
 export const ARTIFACTS = path.resolve("test-artifacts", "console");
 /** Debian's chromium (`npm test` installs it, see scripts/setup.mjs); CHROMIUM_PATH overrides. */
-function chromiumPath(): string {
+export function chromiumPath(): string {
   const chosen = process.env["CHROMIUM_PATH"];
   if (chosen) return chosen;
   const found = spawnSync("sh", ["-c", "command -v chromium"], { encoding: "utf8" });

@@ -97,3 +97,59 @@ test("scan: size per key and how much was scanned; binary members come as hex", 
   const view = (await (await call("key?key=s")).json()) as { value: unknown[] };
   expect(view.value).toEqual(expect.arrayContaining([{ hex: "ff" }, "é"]));
 });
+
+type Arg = string | { hex: string };
+const edit = (body: unknown) => call("edit", body);
+/** A key's bytes as hex, read with base64 through the REST API. */
+async function bytesOf(...command: string[]): Promise<string> {
+  const res = await env.q.stashd.kvFetch("/", {
+    body: JSON.stringify(command),
+    headers: { "upstash-encoding": "base64" },
+  });
+  const { result } = (await res.json()) as { result: string };
+  return Buffer.from(result, "base64").toString("hex");
+}
+
+test("edit: hex arguments reach Redis as their exact bytes, compared as bytes first", async () => {
+  const set = (value: Arg) => edit({ key: "raw", writes: [["SET", "raw", value]] });
+  expect(await (await set({ hex: "ff00fe0a80" })).json()).toEqual({ wrote: true });
+  expect(await bytesOf("GET", "raw")).toBe("ff00fe0a80");
+  const cas = (expected: Arg, value: Arg) =>
+    edit({ key: "raw", read: ["GET", "raw"], expected, writes: [["SET", "raw", value]] });
+  // A different expectation (the UTF-8 text "ff00fe0a80") writes nothing.
+  expect(await (await cas("ff00fe0a80", { hex: "00" })).json()).toEqual({ wrote: false });
+  expect(await bytesOf("GET", "raw")).toBe("ff00fe0a80");
+  expect(await (await cas({ hex: "ff00fe0a80" }, "é")).json()).toEqual({ wrote: true });
+  expect(await bytesOf("GET", "raw")).toBe("c3a9");
+  // A binary hash field: its value replaced when still what the page showed.
+  await edit({ key: "rawh", writes: [["HSET", "rawh", { hex: "ff01" }, { hex: "00ff" }]] });
+  const changed = await edit({
+    key: "rawh",
+    read: ["HGET", "rawh", { hex: "ff01" }],
+    expected: { hex: "00ff" },
+    writes: [["HSET", "rawh", { hex: "ff01" }, { hex: "c0" }]],
+  });
+  expect(await changed.json()).toEqual({ wrote: true });
+  const view = (await (await call("key?key=rawh")).json()) as { value: unknown };
+  expect(view.value).toEqual([[{ hex: "ff01" }, { hex: "c0" }]]);
+});
+
+test("edit: bad input is a 400 naming the problem, a Redis error is an error", async () => {
+  for (const [body, message] of [
+    [{ writes: [["SET", "k", "v"]] }, /key must/],
+    [{ key: "k", writes: [] }, /writes must be 1-10/],
+    [{ key: "k", writes: [["SET", "k", { hex: "f" }]] }, /each write must/],
+    [{ key: "k", writes: [["SET", "k", { hex: "zz" }]] }, /each write must/],
+    [{ key: "k", writes: [["SET", "k", 1]] }, /each write must/],
+    [{ key: "k", read: [], writes: [["SET", "k", "v"]] }, /read must/],
+    [{ key: "k", read: ["GET", "k"], writes: [["SET", "k", "v"]] }, /expected must/],
+  ] as const) {
+    const res = await edit(body);
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: string }).error).toMatch(message);
+  }
+  await redisOn(env, "SET", "not-a-list", "x");
+  const wrong = await edit({ key: "not-a-list", writes: [["LSET", "not-a-list", "0", "v"]] });
+  expect(wrong.status).toBeGreaterThanOrEqual(400);
+  expect(((await wrong.json()) as { error: string }).error).toMatch(/WRONGTYPE/);
+});

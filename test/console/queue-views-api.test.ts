@@ -116,13 +116,15 @@ test("charts: per-step points, at most 60, counting deliveries per destination h
     expect(points.some((p) => p.latency.count > 0 && p.latency.p50 !== null)).toBe(true);
   });
   await eventually(async () => {
-    const charts = await call<{ points: ChartPoint[]; stepMs: number; firstWorkerOnly: boolean }>(
-      "charts",
-    );
+    const charts = await call<{
+      points: ChartPoint[];
+      stepMs: number;
+      workers: { counted: number; missing: unknown[] };
+    }>("charts");
     const { points, stepMs } = charts;
     expect(stepMs).toBe(25);
     // One process serves everything here: the counts are the whole server's.
-    expect(charts.firstWorkerOnly).toBe(false);
+    expect(charts.workers).toEqual({ counted: 1, missing: [] });
     expect(points).toHaveLength(60);
     expect(points.at(-1)?.backlog).not.toBeNull();
   });

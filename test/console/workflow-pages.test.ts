@@ -1,4 +1,4 @@
-import { serve, type Client } from "@upstash/workflow";
+import { serve, WorkflowNonRetryableError, type Client } from "@upstash/workflow";
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { eventually } from "../harness/eventually.js";
@@ -32,7 +32,7 @@ const toast = (text: string) => page.locator(".toast", { hasText: text }).first(
 
 interface RunLog {
   workflowState: string;
-  steps: { type: string; steps: { stepName?: string }[] }[];
+  steps: { type: string; steps: { stepName?: string; stepId?: number; state?: string }[] }[];
 }
 
 async function runLog(workflowRunId: string): Promise<RunLog | undefined> {
@@ -107,11 +107,14 @@ test("workflow DLQ: a failed run listed, then restarted from the page", async ()
   await page.goto(`${env.url}#/workflows/dlq`);
   const row = page.locator("table[aria-label='workflow dlq'] tbody tr", { hasText: workflowRunId });
   await row.waitFor();
+  // The failed step's name as the SDK reported it.
+  await row.locator("code", { hasText: "work" }).waitFor();
   await env.shot(page, "workflow-dlq");
-  // The row opens the run at its failure: the step after "init", the error and the response.
+  // The row opens the run at its failure: the step by name (the SDK's Upstash-Error-Step-Name),
+  // the error and the response.
   await row.locator("td").first().click();
   const failure = page.locator("section[aria-label=failure]");
-  await failure.getByText('Failed at the step after "init"').waitFor();
+  await failure.getByRole("heading", { name: "Failed at step 1, work" }).waitFor();
   await failure
     .getByText(/broken/)
     .first()
@@ -127,4 +130,53 @@ test("workflow DLQ: a failed run listed, then restarted from the page", async ()
   );
   expect(state.done).toBe(1);
   await page.getByText("No failed workflow runs.").waitFor();
+});
+
+test("a failed run names its failed step, or says honestly which step it came after", async () => {
+  const url = app.route(
+    "/checkout",
+    serve<{ stop: boolean }>(
+      async (context) => {
+        await context.run("reserve", () => "reserved");
+        if (context.requestPayload.stop) throw new WorkflowNonRetryableError("between steps");
+        await context.run("charge-card", () => {
+          throw new Error("card declined");
+        });
+      },
+      { env: workflowEnv },
+    ).handler,
+  );
+  const named = await client.trigger({ url, body: { stop: false }, retries: 0 });
+  const unnamed = await client.trigger({ url, body: { stop: true }, retries: 0 });
+  const failedStep = async (id: string) => {
+    const run = await runLog(id);
+    expect(run?.workflowState).toBe("RUN_FAILED");
+    return run?.steps.flatMap((g) => g.steps).find((x) => x.state === "STEP_FAILED");
+  };
+  // The run's log API names the step: the second one, "charge-card".
+  await eventually(async () =>
+    expect(await failedStep(named.workflowRunId)).toMatchObject({
+      stepName: "charge-card",
+      stepId: 2,
+    }),
+  );
+  await page.goto(`${env.url}#/workflows/runs/${named.workflowRunId}`);
+  const failure = page.locator("section[aria-label=failure]");
+  await failure.getByRole("heading", { name: "Failed at step 2, charge-card" }).waitFor();
+  expect(await failure.locator("[data-failed-step]").textContent()).toBe("charge-card");
+  await failure
+    .getByText(/card declined/)
+    .first()
+    .waitFor();
+  await env.shot(page, "workflow-failed-step");
+  // A failure outside any step (a 489 names no step): the step after the last completed one.
+  await eventually(async () =>
+    expect(await failedStep(unnamed.workflowRunId)).not.toHaveProperty("stepName"),
+  );
+  await page.goto(`${env.url}#/workflows/runs/${unnamed.workflowRunId}`);
+  await failure.getByRole("heading", { name: 'Failed at the step after "reserve"' }).waitFor();
+  await failure
+    .getByText(/between steps/)
+    .first()
+    .waitFor();
 });

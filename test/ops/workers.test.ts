@@ -3,7 +3,11 @@ import http from "node:http";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { chromium } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { credentialsOf } from "../../src/kv/databases/database-manager.js";
+import { createDatabase } from "../../src/kv/databases/registry.js";
+import { ARTIFACTS, chromiumPath } from "../console/harness.js";
 import { eventually } from "../harness/eventually.js";
 import { freePort } from "../harness/redis.js";
 import { spawnStashdKeepingStderr, whenRunning, type StashdProcess } from "../harness/process.js";
@@ -31,6 +35,9 @@ const ENV = {
   STASHD_QUEUE_IDLE_POLL_MS: "50",
   STASHD_QUEUE_BACKOFF_SCALE_MS: "1",
   STASHD_LOG_LEVEL: "warn",
+  // The console's charts: one-second points (a minute of them), a worker's silence noticed in 1 s.
+  STASHD_CONSOLE_CHART_STEP_MS: "1000",
+  STASHD_CONSOLE_CHART_GATHER_TIMEOUT_MS: "1000",
 };
 
 /** GET /console/api/<path> after a login with the queue token (the console's CSRF header). */
@@ -48,6 +55,25 @@ async function consoleCall(creds: Creds, path: string): Promise<unknown> {
   });
   expect(res.status).toBe(200);
   return res.json();
+}
+
+/** The Charts page in Chromium, logged in: the text of its warning about a worker left out. */
+async function chartsPageWarning(creds: Creds): Promise<string | null> {
+  const browser = await chromium.launch({ executablePath: chromiumPath() });
+  try {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    page.setDefaultTimeout(10_000);
+    await page.goto(`${creds.admin.url}/console`);
+    await page.fill("input[name=token]", creds.queue.token);
+    await page.click("button[type=submit]");
+    await page.waitForSelector("nav.side");
+    await page.goto(`${creds.admin.url}/console#/charts`);
+    const warning = await page.locator("[data-testid=worker-missing]").textContent();
+    await page.screenshot({ path: path.join(ARTIFACTS, "charts-worker-missing.png") });
+    return warning;
+  } finally {
+    await browser.close();
+  }
 }
 
 let rx: TestReceiver;
@@ -215,9 +241,122 @@ describe("stashd start with 2 workers", { timeout: 120_000 }, () => {
     const labels = { service: "kv", route: "INCR", status: "200" };
     expect(await counter(creds.admin.url, "stashd_http_requests_total", labels)).toBe(requests);
     expect(await counter(creds.admin.url, "stashd_workers")).toBe(2);
-    // The console's charts count one worker's share, and say so (docs/console.md, Charts).
-    const charts = await consoleCall(creds, "charts");
-    expect(charts).toMatchObject({ firstWorkerOnly: true });
+  });
+
+  it("adds up every worker's counts on the console's charts, and names a worker that is silent", async () => {
+    const dataDir = newDataDir();
+    const creds = await startWorkers(dataDir);
+    rx.requests.length = 0;
+    // Known traffic, each request on a connection of its own (so both workers take a share):
+    // 10 publishes delivered, 4 enqueued to a FIFO queue, 2 to a port nobody listens on
+    // (1 retry each, then the DLQ); 3 pipelines of 100 commands and 7 commands on `default`,
+    // 5 commands on a second database.
+    for (let i = 0; i < 10; i++)
+      expect((await queuePost(creds, `/v2/publish/${rx.url}/ok`, `p${i}`)).status).toBe(201);
+    for (let i = 0; i < 4; i++)
+      expect((await queuePost(creds, `/v2/enqueue/q1/${rx.url}/q`, `q${i}`)).status).toBe(201);
+    const nobody = `http://127.0.0.1:${await freePort()}`;
+    const once = { "upstash-retries": "1" };
+    for (let i = 0; i < 2; i++)
+      expect((await queuePost(creds, `/v2/publish/${nobody}/x`, "f", once)).status).toBe(201);
+    const incrs = JSON.stringify(Array.from({ length: 100 }, () => ["INCR", "n"]));
+    const auth = { authorization: `Bearer ${creds.kv.databases[0]?.token ?? ""}` };
+    for (let i = 0; i < 3; i++)
+      expect((await postFresh(`${creds.kv.url}/pipeline`, auth, incrs, 10_000)).status).toBe(200);
+    for (let i = 0; i < 7; i++) expect((await kv(creds, ["GET", "n"])).result).toBe("300");
+    const cache = credentialsOf(createDatabase(dataDir, "cache"));
+    // Until every worker serves the new database a request may be refused (not counted):
+    // INCR until one answers 5, so exactly 5 commands ran there.
+    await eventually(async () => {
+      const res = await postFresh(
+        creds.kv.url,
+        { authorization: `Bearer ${cache.token}` },
+        '["INCR","c"]',
+        10_000,
+      );
+      expect((JSON.parse(res.body) as { result?: number }).result).toBe(5);
+    });
+
+    interface Charts {
+      points: {
+        published: number;
+        delivered: number;
+        failed: number;
+        retried: number;
+        latency: { count: number; buckets: number[] };
+        byQueue: Record<string, { delivered: number }>;
+        byHost: Record<string, { delivered: number; failed: number; retried: number }>;
+        kvCommands: Record<string, number>;
+      }[];
+      workers: { counted: number; missing: { worker: number; pid: number; error: string }[] };
+      databases: { name: string; keys: number | null }[];
+    }
+    const rxHost = new URL(rx.url).host;
+    const deadHost = new URL(nobody).host;
+    await eventually(
+      async () => {
+        const charts = (await consoleCall(creds, "charts")) as Charts;
+        const sum = (f: (p: Charts["points"][number]) => number) =>
+          charts.points.reduce((n, p) => n + f(p), 0);
+        expect(charts.workers).toEqual({ counted: 2, missing: [] });
+        expect({
+          published: sum((p) => p.published),
+          delivered: sum((p) => p.delivered),
+          failed: sum((p) => p.failed),
+          retried: sum((p) => p.retried),
+          attempts: sum((p) => p.latency.count),
+          histogram: sum((p) => p.latency.buckets.reduce((a, b) => a + b, 0)),
+          q1: sum((p) => p.byQueue["q1"]?.delivered ?? 0),
+          rx: sum((p) => p.byHost[rxHost]?.delivered ?? 0),
+          deadFailed: sum((p) => p.byHost[deadHost]?.failed ?? 0),
+          deadRetried: sum((p) => p.byHost[deadHost]?.retried ?? 0),
+          kvDefault: sum((p) => p.kvCommands["default"] ?? 0),
+          kvCache: sum((p) => p.kvCommands["cache"] ?? 0),
+        }).toEqual({
+          published: 16,
+          delivered: 14,
+          failed: 2,
+          retried: 2,
+          attempts: 18,
+          histogram: 18,
+          q1: 4,
+          rx: 14,
+          deadFailed: 2,
+          deadRetried: 2,
+          kvDefault: 307,
+          kvCache: 5,
+        });
+        expect(charts.databases).toEqual(
+          expect.arrayContaining([
+            { name: "default", keys: 1 },
+            { name: "cache", keys: 1 },
+          ]),
+        );
+      },
+      { timeoutMs: 30_000, intervalMs: 500 },
+    );
+
+    // The second worker stopped (SIGSTOP): named on the page with the reason, not counted as 0.
+    const second = workerPids(supervisor().child.pid ?? 0)[1] ?? 0;
+    process.kill(second, "SIGSTOP");
+    try {
+      const charts = (await consoleCall(creds, "charts")) as Charts;
+      expect(charts.workers.counted).toBe(1);
+      expect(charts.workers.missing).toEqual([
+        { worker: 1, pid: second, error: expect.stringMatching(/no answer within 1000 ms/) },
+      ]);
+      // The Charts page names it.
+      expect(await chartsPageWarning(creds)).toMatch(
+        new RegExp(
+          `^Worker 1 \\(pid ${second}\\) is left out of these counts \\(.*no answer within 1000 ms\\): they add up 1 of 2 workers\\.$`,
+        ),
+      );
+    } finally {
+      process.kill(second, "SIGCONT");
+    }
+    await eventually(async () =>
+      expect(((await consoleCall(creds, "charts")) as Charts).workers.missing).toEqual([]),
+    );
   });
 
   it("keeps a FIFO queue's order and deduplication across workers", async () => {

@@ -1,4 +1,4 @@
-import { serve, type WorkflowContext } from "@upstash/workflow";
+import { serve, WorkflowNonRetryableError, type WorkflowContext } from "@upstash/workflow";
 import { createWorkflow, serveMany } from "@upstash/workflow/cloudflare";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eventually } from "../harness/eventually.js";
@@ -58,6 +58,8 @@ describe("run log fields of SDK 1.3", () => {
     const url = flaky("/fail-fields", { broken: true });
     const { workflowRunId } = await w.client.trigger({
       url,
+      // A payload shaped like a step is the user's, not a step: it names nothing.
+      body: { stepId: 99, targetStep: 7, stepName: "payload" },
       retries: 0,
       label: ["team-a", "nightly"],
       flowControl: { key: "fc-fields", parallelism: 2 },
@@ -77,7 +79,9 @@ describe("run log fields of SDK 1.3", () => {
     expect(f["maxRetries"]).toEqual(expect.any(Number));
     const next = (run["steps"] as { type: string; steps: Json[] }[]).at(-1);
     expect(next?.type).toBe("next");
-    expect(next?.steps[0]).toMatchObject({ state: "STEP_FAILED", stepName: "flaky" });
+    // "flaky" is the second step: its id is the last recorded step's ("first", 1) plus one.
+    expect(next?.steps[0]).toMatchObject({ state: "STEP_FAILED", stepName: "flaky", stepId: 2 });
+    expect(next?.steps[0]?.["stepType"]).toBeUndefined();
 
     const { messages } = await w.client.dlq.list({ filter: { workflowRunId } });
     expect(messages[0]).toMatchObject({
@@ -99,6 +103,48 @@ describe("run log fields of SDK 1.3", () => {
     expect(retrying["nextDeliveryTime"]).toBeGreaterThan(before + 500_000);
     expect(retrying["retryDelay"]).toBe("600000");
     await w.client.cancel({ ids: workflowRunId });
+  });
+
+  it("names a failed parallel step by its plan step: id, name and type", async () => {
+    const url = w.app.route(
+      "/fail-parallel",
+      serve(
+        async (context) => {
+          await context.run("before", () => 0);
+          await Promise.all([
+            context.run("left", () => 1),
+            context.run("right", (): number => {
+              throw new Error("boom in right");
+            }),
+          ]);
+        },
+        { env: w.env },
+      ).handler,
+    );
+    const { workflowRunId } = await w.client.trigger({ url, retries: 0 });
+    const run = await runLog(workflowRunId, (r) => expect(r["workflowState"]).toBe("RUN_FAILED"));
+    const failed = stepsOf(run).find((s) => s["state"] === "STEP_FAILED");
+    // "before" is step 1, the parallel group steps 2 and 3.
+    expect(failed).toMatchObject({ stepName: "right", stepId: 3, stepType: "Run" });
+  });
+
+  it("claims no step name when the failed answer names none (a non-retryable error)", async () => {
+    const url = w.app.route(
+      "/fail-unnamed",
+      serve(
+        async (context) => {
+          await context.run("only", () => 1);
+          throw new WorkflowNonRetryableError("stop here");
+        },
+        { env: w.env },
+      ).handler,
+    );
+    const { workflowRunId } = await w.client.trigger({ url });
+    const run = await runLog(workflowRunId, (r) => expect(r["workflowState"]).toBe("RUN_FAILED"));
+    const failed = stepsOf(run).find((s) => s["state"] === "STEP_FAILED") ?? {};
+    expect(failed["errors"]).toEqual([expect.objectContaining({ status: 489 })]);
+    expect(failed).not.toHaveProperty("stepName");
+    expect(failed).not.toHaveProperty("stepId");
   });
 
   it("shows a call's request and response, a wait's timeout and notify's run fields", async () => {

@@ -2,7 +2,7 @@ import { get } from "../api.js";
 import { fmtCount, Page, Table, useInterval, useLoad } from "../ui.js";
 import { fmtZoned } from "./shown.js";
 
-/** GET /console/api/charts (src/admin/console/charts.ts). */
+/** GET /console/api/charts (src/admin/console/charts.ts): every worker's counts added up. */
 interface Outcomes {
   delivered: number;
   failed: number;
@@ -24,15 +24,23 @@ interface Point {
   } | null;
   byQueue: Record<string, Outcomes>;
   byHost: Record<string, Outcomes>;
-  kvRequestsPerSecond: number;
+  /** KV commands in the step, per database. */
+  kvCommands: Record<string, number>;
   keys: Record<string, number | null>;
+}
+interface MissingWorker {
+  worker: number;
+  pid: number | null;
+  error: string;
 }
 interface Charts {
   stepMs: number;
   now: number;
   points: Point[];
-  /** True when stashd runs several worker processes: the counts are the first worker's. */
-  firstWorkerOnly: boolean;
+  /** The processes added up, and the workers whose counts are not in the points. */
+  workers: { counted: number; missing: MissingWorker[] };
+  /** Key counts when the page asked. */
+  databases: { name: string; keys: number | null }[];
 }
 
 interface Series {
@@ -49,7 +57,17 @@ const H = 120;
  * A small line chart in inline SVG: one polyline per series over the points' times, the y axis
  * from 0 to the largest value, a legend with each series' last value. No chart library.
  */
-export function LineChart(p: { title: string; series: Series[]; unit?: string; times: number[] }) {
+export function LineChart(p: {
+  title: string;
+  series: Series[];
+  unit?: string;
+  times: number[];
+  /**
+   * What the legend gives per series: its last value drawn (default: a step without one, such as
+   * a step without attempts, is skipped), or its total over the points.
+   */
+  legend?: "last" | "total";
+}) {
   const max = Math.max(1, ...p.series.flatMap((s) => s.values.map((v) => v ?? 0)));
   const n = Math.max(2, p.times.length);
   const x = (i: number) => (i / (n - 1)) * (W - 40) + 36;
@@ -92,8 +110,9 @@ export function LineChart(p: { title: string; series: Series[]; unit?: string; t
         {p.series.map((s) => (
           <span key={s.name} data-series={s.name}>
             <i style={{ background: s.color }} /> {s.name}:{" "}
-            {fmtCount(s.values[s.values.length - 1] ?? null)}
-            {p.unit ?? ""}
+            {p.legend === "total"
+              ? `${fmtCount(s.values.reduce<number>((a, v) => a + (v ?? 0), 0))} in all`
+              : `${fmtCount(lastKnown(s.values))}${p.unit ?? ""}`}
           </span>
         ))}
       </div>
@@ -101,7 +120,16 @@ export function LineChart(p: { title: string; series: Series[]; unit?: string; t
   );
 }
 
-const series = (points: Point[], pick: [string, (p: Point) => number | null][]): Series[] =>
+/** The newest value that is not null. */
+function lastKnown(values: (number | null)[]): number | null {
+  for (let i = values.length - 1; i >= 0; i--) if (values[i] !== null) return values[i] ?? null;
+  return null;
+}
+
+const series = (
+  points: Point[],
+  pick: (readonly [string, (p: Point) => number | null])[],
+): Series[] =>
   pick.map(([name, f], i) => ({
     name,
     color: COLORS[i % COLORS.length] ?? "#333",
@@ -115,8 +143,11 @@ export function ChartsPage() {
   const d = data.data;
   const pts = d?.points ?? [];
   const times = pts.map((p) => p.t);
-  const step = d ? stepText(d.stepMs) : "";
-  const dbs = [...new Set(pts.flatMap((p) => Object.keys(p.keys)))];
+  const stepMs = d?.stepMs ?? 60_000;
+  const step = stepText(stepMs);
+  const names = d?.databases.map((db) => db.name) ?? [];
+  const kvDbs = [...new Set([...names, ...pts.flatMap((p) => Object.keys(p.kvCommands))])];
+  const keyDbs = [...new Set([...names, ...pts.flatMap((p) => Object.keys(p.keys))])];
   return (
     <Page
       title="Charts"
@@ -133,13 +164,7 @@ export function ChartsPage() {
           {data.error}
         </p>
       )}
-      {d?.firstWorkerOnly && (
-        <p class="hint" data-testid="first-worker-only">
-          stashd runs several worker processes (STASHD_WORKERS): the publishes, deliveries,
-          durations and KV requests here are the first worker's share only. The backlog and key
-          counts are the whole server's; /metrics on the admin port adds up every worker.
-        </p>
-      )}
+      {d && <WorkersLine workers={d.workers} />}
       {d && pts.length === 0 && (
         <p class="empty">
           No point yet: the first comes {step} after stashd started (charts are kept in memory and
@@ -152,6 +177,7 @@ export function ChartsPage() {
             <LineChart
               title={`Messages per ${step}`}
               times={times}
+              legend="total"
               series={series(pts, [
                 ["published", (p) => p.published],
                 ["delivered", (p) => p.delivered],
@@ -181,22 +207,26 @@ export function ChartsPage() {
               ])}
             />
             <LineChart
-              title="KV requests per second"
-              times={times}
-              series={series(pts, [["all databases", (p) => p.kvRequestsPerSecond]])}
-            />
-            <LineChart
-              title="Keys per database"
+              title="KV commands per second, per database"
+              unit="/s"
               times={times}
               series={series(
                 pts,
-                dbs.map(
-                  (db) =>
-                    [db, (p: Point) => p.keys[db] ?? null] as [string, (p: Point) => number | null],
+                kvDbs.map(
+                  (db) => [db, (p: Point) => perSecond(p.kvCommands[db] ?? 0, stepMs)] as const,
                 ),
               )}
             />
+            <LineChart
+              title="Keys per database (end of each step)"
+              times={times}
+              series={series(
+                pts,
+                keyDbs.map((db) => [db, (p: Point) => p.keys[db] ?? null] as const),
+              )}
+            />
           </div>
+          {d && <DatabaseTable charts={d} />}
           <GroupTable
             title="Per queue, last hour"
             points={pts}
@@ -212,6 +242,68 @@ export function ChartsPage() {
         </>
       )}
     </Page>
+  );
+}
+
+/** Commands in a step as a rate, one decimal. */
+function perSecond(commands: number, stepMs: number): number {
+  return Math.round((commands / stepMs) * 10_000) / 10;
+}
+
+/**
+ * Whose counts the charts add up: every worker's of `stashd start`, and by name each worker that
+ * did not answer in time (its counts are missing from these points, not zero).
+ */
+function WorkersLine(p: { workers: Charts["workers"] }) {
+  const { counted, missing } = p.workers;
+  return (
+    <>
+      {counted > 1 && missing.length === 0 && (
+        <p class="hint" data-testid="workers-counted">
+          The counts of all {counted} worker processes, added up.
+        </p>
+      )}
+      {missing.map((m) => (
+        <p key={m.worker} class="error-line" role="alert" data-testid="worker-missing">
+          Worker {m.worker}
+          {m.pid === null ? "" : ` (pid ${m.pid})`} is left out of these counts ({m.error}): they
+          add up {counted} of {counted + missing.length} workers.
+        </p>
+      ))}
+    </>
+  );
+}
+
+/** Per database: commands over the kept points, the last step's and the busiest step's rate, keys now. */
+function DatabaseTable(p: { charts: Charts }) {
+  const pts = p.charts.points;
+  const rows = p.charts.databases.map((db) => {
+    const steps = pts.map((pt) => pt.kvCommands[db.name] ?? 0);
+    return {
+      name: db.name,
+      keys: db.keys,
+      total: steps.reduce((a, b) => a + b, 0),
+      last: perSecond(steps[steps.length - 1] ?? 0, p.charts.stepMs),
+      peak: perSecond(Math.max(0, ...steps), p.charts.stepMs),
+    };
+  });
+  return (
+    <>
+      <h2 class="section">Per database</h2>
+      <Table
+        label="Per database"
+        rows={rows}
+        rowKey={(r) => r.name}
+        empty="No database."
+        columns={[
+          { title: "Database", render: (r) => <code>{r.name}</code> },
+          { title: "Commands", render: (r) => fmtCount(r.total), class: "num" },
+          { title: "Last step /s", render: (r) => fmtCount(r.last), class: "num" },
+          { title: "Busiest step /s", render: (r) => fmtCount(r.peak), class: "num" },
+          { title: "Keys now", render: (r) => fmtCount(r.keys), class: "num" },
+        ]}
+      />
+    </>
   );
 }
 

@@ -1,5 +1,5 @@
 import { useEffect, useRef, useState } from "preact/hooks";
-import { ChangedError, get, kvCompareAndWrite, kvWrite, query } from "../api.js";
+import { ChangedError, get, kvEdit, kvWrite, query, type Arg } from "../api.js";
 import { Action, ActionForm, ErrorLine, Facts, fmtTtl, messageOf, Panel } from "../ui.js";
 import { ValueEditor } from "./kv-values.js";
 
@@ -69,13 +69,13 @@ export function KeyDetail(p: {
     }
   };
   useEffect(() => void reload(1), [p.db, p.name]);
-  const write = async (...commands: string[][]) => {
-    await kvWrite(p.db, ...commands);
+  const write = async (...commands: Arg[][]) => {
+    await kvEdit(p.db, p.name, commands);
     await reload();
   };
-  const cas = async (read: string[], expected: string, ...writes: string[][]) => {
+  const cas = async (read: Arg[], expected: Arg, ...writes: Arg[][]) => {
     try {
-      await kvCompareAndWrite(p.db, p.name, read, expected, ...writes);
+      await kvEdit(p.db, p.name, writes, { read, expected });
     } catch (err) {
       if (err instanceof ChangedError) setStale(true);
       throw err;

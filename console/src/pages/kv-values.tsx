@@ -1,11 +1,11 @@
 import { useState } from "preact/hooks";
-import { flatReply } from "../api.js";
+import type { Arg } from "../api.js";
 import { Action, ActionForm, Pre } from "../ui.js";
 import type { KeyView } from "./kv-key.js";
 
-type Write = (...commands: string[][]) => Promise<void>;
-/** Runs `writes` only if `read` still answers `expected` (api.ts kvCompareAndWrite). */
-type CompareAndWrite = (read: string[], expected: string, ...writes: string[][]) => Promise<void>;
+type Write = (...commands: Arg[][]) => Promise<void>;
+/** Runs `writes` only if `read` still answers `expected` (api.ts kvEdit). */
+type CompareAndWrite = (read: Arg[], expected: Arg, ...writes: Arg[][]) => Promise<void>;
 
 /** A value no list element holds: an element removed by index is first set to it. */
 const removedMark = () => `\u0000stashd-console-removed-${crypto.randomUUID()}`;
@@ -15,24 +15,30 @@ const removedMark = () => `\u0000stashd-console-removed-${crypto.randomUUID()}`;
  * page shows (a string, a JSON document, a hash field, a list element, a set member, a score, a
  * stream entry) is a compare-and-write: when it changed since it was loaded nothing is written
  * (the caller says so). List elements go by index. Adding (a field, member, element, entry) is a
- * plain write, except that a hash field or set member that exists already is refused.
+ * plain write, except that a hash field that exists already is refused. Members that are not
+ * UTF-8 are shown as hex and edited as hex, and every command carries their exact bytes.
  */
 export function ValueEditor(p: { view: KeyView; write: Write; cas: CompareAndWrite }) {
   const { view, write, cas } = p;
   const k = view.key;
   switch (view.type) {
-    case "string":
+    case "string": {
+      const shown = String(view.value ?? "");
+      const binary = view.encoding === "hex";
       return (
         <StringEditor
           // A refreshed value restarts the editor from it.
-          key={String(view.value ?? "")}
-          value={String(view.value ?? "")}
-          binary={view.encoding === "hex"}
+          key={shown}
+          value={shown}
+          binary={binary}
           length={view.length}
           shownBytes={view.shownBytes ?? view.length}
-          save={(v) => cas(["GET", k], String(view.value ?? ""), ["SET", k, v, "KEEPTTL"])}
+          save={(v) =>
+            cas(["GET", k], typed(shown, binary), ["SET", k, typed(v, binary), "KEEPTTL"])
+          }
         />
       );
+    }
     case "ReJSON-RL":
       return (
         <JsonEditor
@@ -45,12 +51,12 @@ export function ValueEditor(p: { view: KeyView; write: Write; cas: CompareAndWri
       return (
         <Rows
           kind="hash"
-          rows={(view.value as [Member, Member][]).map(([f, v]) => row(f, f, v))}
+          rows={(view.value as [Member, Member][]).map(([f, v]) => ({ id: f, label: f, value: v }))}
           labels={["Field", "Value"]}
           save={(r, v) => cas(["HGET", k, r.id], r.value, ["HSET", k, r.id, v])}
           remove={(r) => cas(["HGET", k, r.id], r.value, ["HDEL", k, r.id])}
           add={(f, v) => {
-            if (f === "") throw new Error("a hash field needs a name");
+            if (isEmpty(f)) throw new Error("a hash field needs a name");
             // HEXISTS answers 0 while the field is new: a field that appeared meanwhile is kept.
             return cas(["HEXISTS", k, f], "0", ["HSET", k, f, v]);
           }}
@@ -60,7 +66,11 @@ export function ValueEditor(p: { view: KeyView; write: Write; cas: CompareAndWri
       return (
         <Rows
           kind="list"
-          rows={(view.value as Member[]).map((v, i) => row(String(i), String(i), v))}
+          rows={(view.value as Member[]).map((v, i) => ({
+            id: String(i),
+            label: String(i),
+            value: v,
+          }))}
           labels={["Index", "Value"]}
           save={(r, v) => cas(["LINDEX", k, r.id], r.value, ["LSET", k, r.id, v])}
           remove={(r) => {
@@ -80,7 +90,7 @@ export function ValueEditor(p: { view: KeyView; write: Write; cas: CompareAndWri
       return (
         <Rows
           kind="set"
-          rows={(view.value as Member[]).map((m) => row(m, m, ""))}
+          rows={(view.value as Member[]).map((m) => ({ id: m, label: m, value: "" }))}
           labels={["Member", ""]}
           remove={(r) => cas(["SISMEMBER", k, r.id], "1", ["SREM", k, r.id])}
           add={(f) => write(["SADD", k, f])}
@@ -91,11 +101,14 @@ export function ValueEditor(p: { view: KeyView; write: Write; cas: CompareAndWri
       return (
         <Rows
           kind="zset"
-          rows={(view.value as [Member, Member][]).map(([m, s]) => row(m, m, s))}
+          rows={(view.value as [Member, Member][]).map(([m, s]) => ({ id: m, label: m, value: s }))}
           labels={["Member", "Score"]}
-          save={(r, v) => cas(["ZSCORE", k, r.id], r.value, ["ZADD", k, checkScore(v), r.id])}
+          save={(r, v) =>
+            cas(["ZSCORE", k, r.id], r.value, ["ZADD", k, checkScore(textOf(v)), r.id])
+          }
           remove={(r) => cas(["ZSCORE", k, r.id], r.value, ["ZREM", k, r.id])}
-          add={(m, s) => write(["ZADD", k, checkScore(s || "0"), m])}
+          add={(m, s) => write(["ZADD", k, checkScore(textOf(s) || "0"), m])}
+          textValues
         />
       );
     case "stream":
@@ -103,14 +116,16 @@ export function ValueEditor(p: { view: KeyView; write: Write; cas: CompareAndWri
         <Rows
           kind="stream"
           rows={(view.value as [string, [Member, Member][]][]).map(([id, fields]) => {
-            const binary = fields.flat().some((m) => typeof m !== "string");
             const shown = fields.map(([f, v]) => `${textOf(f)}=${textOf(v)}`).join("  ");
-            return { ...row(id, id, shown), binary, entry: flatReply([[id, fields]]) };
+            const hexParts = fields.flat().some(isBinary);
+            return { id, label: id, value: shown, entry: flatEntry(id, fields), hexParts };
           })}
           labels={["Entry id", "Fields"]}
           remove={(r) => cas(["XRANGE", k, r.id, r.id], r.entry ?? "", ["XDEL", k, r.id])}
           add={(f, v) => write(["XADD", k, "*", f, v])}
           readOnlyValues
+          textValues
+          hexAdd={false}
         />
       );
     default:
@@ -120,7 +135,8 @@ export function ValueEditor(p: { view: KeyView; write: Write; cas: CompareAndWri
 
 /**
  * A string value (sizes in bytes, as STRLEN counts them); one that is JSON can be re-formatted
- * before saving. A value cut at the size limit, or binary (not UTF-8, shown as hex), is read-only.
+ * before saving. A binary value (not UTF-8) is shown and edited as hex; a value cut at the size
+ * limit is read-only.
  */
 function StringEditor(p: {
   value: string;
@@ -131,11 +147,15 @@ function StringEditor(p: {
 }) {
   const [text, setText] = useState(p.value);
   const cut = p.shownBytes < p.length;
-  const readOnly = cut || p.binary;
+  const readOnly = cut;
   return (
     <div class="editor">
       <h3>Value</h3>
-      {p.binary && <p class="hint">Binary value (not UTF-8), shown as hex; read-only.</p>}
+      {p.binary && (
+        <p class="hint">
+          Binary value (not UTF-8), shown and edited as hex: two digits a byte, spaces ignored.
+        </p>
+      )}
       {cut && (
         <p class="hint">
           Showing the first {p.shownBytes.toLocaleString("en-US")} of{" "}
@@ -158,7 +178,7 @@ function StringEditor(p: {
           done="Saved"
           run={() => p.save(text)}
         />
-        {!readOnly && isJson(text) && (
+        {!readOnly && !p.binary && isJson(text) && (
           <button
             type="button"
             class="btn plain"
@@ -214,28 +234,52 @@ function isJson(text: string): boolean {
   }
 }
 
-/**
- * A member as GET .../key sends it: its text when UTF-8, else `{hex}` of its bytes (a binary
- * member is shown as hex and cannot be edited: the REST API's JSON carries text only).
- */
-type Member = string | { hex: string };
+/** A member as GET .../key sends it: its text when UTF-8, else `{hex}` of its bytes. */
+type Member = Arg;
 
+const isBinary = (m: Member): m is { hex: string } => typeof m !== "string";
+
+/** How a member is shown and edited: its text, or the hex of its bytes. */
 const textOf = (m: Member): string => (typeof m === "string" ? m : m.hex);
 
-/** A table row of a member: `id` names it in commands, `label` and `value` are shown. */
-function row(id: Member, label: Member, value: Member): Row {
-  const binary = [id, label, value].some((m) => typeof m !== "string");
-  return { id: textOf(id), label: textOf(label), value: textOf(value), binary };
+const isEmpty = (m: Member): boolean => textOf(m) === "";
+
+/** Hex as typed, whitespace ignored: pairs of hex digits; else an error saying so. */
+export function checkHex(text: string): string {
+  const hex = text.replace(/\s+/g, "").toLowerCase();
+  if (!/^(?:[0-9a-f]{2})*$/.test(hex)) {
+    throw new Error(`hex must be pairs of digits 0-9 a-f (two a byte), not "${text}"`);
+  }
+  return hex;
 }
 
+/** A value as typed into an editor showing hex (`hex`) or text. */
+const typed = (text: string, hex: boolean): Member => (hex ? { hex: checkHex(text) } : text);
+
+/** The bytes of a member, as hex. */
+const hexOf = (m: Member): string =>
+  isBinary(m)
+    ? m.hex
+    : Array.from(new TextEncoder().encode(m), (b) => b.toString(16).padStart(2, "0")).join("");
+
+/**
+ * A stream entry as kv-edit.lua compares XRANGE's reply: its id and fields' bytes in order,
+ * joined by a NUL byte.
+ */
+const flatEntry = (id: string, fields: [Member, Member][]): Member => ({
+  hex: [id, ...fields.flat()].map(hexOf).join("00"),
+});
+
+/** A table row of a member: `id` names it in commands, `label` and `value` are shown. */
 interface Row {
-  id: string;
-  label: string;
-  value: string;
-  /** Some of it is not UTF-8: shown as hex, read-only. */
-  binary: boolean;
-  /** Streams: the entry as XRANGE answers it, flattened (flatReply), to compare before XDEL. */
-  entry?: string;
+  id: Member;
+  label: Member;
+  /** The value shown; an edit compares it with Redis's before it writes. */
+  value: Member;
+  /** Streams: the entry as XRANGE answers it, to compare before XDEL. */
+  entry?: Member;
+  /** Streams: some field or value is not UTF-8 and shown as hex. */
+  hexParts?: boolean;
 }
 
 /** A sorted-set score as typed: a number (or ±inf), trimmed; else an error saying so. */
@@ -247,20 +291,28 @@ export function checkScore(text: string): string {
   return t;
 }
 
-/** Members of a collection, each with its own save/remove, and a row to add one. */
+/**
+ * Members of a collection, each with its own save/remove, and a row to add one. The add row's
+ * "hex" box reads what is typed as hex bytes (a score, `textValues`, stays a number).
+ */
 function Rows(p: {
   kind: string;
   rows: Row[];
   labels: [string, string];
-  save?: (r: Row, v: string) => Promise<void>;
+  save?: (r: Row, v: Member) => Promise<void>;
   remove: (r: Row) => Promise<void>;
-  add: (field: string, value: string) => Promise<void>;
+  add: (field: Member, value: Member) => Promise<void>;
   addField?: boolean;
   addValue?: boolean;
   readOnlyValues?: boolean;
+  /** Values are always text (scores, stream fields shown together). */
+  textValues?: boolean;
+  /** Offer the add row's "hex" box (default true). */
+  hexAdd?: boolean;
 }) {
   const [field, setField] = useState("");
   const [value, setValue] = useState("");
+  const [hex, setHex] = useState(false);
   const addField = p.addField ?? true;
   const addValue = p.addValue ?? true;
   return (
@@ -277,7 +329,7 @@ function Rows(p: {
           {p.rows.map((r) => (
             <MemberRow
               // A refreshed value is a new row: the input restarts from it.
-              key={`${r.id}\u0000${r.value}`}
+              key={`${hexOf(r.id)}\u0000${hexOf(r.value)}`}
               row={r}
               save={p.readOnlyValues ? undefined : p.save}
               remove={p.remove}
@@ -291,7 +343,7 @@ function Rows(p: {
         kind="plain"
         done="Added"
         run={async () => {
-          await p.add(field, value);
+          await p.add(typed(field, hex), p.textValues ? value : typed(value, hex));
           setField("");
           setValue("");
         }}
@@ -299,8 +351,9 @@ function Rows(p: {
         {addField && (
           <input
             name="add-field"
-            placeholder={p.kind === "zset" ? "member" : p.kind === "set" ? "member" : "field"}
+            placeholder={p.kind === "zset" || p.kind === "set" ? "member" : "field"}
             value={field}
+            class={hex ? "hex" : undefined}
             onInput={(e) => setField((e.target as HTMLInputElement).value)}
           />
         )}
@@ -309,61 +362,72 @@ function Rows(p: {
             name="add-value"
             placeholder={p.kind === "zset" ? "score" : "value"}
             value={value}
+            class={hex && !p.textValues ? "hex" : undefined}
             onInput={(e) => setValue((e.target as HTMLInputElement).value)}
           />
+        )}
+        {(p.hexAdd ?? true) && (
+          <label class="hint nowrap">
+            <input
+              type="checkbox"
+              name="add-hex"
+              checked={hex}
+              onChange={(e) => setHex((e.target as HTMLInputElement).checked)}
+            />{" "}
+            hex
+          </label>
         )}
       </ActionForm>
     </div>
   );
 }
 
+/** A "hex" mark beside a member shown as the hex of its bytes. */
+const HexMark = () => (
+  <span class="hint" title="not UTF-8: shown and edited as hex, two digits a byte">
+    {" "}
+    hex
+  </span>
+);
+
 function MemberRow(p: {
   row: Row;
-  save: ((r: Row, v: string) => Promise<void>) | undefined;
+  save: ((r: Row, v: Member) => Promise<void>) | undefined;
   remove: (r: Row) => Promise<void>;
 }) {
-  const [value, setValue] = useState(p.row.value);
-  const binary = p.row.binary;
-  const save = binary ? undefined : p.save;
+  const { row, save } = p;
+  const shown = textOf(row.value);
+  const hexValue = isBinary(row.value);
+  const [value, setValue] = useState(shown);
   return (
-    <tr class={binary ? "binary" : undefined}>
+    <tr class={isBinary(row.label) || hexValue || row.hexParts ? "binary" : undefined}>
       <td>
-        <code>{p.row.label}</code>
-        {binary && (
-          <span class="hint" title="not UTF-8: shown as hex, read-only">
-            {" "}
-            hex
-          </span>
-        )}
+        <code>{textOf(row.label)}</code>
+        {isBinary(row.label) && <HexMark />}
       </td>
       <td>
         {save ? (
           <input
-            aria-label={`value of ${p.row.label}`}
+            aria-label={`value of ${textOf(row.label)}`}
             value={value}
+            class={hexValue ? "hex" : undefined}
             onInput={(e) => setValue((e.target as HTMLInputElement).value)}
           />
         ) : (
-          <span class="mono">{p.row.value}</span>
+          <span class="mono">{shown}</span>
         )}
+        {(hexValue || row.hexParts) && <HexMark />}
       </td>
       <td class="nowrap">
         {save && (
           <Action
             label="Save"
-            disabled={value === p.row.value}
+            disabled={value === shown}
             done="Saved"
-            run={() => save(p.row, value)}
+            run={() => save(row, typed(value, hexValue))}
           />
         )}
-        <Action
-          label="Remove"
-          kind="danger"
-          done="Removed"
-          disabled={binary}
-          title={binary ? "binary (not UTF-8): read-only here; use redis-cli" : undefined}
-          run={() => p.remove(p.row)}
-        />
+        <Action label="Remove" kind="danger" done="Removed" run={() => p.remove(row)} />
       </td>
     </tr>
   );

@@ -12,7 +12,17 @@ interface WorkflowDlqEntry {
   workflowCreatedAt: number;
   responseStatus: number;
   responseBody?: string;
+  responseHeader?: Record<string, string[]>;
 }
+
+/**
+ * The failed step's name as the endpoint reported it on its failed answer (the SDK's
+ * `Upstash-Error-Step-Name`, docs/workflow.md §12); the run's page says more.
+ */
+const failedStepName = (m: WorkflowDlqEntry): string | undefined =>
+  Object.entries(m.responseHeader ?? {}).find(
+    ([name]) => name.toLowerCase() === "upstash-error-step-name",
+  )?.[1][0];
 
 /**
  * The workflow DLQ: one entry per failed run; resume (keep done steps), restart, or delete. A row
@@ -54,6 +64,13 @@ export function WorkflowDlq(p: { tabs: Children }) {
           },
           { title: "URL", render: (m) => <span class="url">{m.workflowUrl}</span> },
           { title: "Status", render: (m) => String(m.responseStatus) },
+          {
+            title: "Step",
+            render: (m) => {
+              const step = failedStepName(m);
+              return step === undefined ? "—" : <code>{step}</code>;
+            },
+          },
           {
             title: "",
             class: "nowrap",

@@ -29,6 +29,7 @@ export interface StepError {
  */
 export interface RunStep {
   messageId?: string;
+  stepId?: number;
   stepName?: string;
   stepType?: string;
   state: string;
@@ -203,11 +204,25 @@ function RunView(p: { run: Run; reload: () => void }) {
   );
 }
 
-/** The name of the step a failed message was running: the one after the last completed step. */
-function failedStepName(steps: TimelineStep[]): string {
-  const done = steps.filter((s) => s.group !== "next" && s.stepName !== undefined);
-  const last = done[done.length - 1];
-  return last ? `the step after "${last.stepName ?? ""}"` : "the first step";
+/**
+ * The step a failed message was running, as the run's log names it (its id, name and type, each
+ * when something recorded it: docs/workflow.md §12); when nothing names it, the honest "the step
+ * after" the last completed one.
+ */
+function FailedStepTitle(p: { step: RunStep; steps: TimelineStep[] }) {
+  const { stepId, stepName, stepType } = p.step;
+  if (stepName === undefined) {
+    const done = p.steps.filter((s) => s.group !== "next" && s.stepName !== undefined);
+    const last = done[done.length - 1];
+    return <h2>Failed at {last ? `the step after "${last.stepName ?? ""}"` : "the first step"}</h2>;
+  }
+  return (
+    <h2>
+      Failed at {stepId !== undefined ? `step ${stepId}, ` : "step "}
+      <code data-failed-step>{stepName}</code>
+      {stepType !== undefined && <span class="step-type"> ({stepType})</span>}
+    </h2>
+  );
 }
 
 /** The failure on top of a failed run: which step, its last error, status and response body. */
@@ -216,7 +231,7 @@ function FailedStep(p: { step: TimelineStep; steps: TimelineStep[] }) {
   const last = errors[errors.length - 1];
   return (
     <section class="card failure" aria-label="failure" role="alert">
-      <h2>Failed at {failedStepName(p.steps)}</h2>
+      <FailedStepTitle step={p.step} steps={p.steps} />
       <p>
         {last ? last.error : "no attempt error recorded"}
         {last?.status !== undefined && ` (HTTP ${last.status})`}; {errors.length}{" "}

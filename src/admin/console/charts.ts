@@ -1,176 +1,166 @@
-import cluster from "node:cluster";
-import { onDelivery, registry, type DeliveryOutcome } from "../../shared/metrics.js";
-import type { QueueDepth } from "../../queue/store/depth.js";
+import {
+  emptyOutcomes,
+  LATENCY_EDGES_MS,
+  MAX_GROUPS,
+  OTHER_GROUP,
+  POINTS,
+  type CountPoint,
+  type Outcomes,
+  type StepSample,
+} from "./chart-counts.js";
 
 /**
- * The console's charts (docs/console.md, Charts): one point per step (STASHD_CONSOLE_CHART_STEP_MS,
- * a minute by default), the last POINTS kept in memory, lost on restart. Each point holds what
- * happened during its step, from what stashd already measures:
- *
- * - publish requests: the delta of `stashd_http_requests_total` for the queue's publish, enqueue
- *   and batch routes answered 2xx (a batch counts once);
- * - delivered / failed / retried attempts, and their durations as a histogram (the p50/p90/p99
- *   shown are bucket upper bounds), counted by metrics.onDelivery, with per-queue and
- *   per-destination-host counts (at most MAX_GROUPS of each per point, the rest as "(other)");
- * - the backlog at the end of the step (readQueueDepth: five counting reads);
- * - KV requests per second (the delta of the KV service's `stashd_http_requests_total`: a
- *   pipeline or transaction counts once) and each database's DBSIZE at the end of the step.
- *
- * This process's metrics only: on a cluster of stashd processes each console charts its own, and
- * under `stashd start` with several workers (src/cli/supervisor.ts) the first worker, which runs
- * the console, counts its own share; the snapshot says so (`firstWorkerOnly`) and the page
- * tells the user. The backlog and the key counts are read from Redis, so they are the server's.
+ * GET /console/api/charts (docs/console.md, Charts): every process's count points (chart-counts.ts)
+ * added up step by step, the percentiles computed from the summed duration histograms, with the
+ * sample of the console's process. Under `stashd start` with several workers the first worker
+ * gathers the others' points through the supervisor (src/cli/supervisor.ts); a worker that did
+ * not answer in time is listed in `workers.missing`, never silently left out.
  */
-export const POINTS = 60;
-const MAX_GROUPS = 20;
-/** Attempt-duration bucket upper bounds (ms); the last bucket is everything slower. */
-export const LATENCY_EDGES_MS = [5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000];
-const PUBLISH_ROUTES = new Set(["POST publish **", "POST enqueue * **", "POST batch"]);
 
-interface Outcomes {
-  delivered: number;
-  failed: number;
-  retried: number;
+/** A worker whose counts are not in the answer, and why. */
+export interface MissingWorker {
+  /** Its index (0 is the first worker), as in the supervisor's logs. */
+  worker: number;
+  pid: number | null;
+  error: string;
 }
 
-export interface ChartPoint {
-  /** End of the step (ms). */
+/** Another worker's answer (src/cli/supervisor.ts). */
+export interface WorkerCounts {
+  worker: number;
+  pid: number | null;
+  points?: CountPoint[];
+  error?: string;
+}
+
+/** The other workers' points, asked of the supervisor; undefined when this process is alone. */
+export type GatherCounts = () => Promise<WorkerCounts[]>;
+
+export interface ChartPoint extends Outcomes {
   t: number;
   published: number;
-  delivered: number;
-  failed: number;
-  retried: number;
-  /** Attempt durations: p50, p90, p99 (bucket upper bounds, ms; null past the last edge). */
-  latency: { count: number; p50: number | null; p90: number | null; p99: number | null };
-  backlog: QueueDepth | null;
+  /** Attempt durations: the summed histogram and its p50/p90/p99 (bucket upper bounds, ms). */
+  latency: {
+    count: number;
+    buckets: number[];
+    p50: number | null;
+    p90: number | null;
+    p99: number | null;
+  };
+  backlog: StepSample["backlog"];
   byQueue: Record<string, Outcomes>;
   byHost: Record<string, Outcomes>;
-  kvRequestsPerSecond: number;
-  keys: Record<string, number | null>;
+  kvCommands: Record<string, number>;
+  keys: StepSample["keys"];
 }
 
-export interface ChartSources {
+export interface ChartsAnswer {
   stepMs: number;
-  depth: () => Promise<QueueDepth>;
-  dbSizes: () => Promise<{ name: string; keys: number | null }[]>;
+  now: number;
+  latencyEdgesMs: number[];
+  points: ChartPoint[];
+  /** Processes whose counts are in the points, and the workers whose counts are not. */
+  workers: { counted: number; missing: MissingWorker[] };
+  /** Each database's key count when the page asked (DBSIZE), null for one that did not answer. */
+  databases: { name: string; keys: number | null }[];
 }
 
-/** The running step's tallies. */
-class Step {
-  outcomes: Outcomes = { delivered: 0, failed: 0, retried: 0 };
-  buckets = new Array<number>(LATENCY_EDGES_MS.length + 1).fill(0);
-  byQueue = new Map<string, Outcomes>();
-  byHost = new Map<string, Outcomes>();
-
-  add(outcome: DeliveryOutcome, queue: string | undefined, host: string, ms: number): void {
-    const field = outcome === "retry" ? "retried" : outcome;
-    this.outcomes[field]++;
-    const found = LATENCY_EDGES_MS.findIndex((edge) => ms <= edge);
-    const i = found < 0 ? LATENCY_EDGES_MS.length : found;
-    this.buckets[i] = (this.buckets[i] ?? 0) + 1;
-    if (queue !== undefined) tally(this.byQueue, queue)[field]++;
-    tally(this.byHost, host)[field]++;
-  }
+/** The answer from this process's points, the other workers' answers and the key counts now. */
+export function chartsAnswer(input: {
+  stepMs: number;
+  own: CountPoint[];
+  others: WorkerCounts[];
+  databases: ChartsAnswer["databases"];
+}): ChartsAnswer {
+  const answered = input.others.filter((w) => w.points !== undefined);
+  const missing = input.others
+    .filter((w) => w.points === undefined)
+    .map((w) => ({ worker: w.worker, pid: w.pid, error: w.error ?? "no answer" }));
+  const merged = mergePoints([input.own, ...answered.map((w) => w.points ?? [])]);
+  return {
+    stepMs: input.stepMs,
+    now: Date.now(),
+    latencyEdgesMs: LATENCY_EDGES_MS,
+    points: merged.map(chartPoint),
+    workers: { counted: 1 + answered.length, missing },
+    databases: input.databases,
+  };
 }
 
-function tally(groups: Map<string, Outcomes>, name: string): Outcomes {
-  const key = groups.has(name) || groups.size < MAX_GROUPS ? name : "(other)";
-  let t = groups.get(key);
-  if (!t) groups.set(key, (t = { delivered: 0, failed: 0, retried: 0 }));
-  return t;
-}
-
-function hostOf(url: string): string {
-  try {
-    return new URL(url).host;
-  } catch {
-    return "(bad url)";
-  }
-}
-
-export class ChartRing {
-  private readonly points: ChartPoint[] = [];
-  private step = new Step();
-  private timer: NodeJS.Timeout | undefined;
-  private unsubscribe: (() => void) | undefined;
-  private lastPublished: number | undefined;
-  private lastKv: number | undefined;
-
-  constructor(private readonly sources: ChartSources) {}
-
-  start(): void {
-    this.unsubscribe = onDelivery((outcome, d) =>
-      this.step.add(outcome, d.queueName, hostOf(d.url), d.durationMs),
-    );
-    void this.counters().then((c) => {
-      this.lastPublished = c.published;
-      this.lastKv = c.kv;
-    });
-    this.timer = setInterval(() => void this.close(), this.sources.stepMs);
-    this.timer.unref();
-  }
-
-  stop(): void {
-    clearInterval(this.timer);
-    this.unsubscribe?.();
-  }
-
-  snapshot(): { stepMs: number; points: ChartPoint[]; now: number; firstWorkerOnly: boolean } {
-    const firstWorkerOnly = cluster.isWorker;
-    return {
-      stepMs: this.sources.stepMs,
-      points: [...this.points],
-      now: Date.now(),
-      firstWorkerOnly,
-    };
-  }
-
-  /** Ends the running step: its point is added, the oldest dropped past POINTS. */
-  private async close(): Promise<void> {
-    const step = this.step;
-    this.step = new Step();
-    const [counters, backlog, sizes] = await Promise.all([
-      this.counters(),
-      this.sources.depth().catch(() => null),
-      this.sources.dbSizes().catch(() => []),
-    ]);
-    const published = counters.published - (this.lastPublished ?? counters.published);
-    const kv = counters.kv - (this.lastKv ?? counters.kv);
-    this.lastPublished = counters.published;
-    this.lastKv = counters.kv;
-    this.points.push({
-      t: Date.now(),
-      published,
-      ...step.outcomes,
-      latency: percentiles(step.buckets),
-      backlog,
-      byQueue: Object.fromEntries(step.byQueue),
-      byHost: Object.fromEntries(step.byHost),
-      kvRequestsPerSecond: Math.round((kv / this.sources.stepMs) * 1000 * 10) / 10,
-      keys: Object.fromEntries(sizes.map((s) => [s.name, s.keys])),
-    });
-    if (this.points.length > POINTS) this.points.shift();
-  }
-
-  /** The process's publish requests and KV requests so far (prom-client counters). */
-  private async counters(): Promise<{ published: number; kv: number }> {
-    const metric = registry.getSingleMetric("stashd_http_requests_total");
-    const values = metric ? (await metric.get()).values : [];
-    let published = 0;
-    let kv = 0;
-    for (const v of values) {
-      const { service, route, status } = v.labels;
-      if (service === "kv") kv += v.value;
-      else if (PUBLISH_ROUTES.has(String(route)) && String(status).startsWith("2")) {
-        published += v.value;
-      }
+/** Several processes' points summed per step end, the last POINTS steps, oldest first. */
+export function mergePoints(rings: CountPoint[][]): CountPoint[] {
+  const byEnd = new Map<number, CountPoint>();
+  for (const ring of rings) {
+    for (const p of ring) {
+      const seen = byEnd.get(p.t);
+      byEnd.set(p.t, seen ? addPoints(seen, p) : p);
     }
-    return { published, kv };
   }
+  return [...byEnd.values()].sort((a, b) => a.t - b.t).slice(-POINTS);
 }
 
-/** p50/p90/p99 as the upper bound of the bucket each falls in. */
-function percentiles(buckets: number[]): ChartPoint["latency"] {
+function addPoints(a: CountPoint, b: CountPoint): CountPoint {
+  const sample = a.sample ?? b.sample;
+  return {
+    t: a.t,
+    published: a.published + b.published,
+    delivered: a.delivered + b.delivered,
+    failed: a.failed + b.failed,
+    retried: a.retried + b.retried,
+    buckets: a.buckets.map((n, i) => n + (b.buckets[i] ?? 0)),
+    byQueue: capGroups(addGroups(a.byQueue, b.byQueue)),
+    byHost: capGroups(addGroups(a.byHost, b.byHost)),
+    kvCommands: addCounts(a.kvCommands, b.kvCommands),
+    ...(sample ? { sample } : {}),
+  };
+}
+
+function addGroups(
+  a: Record<string, Outcomes>,
+  b: Record<string, Outcomes>,
+): Record<string, Outcomes> {
+  const sum: Record<string, Outcomes> = {};
+  for (const groups of [a, b]) {
+    for (const [name, o] of Object.entries(groups)) addInto((sum[name] ??= emptyOutcomes()), o);
+  }
+  return sum;
+}
+
+/** The MAX_GROUPS busiest groups; the others (and an existing "(other)") summed as "(other)". */
+function capGroups(groups: Record<string, Outcomes>): Record<string, Outcomes> {
+  const named = Object.entries(groups).filter(([name]) => name !== OTHER_GROUP);
+  if (named.length <= MAX_GROUPS) return groups;
+  const busiest = named.sort(([, x], [, y]) => total(y) - total(x));
+  const other = { ...(groups[OTHER_GROUP] ?? emptyOutcomes()) };
+  for (const [, o] of busiest.slice(MAX_GROUPS)) addInto(other, o);
+  return { ...Object.fromEntries(busiest.slice(0, MAX_GROUPS)), [OTHER_GROUP]: other };
+}
+
+function addInto(sum: Outcomes, o: Outcomes): void {
+  sum.delivered += o.delivered;
+  sum.failed += o.failed;
+  sum.retried += o.retried;
+}
+
+const total = (o: Outcomes): number => o.delivered + o.failed + o.retried;
+
+function addCounts(a: Record<string, number>, b: Record<string, number>): Record<string, number> {
+  const sum = { ...a };
+  for (const [name, n] of Object.entries(b)) sum[name] = (sum[name] ?? 0) + n;
+  return sum;
+}
+
+function chartPoint({ buckets, sample, ...counts }: CountPoint): ChartPoint {
+  return {
+    ...counts,
+    latency: { ...percentiles(buckets), buckets },
+    backlog: sample?.backlog ?? null,
+    keys: sample?.keys ?? {},
+  };
+}
+
+/** p50/p90/p99 of a duration histogram, as the upper bound of the bucket each falls in. */
+export function percentiles(buckets: number[]): Omit<ChartPoint["latency"], "buckets"> {
   const count = buckets.reduce((a, b) => a + b, 0);
   const at = (q: number): number | null => {
     if (count === 0) return null;

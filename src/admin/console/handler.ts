@@ -17,8 +17,9 @@ import {
 } from "./auth.js";
 import type { QueueDepth } from "../../queue/store/depth.js";
 import { readKey, scanKeys } from "./kv-browse.js";
+import { parseEdit, runEdit } from "./kv-edit.js";
 import { deleteMatching, planDelete, treeLevel } from "./kv-namespaces.js";
-import type { ChartRing } from "./charts.js";
+import type { ChartsAnswer } from "./charts.js";
 import { listMessages, messagePage, queueGetter } from "./messages.js";
 import { pendingQuery, type PendingIds, type PendingNow, type PendingQuery } from "./pending.js";
 import { SessionStore } from "./sessions.js";
@@ -34,6 +35,11 @@ export interface ConsoleDeps {
   kvUrl: string;
   /** The KV databases and their tokens, from the registry (read only). */
   databases: () => DatabaseCredentials[];
+  /**
+   * A database's key count (DBSIZE) read on stashd's own connection, so the console's polling is
+   * not counted among the database's commands on the Charts page.
+   */
+  dbSize: (name: string) => Promise<number>;
   /** STASHD_CONSOLE_TOKEN: a second login token besides the queue token. */
   consoleToken?: string | undefined;
   /** Queue depth for the live counts (optional: without it those counts are not shown). */
@@ -42,8 +48,8 @@ export interface ConsoleDeps {
   pendingNow?: ((q: PendingQuery) => Promise<PendingNow>) | undefined;
   /** The ids of the pending messages matching filters (pending.ts), for a bulk cancel. */
   pendingIds?: ((q: URLSearchParams) => Promise<PendingIds>) | undefined;
-  /** The charts' points (charts.ts); without it the Charts page says they are off. */
-  charts?: (() => ReturnType<ChartRing["snapshot"]>) | undefined;
+  /** The charts' points, every worker's added up (charts.ts); without it, 404. */
+  charts?: (() => Promise<ChartsAnswer>) | undefined;
   /** Idle time after which a session ends. */
   sessionTtlMs: number;
   /** Budgets of failed logins (STASHD_CONSOLE_LOGIN_*); see login(). */
@@ -137,9 +143,9 @@ async function route(
   if (c.path === "/api/charts" && c.method === "GET") {
     c.req.resume();
     if (!deps.charts) throw new AppError("not_found", "no charts here");
-    return json(c, 200, deps.charts());
+    return json(c, 200, await deps.charts());
   }
-  const kv = /^\/api\/kv\/([^/]+)\/(scan|key|exec|tree|delete-matching)$/.exec(c.path);
+  const kv = /^\/api\/kv\/([^/]+)\/(scan|key|exec|edit|tree|delete-matching)$/.exec(c.path);
   if (kv) return kvRoute(deps, c, decodePathSegment(kv[1] ?? ""), kv[2] ?? "");
   throw new AppError("not_found", `no console API ${c.method} ${c.path}`);
 }
@@ -207,8 +213,8 @@ function summarySources(deps: ConsoleDeps) {
   return {
     queueUrl: deps.queueUrl,
     queueToken: deps.queueToken(),
-    kvUrl: deps.kvUrl,
     databases: deps.databases(),
+    dbSize: deps.dbSize,
     queueDepth: deps.queueDepth,
   };
 }
@@ -268,6 +274,10 @@ async function kvRoute(deps: ConsoleDeps, c: Call, name: string, action: string)
     return json(c, 200, await readKey(db, key, c.query.get("cursor") ?? "0"));
   }
   if (action === "exec" && c.method === "POST") return exec(deps, c, creds);
+  if (action === "edit" && c.method === "POST") {
+    // The browser's own edits, compared before they write, with the standard token (kv-edit.ts).
+    return json(c, 200, { wrote: await runEdit(db, parseEdit(await readJson(c))) });
+  }
   if (action === "tree" && c.method === "GET") {
     c.req.resume();
     const separator = c.query.get("separator") ?? ":";

@@ -1,6 +1,7 @@
 import type { DatabaseCredentials } from "../../kv/databases/database-manager.js";
 import type { QueueDepth } from "../../queue/store/depth.js";
-import { callApi, kvCommands, resultOf } from "./upstream.js";
+import { withTimeout } from "../../shared/wait.js";
+import { callApi } from "./upstream.js";
 
 /** The live counts the console polls every few seconds; null where a source did not answer. */
 export interface Summary {
@@ -20,8 +21,9 @@ export interface Summary {
 export interface SummarySources {
   queueUrl: string;
   queueToken: string;
-  kvUrl: string;
   databases: DatabaseCredentials[];
+  /** A database's key count, read by stashd itself (not counted as a command of the database). */
+  dbSize: (name: string) => Promise<number>;
   queueDepth: (() => Promise<QueueDepth>) | undefined;
 }
 
@@ -44,10 +46,6 @@ export async function summarize(s: SummarySources): Promise<Summary> {
     }
     return parsed.length;
   };
-  const dbSize = async (db: DatabaseCredentials): Promise<number | null> => {
-    const [reply] = await kvCommands(s.kvUrl, db.readonlyToken, [["DBSIZE"]]);
-    return Number(resultOf(reply));
-  };
   const down = new Set<string>();
   const settle = <T>(name: string, p: Promise<T>): Promise<T | null> =>
     withTimeout(p, SOURCE_TIMEOUT_MS).catch(() => {
@@ -60,7 +58,7 @@ export async function summarize(s: SummarySources): Promise<Summary> {
     settle("queue API", listLength("queues")),
     settle("queue API", listLength("topics")),
     settle("queue API", listLength("flowControl")),
-    ...s.databases.map((db) => settle(`KV ${db.name}`, dbSize(db))),
+    ...s.databases.map((db) => settle(`KV ${db.name}`, s.dbSize(db.name))),
   ]);
   return {
     queue: queue as QueueDepth | null,
@@ -71,12 +69,4 @@ export async function summarize(s: SummarySources): Promise<Summary> {
     databases: s.databases.map((db, i) => ({ name: db.name, keys: sizes[i] as number | null })),
     down: [...down],
   };
-}
-
-function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
-  });
-  return Promise.race([p, late]).finally(() => clearTimeout(timer));
 }

@@ -190,6 +190,7 @@ export function countCommands(p: Principal, n: number): void {
     );
   }
   p.db.countCommands(n);
+  p.db.commandsRun += n;
 }
 
 /** Reply objects, or RawReplies of a slice sent whole as it came (see `runSlice`). */

@@ -94,6 +94,8 @@ export class KvDatabase {
   private loaded: CommandTable | undefined;
   private day = "";
   private dayCount = 0;
+  /** Commands accepted so far (a pipeline counts each), for the console's charts (chart-counts.ts). */
+  commandsRun = 0;
   /** Ends scripts past the time limit (SCRIPT/FUNCTION KILL, or SHUTDOWN NOSAVE). */
   private readonly killer: ScriptKiller;
   /** Bounds on exclusive connections and event streams, all tokens together (exclusive-limits.ts). */

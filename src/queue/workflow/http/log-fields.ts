@@ -68,13 +68,80 @@ export async function failureFunctionLog(
   };
 }
 
+/** A header's first value, its name matched case-insensitively. */
+function headerValue(headers: Headers | undefined, name: string): string | undefined {
+  for (const [key, values] of Object.entries(headers ?? {})) {
+    if (key.toLowerCase() === name && values[0] !== undefined) return values[0];
+  }
+  return undefined;
+}
+
+/** The step JSON an entry carries (`{}` when it is not JSON: the init payload, a call body). */
+function entryStep(entry: StepEntry): Json {
+  try {
+    const v = JSON.parse(decodeText(entry.body)) as unknown;
+    return typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Json) : {};
+  } catch {
+    return {};
+  }
+}
+
+/** The id, name and type of a step, each only when known. */
+const named = (id: unknown, name: unknown, type: unknown): Json => ({
+  ...(typeof id === "number" && id > 0 ? { stepId: id } : {}),
+  ...(typeof name === "string" && name !== "" ? { stepName: name } : {}),
+  ...(typeof type === "string" && type !== "" ? { stepType: type } : {}),
+});
+
+/**
+ * The step an unfinished (or failed, or cancelled) message of the run runs, as far as something
+ * recorded names it (docs/workflow.md §12, "the step a next message runs"):
+ * - a `fromCallback` message carries its call step's `Upstash-Workflow-StepId/-StepName/-StepType`;
+ * - a parallel step's message is its plan step (`targetStep`, `stepName`, `stepType`);
+ * - otherwise the endpoint runs the step after the last result the delivery carries (its id is
+ *   the highest step id among the run's entries up to this message, plus one), and only a failed
+ *   answer's `Upstash-Error-Step-Name` names it (SDK 1.3 sets it when a step's code threw); without
+ *   that header nothing is claimed, since the error may have come from code between steps.
+ */
+export function stepOfMessage(
+  entries: readonly StepEntry[],
+  messageId: string,
+  info: StepInfo | undefined,
+  errors: readonly StepError[],
+): Json {
+  const at = entries.findIndex((e) => e.messageId === messageId);
+  const entry = entries[at];
+  if (entry?.callType === "fromCallback") {
+    const h = info?.headers;
+    return named(
+      Number(headerValue(h, "upstash-workflow-stepid")),
+      headerValue(h, "upstash-workflow-stepname"),
+      headerValue(h, "upstash-workflow-steptype"),
+    );
+  }
+  const plan = at > 0 ? stepBody(entry) : {};
+  if (typeof plan["targetStep"] === "number" && plan["targetStep"] > 0) {
+    return named(plan["targetStep"], plan["stepName"], plan["stepType"]);
+  }
+  const name = reportedStepName(errors);
+  if (name === undefined) return {};
+  if (at < 0) return { stepName: name };
+  const ids = entries.slice(1, at + 1).map((e) => Number(stepBody(e)["stepId"] ?? 0) || 0);
+  return named(Math.max(0, ...ids) + 1, name, undefined);
+}
+
+/**
+ * The step JSON of a step entry; `{}` for the others, whose bodies are the user's (a call's
+ * request) or the queue's (a callback). Callers leave out the first entry, the run's payload.
+ */
+const stepBody = (entry: StepEntry | undefined): Json =>
+  entry?.callType === "step" ? entryStep(entry) : {};
+
 /** The step name the endpoint reported on its latest failed answer (`Upstash-Error-Step-Name`). */
-export function reportedStepName(errors: readonly StepError[]): string | undefined {
+function reportedStepName(errors: readonly StepError[]): string | undefined {
   for (let i = errors.length - 1; i >= 0; i--) {
-    const headers = errors[i]?.headers ?? {};
-    for (const [name, values] of Object.entries(headers)) {
-      if (name.toLowerCase() === ERROR_STEP_NAME && values[0]) return values[0];
-    }
+    const name = headerValue(errors[i]?.headers, ERROR_STEP_NAME);
+    if (name) return name;
   }
   return undefined;
 }
@@ -114,10 +181,8 @@ export function callFields(entry: StepEntry): Json {
 
 /** The step id a `fromCallback` message was sent back for (its forwarded workflow headers). */
 export function callbackStepId(info: StepInfo | undefined): number | undefined {
-  for (const [name, values] of Object.entries(info?.headers ?? {})) {
-    if (name.toLowerCase() === "upstash-workflow-stepid") return Number(values[0]);
-  }
-  return undefined;
+  const id = headerValue(info?.headers, "upstash-workflow-stepid");
+  return id === undefined ? undefined : Number(id);
 }
 
 /**

@@ -10,8 +10,8 @@ import {
   callFields,
   failureFunctionLog,
   invokeFields,
-  reportedStepName,
   runFields,
+  stepOfMessage,
   waitFields,
 } from "./log-fields.js";
 import { matchesRun, runFilterFromQuery, scanRuns } from "./scan.js";
@@ -46,7 +46,7 @@ async function runLog(ctx: QueueContext, run: RunRecord): Promise<Json> {
   const records = await ctx.workflows.records(run.runId);
   const groups = await withStepFields(ctx, stepGroups(run, entries, records));
   const failed = run.dlqId ? await ctx.dlq.get(run.dlqId) : undefined;
-  const next = await nextGroup(ctx, run, records, failed);
+  const next = await nextGroup(ctx, run, { entries, records }, failed);
   if (next.steps.length > 0) groups.push(next);
   const failureFunction = await failureFunctionLog(ctx, run, failed);
   return {
@@ -187,19 +187,26 @@ const retryDelay = (expression: string | undefined) =>
 const attemptErrors = (records: Records, messageId: string): Json[] =>
   (records.errors.get(messageId) ?? []).map(({ messageId: _, ...e }: StepError) => e);
 
+/** What the `next` group is read from: the run's entries and its messages' records. */
+interface RunRecords {
+  entries: StepEntry[];
+  records: Records;
+}
+
 /** The run's messages not completed yet (or the failed or cancelled ones), as the last group. */
 async function nextGroup(
   ctx: QueueContext,
   run: RunRecord,
-  records: Records,
+  rr: RunRecords,
   failed: DlqEntry | undefined,
 ): Promise<Group> {
+  const { records } = rr;
   if (run.state === "RUN_FAILED" && run.dlqId) {
     if (!failed) return { type: "next", steps: [] };
     const errors = attemptErrors(records, failed.meta.messageId);
     const step = {
       messageId: failed.meta.messageId,
-      ...stepNameOf(errors),
+      ...stepOf(rr, failed.meta.messageId, errors),
       state: "STEP_FAILED",
       retries: failed.meta.maxRetries,
       ...retryDelay(failed.meta.retryDelayExpression),
@@ -207,27 +214,30 @@ async function nextGroup(
     return { type: "next", steps: [{ ...step, errors }] };
   }
   if (run.state === "RUN_CANCELED") {
-    const steps = (run.canceled ?? []).map((id) => canceledStep(run, id, records));
+    const steps = (run.canceled ?? []).map((id) => canceledStep(run, id, rr));
     return { type: "next", steps };
   }
   if (run.state !== "RUN_STARTED") return { type: "next", steps: [] };
   const live = await ctx.messages.getMany(await ctx.workflows.messageIds(run.runId));
   const due = await ctx.messages.dueTimes(live.map((m) => m.meta.messageId));
-  return { type: "next", steps: live.map((m, i) => pendingStep(m, records, due[i])) };
+  return { type: "next", steps: live.map((m, i) => pendingStep(m, rr, due[i])) };
 }
 
-/** `stepName` as the failing endpoint reported it, when it did. */
-const stepNameOf = (errors: Json[]): Json => {
-  const name = reportedStepName(errors as unknown as StepError[]);
-  return name !== undefined ? { stepName: name } : {};
-};
+/** The id, name and type of the step message `messageId` runs, as far as they are known. */
+const stepOf = (rr: RunRecords, messageId: string, errors: Json[]): Json =>
+  stepOfMessage(
+    rr.entries,
+    messageId,
+    rr.records.info.get(messageId),
+    errors as unknown as StepError[],
+  );
 
-function canceledStep(run: RunRecord, messageId: string, records: Records): Json {
-  const info = records.info.get(messageId);
-  const errors = attemptErrors(records, messageId);
+function canceledStep(run: RunRecord, messageId: string, rr: RunRecords): Json {
+  const info = rr.records.info.get(messageId);
+  const errors = attemptErrors(rr.records, messageId);
   return {
     messageId,
-    ...stepNameOf(errors),
+    ...stepOf(rr, messageId, errors),
     state: "STEP_CANCELED",
     retries: info?.retries ?? run.config.maxRetries,
     ...retryDelay(info ? info.retryDelay : run.config.retryDelayExpression),
@@ -235,12 +245,12 @@ function canceledStep(run: RunRecord, messageId: string, records: Records): Json
   };
 }
 
-function pendingStep(m: StoredMessage, records: Records, due: number | undefined): Json {
-  const errors = attemptErrors(records, m.meta.messageId);
+function pendingStep(m: StoredMessage, rr: RunRecords, due: number | undefined): Json {
+  const errors = attemptErrors(rr.records, m.meta.messageId);
   const retrying = m.state === "RETRY" || m.retried > 0 || errors.length > 0;
   return {
     messageId: m.meta.messageId,
-    ...stepNameOf(errors),
+    ...stepOf(rr, m.meta.messageId, errors),
     state: retrying ? "STEP_RETRY" : "STEP_PROGRESS",
     ...(due !== undefined ? { nextDeliveryTime: due } : {}),
     retries: m.meta.maxRetries,
