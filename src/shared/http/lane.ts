@@ -1,6 +1,7 @@
 import http from "node:http";
 import type { Socket } from "node:net";
 import type { RequestLabel } from "../instrument.js";
+import { metrics } from "../metrics.js";
 import type { ReplySink } from "./respond.js";
 
 /**
@@ -18,7 +19,7 @@ import type { ReplySink } from "./respond.js";
  *
  * Kept from node:http: keep-alive with its idle timeout (`Keep-Alive: timeout=N` as node:http
  * words it), requests pipelined on one connection answered in order, a half-closed client's
- * connection ended after its last answer, and the server's close (idle connections closed, busy
+ * connection ended at once, and the server's close (idle connections closed, busy
  * ones after their answer). Its header and request timeouts need no counterpart: the lane only
  * takes requests that are already whole, and hands partial ones to node:http.
  */
@@ -157,6 +158,7 @@ class LaneConnection {
       this.pending = parsed.end === buf.length ? undefined : buf.subarray(parsed.end);
       const answering = this.handler(parsed.request, res);
       if (answering !== undefined) {
+        metrics.laneAnswered();
         answering.catch(() => this.destroy()).finally(() => res.done());
         return;
       }
@@ -167,6 +169,7 @@ class LaneConnection {
 
   /** Gives the connection, with `unread` bytes, to node:http. */
   private leave(unread: Buffer): void {
+    metrics.laneHandedOver();
     this.forget();
     const s = this.socket;
     s.off("data", this.onData);
@@ -180,9 +183,12 @@ class LaneConnection {
     this.handOver(s);
   }
 
+  /**
+   * A client that half-closes is ended at once, as node:http does (its `httpAllowHalfOpen` is
+   * off): an answer still being prepared is dropped, and the close ends a blocked command's wait.
+   */
   private readonly onEnd = (): void => {
-    if (this.busy) this.ending = true;
-    else this.socket.end();
+    this.socket.end();
   };
 
   private readonly onError = (): void => {
@@ -360,7 +366,7 @@ export class LaneResponse implements ReplySink {
     if (!this.closeAfter) {
       text += "Connection: keep-alive\r\n";
       const seconds = Math.floor(this.conn.keepAliveMs / 1000);
-      if (seconds > 0) text += `Keep-Alive: timeout=${seconds}\r\n`;
+      if (this.conn.keepAliveMs > 0) text += `Keep-Alive: timeout=${seconds}\r\n`;
     }
     if (!length) {
       this.chunked = true;
@@ -372,6 +378,7 @@ export class LaneResponse implements ReplySink {
 
   write(chunk: string | Buffer): boolean {
     const socket = this.conn.socket;
+    if (!socket.writable) return true; // gone: nothing to wait for (the caller checks destroyed)
     const size = typeof chunk === "string" ? Buffer.byteLength(chunk) : chunk.length;
     if (size === 0) return socket.writableLength === 0 || !socket.writableNeedDrain;
     socket.cork();
@@ -387,7 +394,7 @@ export class LaneResponse implements ReplySink {
     if (this.ended) return;
     this.ended = true;
     const socket = this.conn.socket;
-    if (!socket.destroyed) {
+    if (socket.writable) {
       if (!this.headersSent && !this.chunked && body !== undefined) this.writeWhole(body);
       else {
         socket.cork();
