@@ -1,4 +1,5 @@
 import net from "node:net";
+import { Redis } from "@upstash/redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { registry } from "../../src/shared/metrics.js";
 import { eventually } from "../harness/eventually.js";
@@ -272,19 +273,40 @@ describe("connections on the lane", () => {
   });
 
   it("serves a request whose bytes come in several writes, and the next one", async () => {
+    const answeredBefore = await laneCount("answered");
     const client = new RawClient(portOf(lane));
     try {
       const bytes = request("/", '["SET","lane:s","split"]', auth(lane));
-      client.write(bytes.subarray(0, 20));
-      await new Promise((resolve) => setImmediate(resolve));
-      client.write(bytes.subarray(20, bytes.length - 5));
-      await new Promise((resolve) => setImmediate(resolve));
-      client.write(bytes.subarray(bytes.length - 5));
+      for (const [from, to] of [
+        [0, 3],
+        [3, 40],
+        [40, bytes.length - 5],
+        [bytes.length - 5, bytes.length],
+      ]) {
+        client.write(bytes.subarray(from, to));
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
       const [first] = await client.responses(1);
       expect(first?.toString()).toMatch(/\{"result":"OK"\}$/);
       client.write(request("/", '["GET","lane:s"]', auth(lane)));
       const [second] = await client.responses(1);
       expect(second?.toString()).toMatch(/\{"result":"split"\}$/);
+      expect((await laneCount("answered")) - answeredBefore).toBe(2);
+    } finally {
+      client.destroy();
+    }
+  });
+
+  it("gives a request that stops arriving to node:http, which times it out (408)", async () => {
+    const handedBefore = await laneCount("handed_over");
+    const client = new RawClient(portOf(lane));
+    try {
+      const bytes = request("/", '["SET","lane:slow","v"]', auth(lane));
+      client.write(bytes.subarray(0, bytes.length - 3));
+      const [res] = await client.responses(1);
+      expect(res?.toString()).toMatch(/^HTTP\/1\.1 408 /);
+      expect(await laneCount("handed_over")).toBe(handedBefore + 1);
+      await eventually(() => expect(client.closed).toBe(true));
     } finally {
       client.destroy();
     }
@@ -338,5 +360,29 @@ describe("connections on the lane", () => {
     } finally {
       await watch.close();
     }
+  });
+});
+
+describe("the official SDK on the lane", () => {
+  it("has its commands and pipelines answered by the lane, in both encodings", async () => {
+    const answeredBefore = await laneCount("answered");
+    const handedBefore = await laneCount("handed_over");
+    for (const responseEncoding of ["base64", false] as const) {
+      const sdk = new Redis({
+        url: lane.kv.url,
+        token: lane.kv.token,
+        responseEncoding,
+        enableAutoPipelining: false,
+      });
+      await sdk.set("lane:sdk", { a: "zé" });
+      expect(await sdk.get("lane:sdk")).toEqual({ a: "zé" });
+      const p = sdk.pipeline();
+      p.incr("lane:sdk:n");
+      p.get("lane:sdk:n");
+      expect(await p.exec()).toEqual([expect.any(Number), expect.any(Number)]);
+    }
+    // Six requests; an undici body written apart from its headers would be handed over instead.
+    expect((await laneCount("answered")) - answeredBefore).toBe(6);
+    expect(await laneCount("handed_over")).toBe(handedBefore);
   });
 });

@@ -20,8 +20,10 @@ import type { ReplySink } from "./respond.js";
  * Kept from node:http: keep-alive with its idle timeout (`Keep-Alive: timeout=N` as node:http
  * words it), requests pipelined on one connection answered in order, a half-closed client's
  * connection ended at once, and the server's close (idle connections closed, busy
- * ones after their answer). Its header and request timeouts need no counterpart: the lane only
- * takes requests that are already whole, and hands partial ones to node:http.
+ * ones after their answer). A request the lane would take that arrives in pieces is waited for,
+ * bounded: past `waitMs` from its first bytes, or the keep-alive timeout without a byte, the
+ * connection goes to node:http with what came, and node:http's header and request timeouts
+ * take it from there.
  */
 
 /** A request the lane parsed; the handler decides whether it takes it. */
@@ -54,6 +56,8 @@ export const LANE_MAX_BODY = 64 * 1024;
 /** More header lines than this go to node:http. */
 const MAX_HEADER_LINES = 64;
 
+/** parseRequest: the request's first bytes are there, the rest is still to come. */
+const WAIT = Symbol("wait");
 const ROOT = Buffer.from("POST / HTTP/1.1\r\n", "latin1");
 const PIPELINE = Buffer.from("POST /pipeline HTTP/1.1\r\n", "latin1");
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
@@ -68,6 +72,7 @@ export function installLane(
   server: http.Server,
   handler: LaneHandler,
   keepAliveMs: number,
+  waitMs: number,
 ): LaneConnections {
   const nodeListeners = server.listeners("connection") as ((socket: Socket) => void)[];
   server.removeAllListeners("connection");
@@ -76,7 +81,7 @@ export function installLane(
   };
   const open = new Set<LaneConnection>();
   server.on("connection", (socket: Socket) => {
-    const conn = new LaneConnection(socket, handler, keepAliveMs, handOver, () =>
+    const conn = new LaneConnection(socket, handler, keepAliveMs, waitMs, handOver, () =>
       open.delete(conn),
     );
     open.add(conn);
@@ -99,11 +104,15 @@ class LaneConnection {
   /** End the connection once the answer being written is done (client half-closed, shutdown). */
   private ending = false;
   private gone = false;
+  /** When the first bytes of a request still arriving came (0: none is). */
+  private arrivingSince = 0;
 
   constructor(
     readonly socket: Socket,
     private readonly handler: LaneHandler,
     readonly keepAliveMs: number,
+    /** How long a request may take to arrive whole before node:http gets it (and its timeouts). */
+    private readonly waitMs: number,
     private readonly handOver: (socket: Socket) => void,
     private readonly forget: () => void,
   ) {
@@ -148,11 +157,19 @@ class LaneConnection {
     else if (this.pending.length > MAX_HEAD + LANE_MAX_BODY) this.socket.pause();
   };
 
-  /** Serves the first pending request, or hands the connection over with what is pending. */
+  /**
+   * Serves the first pending request, waits for the rest of one that is still arriving (for at
+   * most `waitMs` from its first bytes), or hands the connection over with what is pending.
+   */
   private serveNext(): void {
     const buf = this.pending as Buffer;
     const parsed = parseRequest(buf);
-    if (parsed !== undefined) {
+    if (parsed === WAIT) {
+      const now = Date.now();
+      this.arrivingSince ||= now;
+      if (now - this.arrivingSince < this.waitMs) return;
+    } else if (parsed !== undefined) {
+      this.arrivingSince = 0;
       const res = new LaneResponse(this);
       this.busy = true;
       this.pending = parsed.end === buf.length ? undefined : buf.subarray(parsed.end);
@@ -201,24 +218,37 @@ class LaneConnection {
     this.forget();
   };
 
-  /** An idle keep-alive connection past its time is closed; a busy one is not idle. */
+  /**
+   * An idle keep-alive connection past its time is closed; a busy one is not idle; one whose
+   * request stopped arriving is handed to node:http, whose request timeouts then apply.
+   */
   private readonly onTimeout = (): void => {
-    if (!this.busy) this.socket.destroy();
+    if (this.busy) return;
+    if (this.pending === undefined) this.socket.destroy();
+    else this.leave(this.pending);
   };
 }
 
-/** A whole request at the start of `buf` and where it ends, or undefined for node:http. */
-function parseRequest(buf: Buffer): { request: LaneRequest; end: number } | undefined {
+/**
+ * A whole request at the start of `buf` and where it ends; WAIT when `buf` is the start of one
+ * the lane would take (its head, or its body, still arriving); undefined for node:http.
+ */
+function parseRequest(
+  buf: Buffer,
+): { request: LaneRequest; end: number } | typeof WAIT | undefined {
   const pipeline = startsWith(buf, PIPELINE);
-  if (!pipeline && !startsWith(buf, ROOT)) return undefined;
+  if (!pipeline && !startsWith(buf, ROOT)) {
+    return isPrefix(buf, ROOT) || isPrefix(buf, PIPELINE) ? WAIT : undefined;
+  }
   const start = pipeline ? PIPELINE.length : ROOT.length;
   const headEnd = buf.indexOf("\r\n\r\n", start - 2, "latin1");
-  if (headEnd === -1 || headEnd > MAX_HEAD) return undefined;
+  if (headEnd === -1) return buf.length <= MAX_HEAD ? WAIT : undefined;
+  if (headEnd > MAX_HEAD) return undefined;
   const fields = headEnd < start ? undefined : readFields(buf.toString("latin1", start, headEnd));
   if (fields === undefined) return undefined;
   const bodyStart = headEnd + 4;
   const end = bodyStart + fields.length;
-  if (end > buf.length) return undefined;
+  if (end > buf.length) return WAIT;
   const request: LaneRequest = {
     pipeline,
     authorization: fields.authorization,
@@ -287,6 +317,13 @@ function readFields(head: string): Fields | undefined {
   }
   if (!host || length === undefined || length > LANE_MAX_BODY) return undefined;
   return { length, authorization, encoding, responseFormat };
+}
+
+/** Whether all of `buf` (shorter than `text`) is the start of `text`. */
+function isPrefix(buf: Buffer, text: Buffer): boolean {
+  if (buf.length >= text.length) return false;
+  for (let i = 0; i < buf.length; i++) if (buf[i] !== text[i]) return false;
+  return true;
 }
 
 function startsWith(buf: Buffer, prefix: Buffer): boolean {

@@ -41,7 +41,9 @@ export async function listen(
     handler,
   );
   server.maxHeadersCount = 200;
-  const lanes = opts.lane ? installLane(server, opts.lane, server.keepAliveTimeout) : undefined;
+  // A request arriving in pieces waits on the lane for at most the keep-alive timeout.
+  const keepAlive = server.keepAliveTimeout;
+  const lanes = opts.lane ? installLane(server, opts.lane, keepAlive, keepAlive) : undefined;
   server.on("request", trackUnfinished);
   server.on("clientError", (err: NodeJS.ErrnoException, socket: Socket) =>
     answerClientError(err, socket, opts),
