@@ -143,11 +143,11 @@ export class KvHttpHandler {
       interrupts: this.interruptsOf(res.socket),
       label: (label) => (res.label = { label, unverified: true }),
     };
-    return this.answer(principal, request)
-      .catch((err: unknown) =>
-        sendError(res, principal.db.explainFailure(err), this.opts.logger, headers),
-      )
-      .finally(() => this.opts.bodies.give(r.body.length));
+    const release = (): void => this.opts.bodies.give(r.body.length);
+    return this.answer(principal, request).then(release, (err: unknown) => {
+      release();
+      sendError(res, principal.db.explainFailure(err), this.opts.logger, headers);
+    });
   };
 
   /** The headers of every answer: CORS, and a fresh sync token. */

@@ -176,7 +176,10 @@ class LaneConnection {
       const answering = this.handler(parsed.request, res);
       if (answering !== undefined) {
         metrics.laneAnswered();
-        answering.catch(() => this.destroy()).finally(() => res.done());
+        answering.then(res.done, () => {
+          this.destroy();
+          res.done();
+        });
         return;
       }
       this.busy = false;
@@ -468,12 +471,12 @@ export class LaneResponse implements ReplySink {
   }
 
   /** The answer is over (ended, or given up): the connection may read its next request. */
-  done(): void {
+  readonly done = (): void => {
     if (this.finished) return;
     this.finished = true;
     if (!this.ended) this.conn.destroy();
     this.conn.answered(this.closeAfter);
-  }
+  };
 
   /** Headers and the whole body in one write (one syscall). */
   private writeWhole(body: string | Buffer): void {
