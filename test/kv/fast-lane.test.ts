@@ -197,6 +197,8 @@ const CASES: [string, string, string, Record<string, string>, boolean][] = [
   ["a number argument", "/", '["SET","lane:n",5]', {}, true],
   ["invalid JSON", "/", '["GET"', {}, true],
   ["an empty command", "/", "[]", {}, true],
+  ["an empty body", "/", "", {}, true],
+  ["a pipeline with an empty body", "/pipeline", "", {}, true],
   ["a blocking command timing out", "/", '["BLPOP","lane:empty","0.05"]', {}, true],
   ["a body over 64 KiB", "/", JSON.stringify(["SET", "lane:big", BIG]), {}, false],
   ["GET of it (streamed, chunked)", "/", '["GET","lane:big"]', {}, true],

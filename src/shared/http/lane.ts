@@ -173,7 +173,7 @@ class LaneConnection {
       const res = new LaneResponse(this);
       this.busy = true;
       this.pending = parsed.end === buf.length ? undefined : buf.subarray(parsed.end);
-      const answering = this.handler(parsed.request, res);
+      const answering = this.answer(parsed.request, res);
       if (answering !== undefined) {
         metrics.laneAnswered();
         answering.then(res.done, () => {
@@ -185,6 +185,18 @@ class LaneConnection {
       this.busy = false;
     }
     this.leave(buf);
+  }
+
+  /**
+   * The handler's answer to a request; a handler that throws instead of rejecting (a bug) costs
+   * this connection, never the process (this runs in the socket's `data` event).
+   */
+  private answer(req: LaneRequest, res: LaneResponse): Promise<void> | undefined {
+    try {
+      return this.handler(req, res);
+    } catch (err) {
+      return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+    }
   }
 
   /** Gives the connection, with `unread` bytes, to node:http. */
