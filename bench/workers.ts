@@ -1,5 +1,6 @@
 /**
- * The goals of issue 29, as users run stashd: `npm run bench:workers [-- --seconds N --smoke]`.
+ * The goals of issue 29, as users run stashd: `npm run bench:workers [-- --seconds N --smoke
+ * --kv-only]`.
  *
  * Each configuration is a `bin/stashd start` child: first the defaults (nothing set but the
  * ports and, for KV, the Redis shared with webdis), then the other worker counts (the scaling
@@ -38,6 +39,8 @@ const option = (name: string): string | undefined => {
   return i === -1 ? undefined : process.argv[i + 1];
 };
 const seconds = smoke ? 1 : Number(option("--seconds")) || 5;
+/** `--kv-only`: the KV rows alone (no queue load), for a quick look at the KV goals. */
+const kvOnly = process.argv.includes("--kv-only");
 /** `--warm SECONDS` (default 2): each load's unrecorded run before a configuration's rows. */
 const warmSeconds = Number(option("--warm") ?? 2);
 const BIN = path.resolve(option("--stashd") ?? "bin/stashd");
@@ -155,6 +158,7 @@ async function warmUp(s: Running, rx: string): Promise<void> {
   ] as const) {
     await load(url, auth, body, warmSeconds);
   }
+  if (kvOnly) return;
   const pub = await publishLoad(s.queueUrl, s.queueToken, rx, CONNS, warmSeconds);
   await drain(rx, pub.total, 30_000);
 }
@@ -264,7 +268,10 @@ async function main(): Promise<void> {
           body: '["SET","bench:k","v"]',
         });
         await warmUp(s, rx);
-        const rows = [...(await kvRows(s, webdisUrl, redis.port)), ...(await queueRows(s, rx))];
+        const rows = [
+          ...(await kvRows(s, webdisUrl, redis.port)),
+          ...(kvOnly ? [] : await queueRows(s, rx)),
+        ];
         out.push(
           "",
           `## ${config.name}`,

@@ -68,6 +68,12 @@ export const SETTINGS = {
     default: 4,
     doc: "Pipelined backend connections per database and token kind.",
   },
+  kvFastLane: {
+    env: "STASHD_KV_FAST_LANE",
+    kind: "bool",
+    default: true,
+    doc: "true: the KV gateway answers whole `POST /` and `POST /pipeline` requests on its own HTTP/1.1 fast lane, in front of node:http, which serves everything else (docs/decisions.md, KV fast lane). false: node:http serves every request.",
+  },
   kvClusterFailoverWindowMs: {
     env: "STASHD_KV_CLUSTER_FAILOVER_WINDOW_MS",
     kind: "int",

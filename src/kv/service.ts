@@ -1,7 +1,7 @@
 import type { Config } from "../config/schema.js";
 import { BodyBudget } from "../shared/http/body.js";
 import { listen, type RunningHttpServer } from "../shared/http/server.js";
-import { instrument, requestLogging } from "../shared/instrument.js";
+import { instrument, instrumentLane, RequestMeter, requestLogging } from "../shared/instrument.js";
 import type { Logger } from "../shared/log.js";
 import { DatabaseManager, type DatabaseCredentials } from "./databases/database-manager.js";
 import { KvHttpHandler } from "./http/http.js";
@@ -30,17 +30,17 @@ export async function startKvService(
     writeStallMs: config.requestTimeoutMs,
     bodies,
   });
+  const metering = { service: "kv", logger, ...requestLogging(config) };
+  const meter = new RequestMeter(metering);
   let http: RunningHttpServer;
   try {
-    http = await listen(
-      instrument(handler.handle, { service: "kv", logger, ...requestLogging(config) }),
-      {
-        host: config.host,
-        port: config.kvPort,
-        requestTimeoutMs: config.requestTimeoutMs,
-        errorPrefix: "ERR ",
-      },
-    );
+    http = await listen(instrument(handler.handle, metering, meter), {
+      host: config.host,
+      port: config.kvPort,
+      requestTimeoutMs: config.requestTimeoutMs,
+      errorPrefix: "ERR ",
+      ...(config.kvFastLane ? { lane: instrumentLane(handler.serveLane, meter) } : {}),
+    });
   } catch (err) {
     await manager.close();
     throw err;

@@ -1,4 +1,5 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from "node:http";
+import type { LaneHandler } from "./http/lane.js";
 import type { Logger } from "./log.js";
 import { metrics } from "./metrics.js";
 
@@ -10,7 +11,7 @@ import { metrics } from "./metrics.js";
  * are logged either way. The URL is never logged: KV paths hold keys and values, and `?_token=` /
  * `?qstash_token=` tokens.
  */
-interface RequestLabel {
+export interface RequestLabel {
   label: string;
   /** A name taken from the request (a command): only trusted once it was answered < 400. */
   unverified: boolean;
@@ -35,37 +36,71 @@ export interface InstrumentOptions {
 /** Most distinct request-taken labels kept per service; later new ones count as `other`. */
 const MAX_LABELS = 500;
 
-export function instrument(handler: RequestListener, opts: InstrumentOptions): RequestListener {
-  const known = new Set<string>();
-  const labelOf = (req: IncomingMessage, status: number): string => {
-    const l = labels.get(req);
+/**
+ * Counts and logs finished requests of one service: what `instrument` does for node:http's
+ * requests, and what the KV gateway's fast lane (http/lane.ts) calls for its own.
+ */
+export class RequestMeter {
+  private readonly known = new Set<string>();
+
+  constructor(private readonly opts: InstrumentOptions) {}
+
+  /** One finished request: its metrics, and its log line when `lineKind` gives it one. */
+  record(
+    method: string | undefined,
+    label: RequestLabel | undefined,
+    status: number,
+    seconds: number,
+    bytes: number,
+  ): void {
+    const route = this.labelOf(label, status);
+    metrics.httpRequest(this.opts.service, route, status, seconds);
+    const kind = lineKind(status, seconds * 1000, this.opts);
+    if (kind === undefined) return;
+    this.opts.logger[kind.level](kind.msg, {
+      method,
+      route,
+      status,
+      ms: Math.round(seconds * 1e4) / 10,
+      bytes,
+    });
+  }
+
+  private labelOf(l: RequestLabel | undefined, status: number): string {
     if (!l) return "unmatched";
-    if (!l.unverified || known.has(l.label)) return l.label;
+    if (!l.unverified || this.known.has(l.label)) return l.label;
     // An unknown command answered with an error must not mint a new time series per typo.
-    if (status >= 400 || known.size >= MAX_LABELS) return "other";
-    known.add(l.label);
+    if (status >= 400 || this.known.size >= MAX_LABELS) return "other";
+    this.known.add(l.label);
     return l.label;
-  };
+  }
+}
+
+export function instrument(
+  handler: RequestListener,
+  opts: InstrumentOptions,
+  meter = new RequestMeter(opts),
+): RequestListener {
   return (req, res) => {
     const started = process.hrtime.bigint();
     const sentBefore = req.socket.bytesWritten;
     res.once("close", () => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      const status = statusOf(res);
-      const route = labelOf(req, status);
-      metrics.httpRequest(opts.service, route, status, seconds);
-      const kind = lineKind(status, seconds * 1000, opts);
-      if (kind === undefined) return;
-      opts.logger[kind.level](kind.msg, {
-        method: req.method,
-        route,
-        status,
-        ms: Math.round(seconds * 1e4) / 10,
-        bytes: req.socket.bytesWritten - sentBefore,
-      });
+      const bytes = req.socket.bytesWritten - sentBefore;
+      meter.record(req.method, labels.get(req), statusOf(res), seconds, bytes);
     });
     handler(req, res);
   };
+}
+
+/** `instrument` for the requests a fast lane (http/lane.ts) takes: counted when answered. */
+export function instrumentLane(handler: LaneHandler, meter: RequestMeter): LaneHandler {
+  return (req, res) =>
+    handler(req, res)?.finally(() => {
+      const seconds = Number(process.hrtime.bigint() - res.started) / 1e9;
+      const status = res.headersSent ? res.statusCode : 499;
+      meter.record("POST", res.label, status, seconds, res.bytesWritten);
+    });
 }
 
 /** Which line a finished request gets, if any: failures and slow ones always, others when asked. */

@@ -117,6 +117,15 @@ export interface DeliveryDetail {
   durationMs: number;
 }
 
+const kvFastLane = new Counter({
+  name: "stashd_kv_fast_lane_total",
+  help: "KV requests answered by the fast lane, and connections it handed to node:http.",
+  labelNames: ["outcome"],
+  registers: [registry],
+});
+const laneAnswered = kvFastLane.labels("answered");
+const laneHandedOver = kvFastLane.labels("handed_over");
+
 type DeliveryListener = (outcome: DeliveryOutcome, detail: DeliveryDetail) => void;
 const deliveryListeners = new Set<DeliveryListener>();
 
@@ -136,6 +145,14 @@ export const metrics = {
     httpRequests.inc({ service, route, status: String(status) });
     httpDuration.observe({ service, route }, seconds);
     if (status >= 500) backendErrors.inc({ service });
+  },
+  /** A request the KV fast lane answered (shared/http/lane.ts). */
+  laneAnswered(): void {
+    laneAnswered.inc();
+  },
+  /** A connection the KV fast lane gave to node:http. */
+  laneHandedOver(): void {
+    laneHandedOver.inc();
   },
   sseOpened(): void {
     sseOpen.inc();

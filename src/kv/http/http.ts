@@ -1,9 +1,11 @@
 import { randomBytes } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Socket } from "node:net";
 import { AppError } from "../../shared/errors.js";
 import { readBody, type BodyBudget } from "../../shared/http/body.js";
 import { Cors } from "../../shared/http/cors.js";
-import { closingIfUnread, sendError } from "../../shared/http/respond.js";
+import type { LaneRequest, LaneResponse } from "../../shared/http/lane.js";
+import { closingIfUnread, sendError, type ReplySink } from "../../shared/http/respond.js";
 import { labelRequest } from "../../shared/instrument.js";
 import type { Logger } from "../../shared/log.js";
 import { metrics } from "../../shared/metrics.js";
@@ -58,6 +60,24 @@ const CORS = new Cors({
 /** The format when the request names none (nearly every request). */
 const JSON_FORMAT: Format = { base64: false, resp2: false };
 
+/** What `answer` needs of a request, whichever way it came (node:http or the lane). */
+interface Answerable {
+  url: UrlParts;
+  /** The first path segment, lower-cased. */
+  first: string | undefined;
+  method: string;
+  format: Format;
+  body: Buffer | undefined;
+  res: ReplySink;
+  headers: Record<string, string>;
+  interrupts: Interrupts;
+  /** Names the request (its command) for metrics and the request log. */
+  label: (label: string) => void;
+}
+
+const ROOT_URL = parseUrl("/");
+const PIPELINE_URL = parseUrl("/pipeline");
+
 export interface KvHttpOptions {
   manager: DatabaseManager;
   logger: Logger;
@@ -84,21 +104,56 @@ export class KvHttpHandler {
     this.buffers = new ReplyBuffers(opts.maxBufferedReplyBytes);
   }
 
-  private out(res: ServerResponse): ReplyOut {
+  private out(res: ReplySink): ReplyOut {
     return { res, buffers: this.buffers, stallMs: this.opts.writeStallMs };
   }
 
   readonly handle = (req: IncomingMessage, res: ServerResponse): void => {
-    const headers = {
-      ...CORS.headers,
-      "upstash-sync-token": `${this.syncPrefix}-${++this.syncCounter}`,
-    };
+    const headers = this.responseHeaders();
     this.route(req, res, headers).catch((err: unknown) => {
       const answer = closingIfUnread(req, headers);
       req.resume();
       sendError(res, err, this.opts.logger, answer);
     });
   };
+
+  /**
+   * A request of the fast lane in front of node:http (shared/http/lane.ts): `POST /` or
+   * `POST /pipeline`, read whole. Served as `handle` serves it, from the token on; declined
+   * (undefined, nothing written, node:http then serves it) whenever `handle` would answer before
+   * the token is known, or refuse it for its size, its format headers or the body budget, so
+   * that those answers, their wording and their connection handling stay node:http's.
+   */
+  readonly serveLane = (r: LaneRequest, res: LaneResponse): Promise<void> | undefined => {
+    if (r.authorization === undefined) return undefined;
+    const principal = this.opts.manager.authenticate(bearerToken(r.authorization));
+    if (!principal || r.body.length > principal.db.maxRequestBytes) return undefined;
+    const format = laneFormat(r);
+    if (format === undefined || !this.opts.bodies.take(r.body.length)) return undefined;
+    const headers = this.responseHeaders();
+    if (r.pipeline) res.label = { label: "pipeline", unverified: false };
+    const request: Answerable = {
+      url: r.pipeline ? PIPELINE_URL : ROOT_URL,
+      first: r.pipeline ? "pipeline" : undefined,
+      method: "POST",
+      format,
+      body: r.body,
+      res,
+      headers,
+      interrupts: this.interruptsOf(res.socket),
+      label: (label) => (res.label = { label, unverified: true }),
+    };
+    const release = (): void => this.opts.bodies.give(r.body.length);
+    return this.answer(principal, request).then(release, (err: unknown) => {
+      release();
+      sendError(res, principal.db.explainFailure(err), this.opts.logger, headers);
+    });
+  };
+
+  /** The headers of every answer: CORS, and a fresh sync token. */
+  private responseHeaders(): Record<string, string> {
+    return { ...CORS.headers, "upstash-sync-token": `${this.syncPrefix}-${++this.syncCounter}` };
+  }
 
   /**
    * Ends every open event stream and every blocked request's wait (on shutdown, so the server
@@ -114,8 +169,7 @@ export class KvHttpHandler {
    * closes; watched on the socket, since a response queued behind others on a keep-alive
    * connection has none yet), or shutdown. Watching starts only when a request blocks.
    */
-  private interruptsOf(req: IncomingMessage): Interrupts {
-    const socket = req.socket;
+  private interruptsOf(socket: Socket): Interrupts {
     return {
       watch: (end) => {
         let ended = false;
@@ -184,6 +238,22 @@ export class KvHttpHandler {
     const body = BODY_METHODS.has(method)
       ? await readLimitedBody(req, principal, { budget: this.opts.bodies, until: res })
       : undefined;
+    await this.answer(principal, {
+      url,
+      first,
+      method,
+      format,
+      body,
+      res,
+      headers,
+      interrupts: this.interruptsOf(req.socket),
+      label: (label) => labelRequest(req, label, true),
+    });
+  }
+
+  /** A request's body read: runs its pipeline, transaction or command and sends the answer. */
+  private async answer(principal: Principal, r: Answerable): Promise<void> {
+    const { url, first, method, format, body, res, headers } = r;
     if (first === "pipeline" || first === "multi-exec") {
       if (!body)
         throw new AppError("method_not_allowed", `ERR /${first} takes POST with a JSON body`);
@@ -200,7 +270,7 @@ export class KvHttpHandler {
           method,
         );
       } else if (commands.length <= SLICE) {
-        const replies = await runShortPipeline(principal, commands.rest(), this.interruptsOf(req));
+        const replies = await runShortPipeline(principal, commands.rest(), r.interrupts);
         await sendList(this.out(res), replies, format, headers, method);
       } else {
         await sendSlicedPipeline(
@@ -208,14 +278,14 @@ export class KvHttpHandler {
           principal,
           commands,
           { format, headers, method },
-          this.interruptsOf(req),
+          r.interrupts,
         );
       }
       return;
     }
     const argv = commandOf(url, body) ?? (await parseCommand(body ?? Buffer.alloc(0)));
-    labelRequest(req, argv[0]?.toString().toUpperCase() ?? "", true);
-    const reply = await runSingle(principal, argv, this.interruptsOf(req));
+    r.label(argv[0]?.toString().toUpperCase() ?? "");
+    const reply = await runSingle(principal, argv, r.interrupts);
     await sendSingle(this.out(res), reply, format, headers, method);
   }
 
@@ -226,7 +296,7 @@ export class KvHttpHandler {
   private async sentEncoded(
     p: Principal,
     body: Buffer,
-    to: { res: ServerResponse; format: Format; headers: Record<string, string>; method: string },
+    to: { res: ReplySink; format: Format; headers: Record<string, string>; method: string },
   ): Promise<boolean> {
     const replies = await runEncodedPipeline(p, body);
     if (!replies) return false;
@@ -265,20 +335,40 @@ export class KvHttpHandler {
 
 function tokenOf(req: IncomingMessage, url: UrlParts): string | undefined {
   const auth = req.headers.authorization;
-  if (auth === undefined) return url.token;
+  return auth === undefined ? url.token : bearerToken(auth);
+}
+
+/** The token of an Authorization header ("" when it holds none). */
+function bearerToken(auth: string): string {
   // The common spelling without a regex; anything else (other case, more spaces) with one.
   if (auth.startsWith("Bearer ") && !/\s/.test(auth.slice(7)) && auth.length > 7)
     return auth.slice(7);
   const m = /^bearer\s+(\S+)\s*$/i.exec(auth);
-  return m ? m[1] : "";
+  return m?.[1] ?? "";
 }
 
 function formatOf(req: IncomingMessage): Format {
   const h = req.headers;
   if (h["upstash-encoding"] === undefined && h["upstash-response-format"] === undefined)
     return JSON_FORMAT;
-  const encoding = headerValue(req, "upstash-encoding");
-  const format = headerValue(req, "upstash-response-format");
+  return formatFrom(
+    headerValue(req, "upstash-encoding"),
+    headerValue(req, "upstash-response-format"),
+  );
+}
+
+/** formatOf of a lane request; undefined for a refusal (node:http then answers it). */
+function laneFormat(r: LaneRequest): Format | undefined {
+  if (r.encoding === undefined && r.responseFormat === undefined) return JSON_FORMAT;
+  try {
+    return formatFrom(fieldValue(r.encoding), fieldValue(r.responseFormat));
+  } catch {
+    return undefined;
+  }
+}
+
+/** The format that the two headers' values (trimmed, lower-cased, absent when empty) ask for. */
+function formatFrom(encoding: string | undefined, format: string | undefined): Format {
   if (format !== undefined && format !== "json" && format !== "resp2") {
     throw new AppError(
       "invalid_format",
@@ -297,7 +387,10 @@ function formatOf(req: IncomingMessage): Format {
 
 function headerValue(req: IncomingMessage, name: string): string | undefined {
   const v = req.headers[name];
-  const text = Array.isArray(v) ? v[0] : v;
+  return fieldValue(Array.isArray(v) ? v[0] : v);
+}
+
+function fieldValue(text: string | undefined): string | undefined {
   return text === undefined || text === "" ? undefined : text.trim().toLowerCase();
 }
 

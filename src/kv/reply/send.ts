@@ -1,5 +1,4 @@
-import type { ServerResponse } from "node:http";
-import { streamBody } from "../../shared/http/respond.js";
+import { streamBody, type ReplySink } from "../../shared/http/respond.js";
 import { replyPieces, serializeReply, type Reply } from "../../shared/redis/resp.js";
 import { rawResp2 } from "../../shared/redis/raw-replies.js";
 import type { Principal } from "../databases/database.js";
@@ -78,7 +77,7 @@ export async function sendList(
 
 /** Status, headers and a whole body in one go (a string body goes out in the headers' write). */
 function sendWhole(
-  res: ServerResponse,
+  res: ReplySink,
   status: number,
   headers: Record<string, string>,
   format: Format,
@@ -168,7 +167,7 @@ function* slicedJson(parts: (string | Buffer | Reply)[], base64: boolean): Gener
 
 /** Where a reply goes, and the limits on replies held for clients still reading them. */
 export interface ReplyOut {
-  res: ServerResponse;
+  res: ReplySink;
   buffers: ReplyBuffers;
   /** A client that takes none of a reply for this long is cut off (STASHD_REQUEST_TIMEOUT_MS). */
   stallMs: number;

@@ -1,11 +1,30 @@
-import type { IncomingMessage, ServerResponse } from "node:http";
+import type { IncomingMessage } from "node:http";
 import { bodyDone } from "./body.js";
 import { isAppError, messageOf } from "../errors.js";
 import type { Logger } from "../log.js";
 
+/**
+ * What a response is written through: node:http's ServerResponse, or the KV gateway's fast lane
+ * (lane.ts), which writes the same bytes on its own connections.
+ */
+export interface ReplySink {
+  readonly headersSent: boolean;
+  readonly destroyed: boolean;
+  writeHead(status: number, headers: Record<string, string | number> | string[]): ReplySink;
+  /** Ends the response; a body given here goes out with the headers when they are not sent yet. */
+  end(body?: string | Buffer): unknown;
+  /** False when the client reads slower than we write (wait for `drain`). */
+  write(chunk: string | Buffer): boolean;
+  cork(): void;
+  uncork(): void;
+  on(event: "drain" | "close", listener: () => void): unknown;
+  off(event: "drain" | "close", listener: () => void): unknown;
+  destroy(): unknown;
+}
+
 /** Writes a JSON body (already serialized) with the given status and extra headers. */
 export function sendJson(
-  res: ServerResponse,
+  res: ReplySink,
   status: number,
   body: string,
   headers: Record<string, string> = {},
@@ -40,7 +59,7 @@ export function closingIfUnread(
  * catalog status; anything else is a bug, logged with its stack and answered with a generic 500.
  */
 export function sendError(
-  res: ServerResponse,
+  res: ReplySink,
   err: unknown,
   logger: Logger,
   headers: Record<string, string> = {},
@@ -75,7 +94,7 @@ const SLICE_MS = 5;
  * and with `stallMs` cuts off a client that takes nothing of a waiting write for that long.
  */
 export async function streamBody(
-  res: ServerResponse,
+  res: ReplySink,
   status: number,
   headers: Record<string, string | number>,
   pieces: Iterable<string | Buffer>,
@@ -149,7 +168,7 @@ function takeWrite(source: Iterator<string | Buffer>): { parts: Buffer[]; done: 
 }
 
 /** Resolves on `drain` or `close`; with `stallMs`, destroys the response after that long. */
-function drained(res: ServerResponse, stallMs: number): Promise<void> {
+function drained(res: ReplySink, stallMs: number): Promise<void> {
   return new Promise((resolve) => {
     const timer = stallMs > 0 ? setTimeout(() => res.destroy(), stallMs) : undefined;
     const done = (): void => {

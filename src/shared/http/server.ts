@@ -1,6 +1,7 @@
 import http from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { AppError } from "../errors.js";
+import { installLane, type LaneConnections, type LaneHandler } from "./lane.js";
 
 export interface HttpServerOptions {
   host: string;
@@ -9,6 +10,8 @@ export interface HttpServerOptions {
   requestTimeoutMs: number;
   /** Start of error messages on this port (`ERR ` on the KV gateway, as Redis words errors). */
   errorPrefix?: string;
+  /** Requests the handler takes from the fast lane in front of node:http (lane.ts). */
+  lane?: LaneHandler;
 }
 
 export interface RunningHttpServer {
@@ -38,6 +41,9 @@ export async function listen(
     handler,
   );
   server.maxHeadersCount = 200;
+  // A request arriving in pieces waits on the lane for at most the keep-alive timeout.
+  const keepAlive = server.keepAliveTimeout;
+  const lanes = opts.lane ? installLane(server, opts.lane, keepAlive, keepAlive) : undefined;
   server.on("request", trackUnfinished);
   server.on("clientError", (err: NodeJS.ErrnoException, socket: Socket) =>
     answerClientError(err, socket, opts),
@@ -65,7 +71,7 @@ export async function listen(
     server,
     port,
     url: `http://${shownHost}:${port}`,
-    close: (graceMs) => closeServer(server, graceMs),
+    close: (graceMs) => closeServer(server, graceMs, lanes),
   };
 }
 
@@ -178,11 +184,22 @@ function writeClientError(
  * as a blocked command ended by the shutdown, would otherwise keep its socket open until the
  * client's keep-alive ends), and every connection left after `graceMs`.
  */
-async function closeServer(server: http.Server, graceMs: number): Promise<void> {
+async function closeServer(
+  server: http.Server,
+  graceMs: number,
+  lanes: LaneConnections | undefined,
+): Promise<void> {
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-  server.closeIdleConnections();
-  const idle = setInterval(() => server.closeIdleConnections(), IDLE_CHECK_MS);
-  const timer = setTimeout(() => server.closeAllConnections(), graceMs);
+  const closeIdle = (): void => {
+    server.closeIdleConnections();
+    lanes?.closeIdle();
+  };
+  closeIdle();
+  const idle = setInterval(closeIdle, IDLE_CHECK_MS);
+  const timer = setTimeout(() => {
+    server.closeAllConnections();
+    lanes?.closeAll();
+  }, graceMs);
   await closed;
   clearInterval(idle);
   clearTimeout(timer);
