@@ -20,7 +20,7 @@ import os from "node:os";
 import path from "node:path";
 import { freePort, startRedis, stopChild } from "../test/harness/redis.js";
 import { hasWrk, runLoad } from "./http-load.js";
-import { cpuMs } from "./lib/proc.js";
+import { cpuMs, stashdPids } from "./lib/proc.js";
 import { bareLoop, latency, publishBacklog } from "./lib/queue-measures.js";
 import {
   drain,
@@ -95,19 +95,6 @@ function startWebdis(redisPort: number, port: number, dir: string): ChildProcess
   const rest = { http_port: port, threads: 2, pool_size: 20, daemonize: false, verbosity: 0 };
   writeFileSync(conf, JSON.stringify({ ...settings, ...rest, logfile: path.join(dir, "w.log") }));
   return spawn("webdis", [conf], { stdio: "ignore" });
-}
-
-/** The stashd processes of a `bin/stashd start` child: it, and its node children (workers). */
-function stashdPids(child: ChildProcess): number[] {
-  const ps = spawnSync("ps", ["-o", "pid=,comm=", "--ppid", String(child.pid)], {
-    encoding: "utf8",
-  });
-  const workers = ps.stdout
-    .split("\n")
-    .map((l) => l.trim().split(/\s+/))
-    .filter(([, comm]) => comm === "node")
-    .map(([pid]) => Number(pid));
-  return [child.pid ?? 0, ...workers];
 }
 
 /** `work`'s result and the CPU (µs, user + system) all stashd processes used meanwhile. */
