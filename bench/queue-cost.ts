@@ -27,6 +27,7 @@ import { publishBacklog } from "./lib/queue-measures.js";
 import {
   drain,
   publishLoad,
+  queueRedisPid,
   startQueueChild,
   startReceiverChild,
   stats,
@@ -56,7 +57,7 @@ class QueueRedis {
   }
 
   pid(): number {
-    return Number(readFileSync(path.join(this.dir, "queue-redis", "redis.pid"), "utf8"));
+    return queueRedisPid(this.dir) ?? 0;
   }
 
   /** `INFO section` as name -> value. */

@@ -28,7 +28,7 @@
  * `--stashd PATH` runs another build's launcher (bin/stashd of a copy of `bin/` and `dist/` made
  * before a change), to compare before and after with the same bench.
  */
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { stopChild } from "../test/harness/redis.js";
@@ -38,6 +38,7 @@ import {
   publishLoad as publishFor,
   startQueueChild,
   nodeMemoryMb,
+  queueRedisPid,
   startReceiverChild,
   stats,
   type Rate,
@@ -95,17 +96,6 @@ function startStashd(dataDir: string) {
   const nodeArgs = profileDir ? ["--cpu-prof", "--cpu-prof-dir", profileDir] : [];
   if (heapDir) nodeArgs.push(...snapshotFlags(heapDir));
   return startQueueChild(BIN, dataDir, {}, nodeArgs);
-}
-
-/** The managed queue Redis's pid (its pid file under the data directory). */
-function redisPid(dataDir: string): number | undefined {
-  try {
-    return (
-      Number(readFileSync(path.join(dataDir, "queue-redis", "redis.pid"), "utf8")) || undefined
-    );
-  } catch {
-    return undefined;
-  }
 }
 
 /**
@@ -179,7 +169,7 @@ async function main(): Promise<void> {
   const stashd = await startStashd(dataDir);
   const pids: Pids = {
     stashd: stashd.child.pid,
-    redis: redisPid(dataDir),
+    redis: queueRedisPid(dataDir),
     receiver: receiver.pid,
   };
   try {
