@@ -32,12 +32,8 @@ import {
   startReceiverChild,
   stats,
 } from "./lib/queue-parts.js";
+import { option, smoke } from "./lib/args.js";
 
-const smoke = process.argv.includes("--smoke");
-const option = (name: string): string | undefined => {
-  const i = process.argv.indexOf(name);
-  return i === -1 ? undefined : process.argv[i + 1];
-};
 const seconds = smoke ? 1 : Number(option("--seconds")) || 4;
 const workers = option("--workers") ?? "1";
 const backlog = smoke ? 200 : Number(option("--backlog")) || 10_000;

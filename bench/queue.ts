@@ -46,12 +46,8 @@ import {
 import { fsyncAlwaysSet, type AnchorRow } from "./lib/redis-anchor.js";
 import { bareLoop, latency, publishBacklog } from "./lib/queue-measures.js";
 import { describeGrowth, growthBetween, snapshotFlags, takeSnapshot } from "./lib/heap.js";
+import { option, smoke } from "./lib/args.js";
 
-const smoke = process.argv.includes("--smoke");
-const option = (name: string): string | undefined => {
-  const i = process.argv.indexOf(name);
-  return i === -1 ? undefined : process.argv[i + 1];
-};
 const seconds = smoke ? 1 : Number(option("--seconds")) || 4;
 const BIN = path.resolve(option("--stashd") ?? "bin/stashd");
 /** `--heap-snapshots DIR`: the soak's heap snapshots are written there (bench/lib/heap.ts). */

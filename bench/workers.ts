@@ -32,12 +32,8 @@ import {
 } from "./lib/queue-parts.js";
 import { fsyncAlwaysSet, redisBenchmark } from "./lib/redis-anchor.js";
 import { waitForHttp } from "./stashd-child.js";
+import { option, smoke } from "./lib/args.js";
 
-const smoke = process.argv.includes("--smoke");
-const option = (name: string): string | undefined => {
-  const i = process.argv.indexOf(name);
-  return i === -1 ? undefined : process.argv[i + 1];
-};
 const seconds = smoke ? 1 : Number(option("--seconds")) || 5;
 /** `--warm SECONDS` (default 2): each load's unrecorded run before a configuration's rows. */
 const warmSeconds = Number(option("--warm") ?? 2);
