@@ -148,10 +148,22 @@ async function sample(p: Parts): Promise<Sample> {
     receiverMs: cpuMs(p.receiver.pid),
     commands: Number(stat.get("total_commands_processed")),
     reads: Number(stat.get("total_reads_processed")),
-    aofBytes: Number(p.redis.info("persistence").get("aof_current_size") ?? 0),
+    aofBytes: aofBytes(p.redis.info("persistence")),
     cmds,
     attempts: await attemptsStarted(p.admin),
   };
+}
+
+/**
+ * The AOF's size, or NaN once it was rewritten (a rewrite starts it over from the data's current
+ * state, so a difference across one says nothing about what the phase wrote).
+ */
+let rewritesSeen: number | undefined;
+function aofBytes(persistence: Map<string, string>): number {
+  const rewrites = Number(persistence.get("aof_rewrites") ?? 0);
+  const changed = rewritesSeen !== undefined && rewrites !== rewritesSeen;
+  rewritesSeen = rewrites;
+  return changed ? NaN : Number(persistence.get("aof_current_size") ?? 0);
 }
 
 const f = (x: number, digits = 1): string => (Number.isFinite(x) ? x.toFixed(digits) : "n/a");
