@@ -180,8 +180,11 @@ async function main(): Promise<void> {
     const pub1 = await publishLoad(stashd.url, stashd.token, rx, 1);
     await drain(rx, pub1.total, 10_000);
     const cpu0 = cpuOf(pids);
+    const started50 = Date.now();
     const pub50 = await publishLoad(stashd.url, stashd.token, rx, 50);
     await drain(rx, pub50.total, 30_000);
+    // Counted until the last of them was delivered (deliveries trailing wrk would flatter it).
+    const atOnce = { ...pub50, rps: pub50.total / ((Date.now() - started50) / 1000) };
     const cpu = cpuPer(pids, cpu0, pub50.total);
     const n = smoke ? 100 : Math.min(20_000, Math.max(2000, Math.round(pub50.rps * 2)));
     const target = { ...stashd, pids };
@@ -210,10 +213,10 @@ async function main(): Promise<void> {
         ratio(pub1.rps, set(1)?.rps),
       ],
       [
-        "durable publishes, 50 connections (each also delivered meanwhile)",
-        rate(pub50, "/s"),
+        "durable publishes, 50 connections, each delivered at once (until the last arrived)",
+        rate(atOnce, "/s"),
         `redis-benchmark SET, appendfsync always, 50 clients: ${anchorText(50)}`,
-        ratio(pub50.rps, set(50)?.rps),
+        ratio(atOnce.rps, set(50)?.rps),
       ],
       [
         "durable publishes, 50 connections, delivered a day later (storing only)",
