@@ -24,14 +24,7 @@ import path from "node:path";
 import { stopChild } from "../test/harness/redis.js";
 import { cpuMs, stashdPids } from "./lib/proc.js";
 import { publishBacklog } from "./lib/queue-measures.js";
-import {
-  drain,
-  publishLoad,
-  queueRedisPid,
-  startQueueChild,
-  startReceiverChild,
-  stats,
-} from "./lib/queue-parts.js";
+import * as queue from "./lib/queue-parts.js";
 import { option, smoke } from "./lib/args.js";
 
 const seconds = smoke ? 1 : Number(option("--seconds")) || 4;
@@ -53,7 +46,7 @@ class QueueRedis {
   }
 
   pid(): number {
-    return queueRedisPid(this.dir) ?? 0;
+    return queue.queueRedisPid(this.dir) ?? 0;
   }
 
   /** `INFO section` as name -> value. */
@@ -222,14 +215,14 @@ async function phase(p: Parts, name: string, run: () => Promise<number>): Promis
 }
 
 async function main(): Promise<void> {
-  const { url: rx, child: receiver } = await startReceiverChild();
+  const { url: rx, child: receiver } = await queue.startReceiverChild();
   const dataDir = mkdtempSync(path.join(os.tmpdir(), "stashd-bench-cost-"));
   const nodeArgs = profileDir ? ["--cpu-prof", "--cpu-prof-dir", path.resolve(profileDir)] : [];
-  const s = await startQueueChild(BIN, dataDir, { STASHD_WORKERS: workers }, nodeArgs);
+  const s = await queue.startQueueChild(BIN, dataDir, { STASHD_WORKERS: workers }, nodeArgs);
   const redis = new QueueRedis(dataDir);
   const parts: Parts = { pids: () => stashdPids(s.child), redis, receiver, admin: s.admin };
   const load = (secs: number, headers: Record<string, string> = {}) =>
-    publishLoad(s.url, s.token, rx, CONNS, secs, headers);
+    queue.publishLoad(s.url, s.token, rx, CONNS, secs, headers);
   const out = [
     `# bench/queue-cost: ${new Date().toISOString()}, ${os.availableParallelism()}x ${os.cpus()[0]?.model ?? "cpu"}, node ${process.version}, ${workers} worker(s)`,
     `# load average at start ${os
@@ -242,14 +235,14 @@ async function main(): Promise<void> {
     // Warm-up: the JIT compiles the hot paths (unrecorded).
     if (!smoke) {
       const warm = await load(2);
-      await drain(rx, warm.total, 30_000);
+      await queue.drain(rx, warm.total, 30_000);
     }
-    await stats(rx);
+    await queue.stats(rx);
     if (runs("at-once")) {
       out.push(
         ...(await phase(parts, "publish, each delivered at once (50 connections)", async () => {
           const r = await load(seconds);
-          const got = await drain(rx, r.total, 30_000);
+          const got = await queue.drain(rx, r.total, 30_000);
           if (got < r.total) throw new Error(`only ${got} of ${r.total} delivered`);
           return r.total;
         })),
@@ -268,10 +261,10 @@ async function main(): Promise<void> {
     if (runs("backlog")) {
       // 20 connections publish the backlog: plan for a third of the 50-connection rate.
       await publishBacklog(s.url, s.token, rx, backlog, storeRate / 3);
-      await stats(rx);
+      await queue.stats(rx);
       out.push(
         ...(await phase(parts, `backlog of ${backlog} released at once (deliveries only)`, () =>
-          drain(rx, backlog, 60_000),
+          queue.drain(rx, backlog, 60_000),
         )),
       );
     }

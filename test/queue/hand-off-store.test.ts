@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import type { MessageMeta } from "../../src/queue/domain/message.js";
-import { MessageStore, type NewMessage } from "../../src/queue/store/message-store.js";
+import { MessageStore } from "../../src/queue/store/message-store.js";
 import { singlePartition } from "../../src/queue/store/partitions.js";
 import type { RedisPool } from "../../src/shared/redis/pool.js";
 import type { Reply } from "../../src/shared/redis/resp.js";
 import { startRedis, testPool, type TestRedis } from "../harness/redis.js";
+import { storeMessage } from "./new-message.js";
 
 /**
  * A message handed off at publish (leased to the storing process in the enqueue call, see
@@ -30,22 +30,6 @@ afterAll(async () => {
 beforeEach(async () => {
   await pool.exec(["FLUSHALL"]);
 });
-
-function message(id: string, dueAt: number, extra: Partial<MessageMeta> = {}): NewMessage {
-  const meta: MessageMeta = {
-    messageId: id,
-    url: "http://127.0.0.1:9/x",
-    method: "POST",
-    header: {},
-    createdAt: dueAt,
-    notBefore: 0,
-    maxRetries: 0,
-    timeoutMs: 1000,
-    depth: 0,
-    ...extra,
-  };
-  return { meta, body: Buffer.from(`body of ${id}`), dueAt };
-}
 
 const text = (r: Reply): string =>
   r.kind === "bulk" || r.kind === "int" ? r.value.toString() : "";
@@ -83,7 +67,10 @@ describe("local hand-off at publish", () => {
   it("stores a due message straight as ACTIVE under the lease, never in the due set", async () => {
     const now = Date.now();
     const t0 = Number(strings(await exec("TIME"))[0]) * 1000;
-    await store.enqueue(now, [message("h-1", now)], undefined, { token: "tok", leaseMs: 30_000 });
+    await store.enqueue(now, [storeMessage("h-1", now)], undefined, {
+      token: "tok",
+      leaseMs: 30_000,
+    });
     const h = parts().message("h-1");
     expect(strings(await exec("HMGET", h, "state", "lease", "retried", "origin"))).toEqual([
       "ACTIVE",
@@ -107,8 +94,8 @@ describe("local hand-off at publish", () => {
     const now = Date.now();
     const fc = { key: "k", parallelism: 0, rate: 0, period: 1 };
     const lease = { token: "tok", leaseMs: 30_000 };
-    await store.enqueue(now, [message("later", now + 60_000)], undefined, lease);
-    await store.enqueue(now, [message("fc-1", now, { flowControl: fc })], undefined, lease);
+    await store.enqueue(now, [storeMessage("later", now + 60_000)], undefined, lease);
+    await store.enqueue(now, [storeMessage("fc-1", now, { flowControl: fc })], undefined, lease);
     const states = await store.getMany(["later", "fc-1"]);
     expect(states.map((m) => m.state)).toEqual(["CREATED", "CREATED"]);
     expect(text(await exec("ZSCORE", parts().due, "later"))).toBe(String(now + 60_000));
@@ -122,8 +109,8 @@ describe("local hand-off at publish", () => {
     const lease = { token: "tok", leaseMs: 30_000 };
     await exec("CONFIG", "RESETSTAT");
     await Promise.all([
-      store.enqueue(now, [message("c-1", now)], undefined, lease),
-      store.enqueue(now, [message("c-2", now)], undefined, lease),
+      store.enqueue(now, [storeMessage("c-1", now)], undefined, lease),
+      store.enqueue(now, [storeMessage("c-2", now)], undefined, lease),
     ]);
     // Per message HSET, ZADD pending, ZADD active, XADD CREATED, XADD ACTIVE; one TIME and one
     // slot probe (EXISTS) per call.
