@@ -93,7 +93,9 @@ async function runWrk(spec: LoadSpec, dir: string): Promise<LoadResult> {
   writeFileSync(script, wrkScript(spec));
   const threads = String(Math.min(2, spec.connections));
   const args = ["-t", threads, "-c", String(spec.connections), "-d", `${spec.seconds}s`];
-  args.push("--latency", "-s", script, spec.url);
+  // wrk counts an answer slower than its timeout (2 s by default) as a socket error: on a loaded
+  // machine a queue publish can take that long, and the run would be thrown away.
+  args.push("--timeout", "10s", "--latency", "-s", script, spec.url);
   const out = await new Promise<string>((resolve, reject) => {
     const child = spawn("wrk", args, { stdio: ["ignore", "pipe", "inherit"] });
     let text = "";
@@ -132,8 +134,10 @@ export function parseWrk(out: string, what: string): LoadResult {
   const failures = /Non-2xx or 3xx responses:\s*(\d+)/.exec(out);
   const socket = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
   const errors = socket ? socket.slice(1).reduce((n, x) => n + Number(x), 0) : 0;
-  if (failures || errors > 0)
-    throw new Error(`${what}: ${failures?.[1] ?? 0} non-2xx, ${errors} socket errors`);
+  if (failures || errors > 0) {
+    const kinds = socket?.[0] ?? "";
+    throw new Error(`${what}: ${failures?.[1] ?? 0} non-2xx, ${errors} socket errors (${kinds})`);
+  }
   const rps = /Requests\/sec:\s*([\d.]+)/.exec(out);
   if (!rps) throw new Error(`${what}: no Requests/sec in wrk output:\n${out}`);
   const percentile = (p: number): number => {

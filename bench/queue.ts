@@ -28,7 +28,7 @@
  * `--stashd PATH` runs another build's launcher (bin/stashd of a copy of `bin/` and `dist/` made
  * before a change), to compare before and after with the same bench.
  */
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { stopChild } from "../test/harness/redis.js";
@@ -38,6 +38,7 @@ import {
   publishLoad as publishFor,
   startQueueChild,
   nodeMemoryMb,
+  queueRedisPid,
   startReceiverChild,
   stats,
   type Rate,
@@ -45,12 +46,8 @@ import {
 import { fsyncAlwaysSet, type AnchorRow } from "./lib/redis-anchor.js";
 import { bareLoop, latency, publishBacklog } from "./lib/queue-measures.js";
 import { describeGrowth, growthBetween, snapshotFlags, takeSnapshot } from "./lib/heap.js";
+import { option, smoke } from "./lib/args.js";
 
-const smoke = process.argv.includes("--smoke");
-const option = (name: string): string | undefined => {
-  const i = process.argv.indexOf(name);
-  return i === -1 ? undefined : process.argv[i + 1];
-};
 const seconds = smoke ? 1 : Number(option("--seconds")) || 4;
 const BIN = path.resolve(option("--stashd") ?? "bin/stashd");
 /** `--heap-snapshots DIR`: the soak's heap snapshots are written there (bench/lib/heap.ts). */
@@ -95,17 +92,6 @@ function startStashd(dataDir: string) {
   const nodeArgs = profileDir ? ["--cpu-prof", "--cpu-prof-dir", profileDir] : [];
   if (heapDir) nodeArgs.push(...snapshotFlags(heapDir));
   return startQueueChild(BIN, dataDir, {}, nodeArgs);
-}
-
-/** The managed queue Redis's pid (its pid file under the data directory). */
-function redisPid(dataDir: string): number | undefined {
-  try {
-    return (
-      Number(readFileSync(path.join(dataDir, "queue-redis", "redis.pid"), "utf8")) || undefined
-    );
-  } catch {
-    return undefined;
-  }
 }
 
 /**
@@ -179,7 +165,7 @@ async function main(): Promise<void> {
   const stashd = await startStashd(dataDir);
   const pids: Pids = {
     stashd: stashd.child.pid,
-    redis: redisPid(dataDir),
+    redis: queueRedisPid(dataDir),
     receiver: receiver.pid,
   };
   try {
@@ -194,8 +180,11 @@ async function main(): Promise<void> {
     const pub1 = await publishLoad(stashd.url, stashd.token, rx, 1);
     await drain(rx, pub1.total, 10_000);
     const cpu0 = cpuOf(pids);
+    const started50 = Date.now();
     const pub50 = await publishLoad(stashd.url, stashd.token, rx, 50);
     await drain(rx, pub50.total, 30_000);
+    // Counted until the last of them was delivered (deliveries trailing wrk would flatter it).
+    const atOnce = { ...pub50, rps: pub50.total / ((Date.now() - started50) / 1000) };
     const cpu = cpuPer(pids, cpu0, pub50.total);
     const n = smoke ? 100 : Math.min(20_000, Math.max(2000, Math.round(pub50.rps * 2)));
     const target = { ...stashd, pids };
@@ -224,10 +213,10 @@ async function main(): Promise<void> {
         ratio(pub1.rps, set(1)?.rps),
       ],
       [
-        "durable publishes, 50 connections (each also delivered meanwhile)",
-        rate(pub50, "/s"),
+        "durable publishes, 50 connections, each delivered at once (until the last arrived)",
+        rate(atOnce, "/s"),
         `redis-benchmark SET, appendfsync always, 50 clients: ${anchorText(50)}`,
-        ratio(pub50.rps, set(50)?.rps),
+        ratio(atOnce.rps, set(50)?.rps),
       ],
       [
         "durable publishes, 50 connections, delivered a day later (storing only)",

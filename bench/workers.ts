@@ -21,23 +21,20 @@ import os from "node:os";
 import path from "node:path";
 import { freePort, startRedis, stopChild } from "../test/harness/redis.js";
 import { hasWrk, runLoad } from "./http-load.js";
-import { cpuMs } from "./lib/proc.js";
+import { cpuMs, stashdPids } from "./lib/proc.js";
 import { bareLoop, latency, publishBacklog } from "./lib/queue-measures.js";
 import {
   drain,
   publishLoad,
+  queueRedisPid,
   startQueueChild,
   startReceiverChild,
   stats,
 } from "./lib/queue-parts.js";
 import { fsyncAlwaysSet, redisBenchmark } from "./lib/redis-anchor.js";
 import { waitForHttp } from "./stashd-child.js";
+import { option, smoke } from "./lib/args.js";
 
-const smoke = process.argv.includes("--smoke");
-const option = (name: string): string | undefined => {
-  const i = process.argv.indexOf(name);
-  return i === -1 ? undefined : process.argv[i + 1];
-};
 const seconds = smoke ? 1 : Number(option("--seconds")) || 5;
 /** `--kv-only`: the KV rows alone (no queue load), for a quick look at the KV goals. */
 const kvOnly = process.argv.includes("--kv-only");
@@ -67,6 +64,8 @@ function configs(): Config[] {
 
 interface Running {
   child: ChildProcess;
+  /** The data dir (its queue Redis's pid file). */
+  dataDir: string;
   kvUrl: string;
   kvToken: string;
   queueUrl: string;
@@ -84,6 +83,7 @@ async function startStashd(dataDir: string, redisUrl: string, env: Record<string
   if (!s.kv) throw new Error("stashd runs without the KV gateway");
   return {
     child: s.child,
+    dataDir,
     kvUrl: s.kv.url,
     kvToken: s.kv.token,
     queueUrl: s.url,
@@ -98,19 +98,6 @@ function startWebdis(redisPort: number, port: number, dir: string): ChildProcess
   const rest = { http_port: port, threads: 2, pool_size: 20, daemonize: false, verbosity: 0 };
   writeFileSync(conf, JSON.stringify({ ...settings, ...rest, logfile: path.join(dir, "w.log") }));
   return spawn("webdis", [conf], { stdio: "ignore" });
-}
-
-/** The stashd processes of a `bin/stashd start` child: it, and its node children (workers). */
-function stashdPids(child: ChildProcess): number[] {
-  const ps = spawnSync("ps", ["-o", "pid=,comm=", "--ppid", String(child.pid)], {
-    encoding: "utf8",
-  });
-  const workers = ps.stdout
-    .split("\n")
-    .map((l) => l.trim().split(/\s+/))
-    .filter(([, comm]) => comm === "node")
-    .map(([pid]) => Number(pid));
-  return [child.pid ?? 0, ...workers];
 }
 
 /** `work`'s result and the CPU (µs, user + system) all stashd processes used meanwhile. */
@@ -201,31 +188,65 @@ async function kvRows(s: Running, webdis: string | undefined, redisPort: number)
   return rows;
 }
 
+/**
+ * CPU time (µs) of every stashd process and of its queue Redis while `work` runs, per `items`
+ * (what `work` returns as its count).
+ */
+async function queueCpu<T>(s: Running, work: () => Promise<T>, items: (r: T) => number) {
+  const redis = (): number => cpuMs(queueRedisPid(s.dataDir));
+  const redis0 = redis();
+  const { result, cpuUs } = await withCpu(s, work);
+  const n = items(result);
+  return { result, stashdUs: cpuUs / n, redisUs: ((redis() - redis0) * 1000) / n };
+}
+
+const cpuText = (c: { stashdUs: number; redisUs: number }): string =>
+  `stashd CPU ${f(c.stashdUs)} µs/msg, its Redis ${f(c.redisUs)}`;
+
+/**
+ * The queue's goal rows. Publishes "delivered at once" count from the first publish until the
+ * last of them arrived at the receiver (not until wrk stopped: deliveries trailing the publishes
+ * would flatter the rate). Each row also gives the CPU per message of stashd and of its queue
+ * Redis, which a loaded machine moves far less than the rates.
+ */
 async function queueRows(s: Running, rx: string): Promise<Row[]> {
   const requests = smoke ? 2000 : seconds * 25_000;
   const set = (await fsyncAlwaysSet([{ clients: CONNS, requests }]))?.[0];
   await stats(rx);
-  const pub = await publishLoad(s.queueUrl, s.queueToken, rx, CONNS, seconds);
-  await drain(rx, pub.total, 30_000);
+  const started = Date.now();
+  const atOnce = await queueCpu(
+    s,
+    async () => {
+      const pub = await publishLoad(s.queueUrl, s.queueToken, rx, CONNS, seconds);
+      return { pub, got: await drain(rx, pub.total, 30_000) };
+    },
+    (r) => r.pub.total,
+  );
+  const { pub, got: delivered } = atOnce.result;
+  const pubRate = delivered / ((Date.now() - started) / 1000);
   const bare = await bareLoop(rx, CONNS, seconds);
   const n = smoke ? 100 : Math.min(20_000, Math.max(2000, Math.round(pub.rps * 2)));
   await publishBacklog(s.queueUrl, s.queueToken, rx, n, pub.rps);
   await stats(rx);
   const t = Date.now();
-  const got = await drain(rx, n, 60_000);
-  const dps = got / ((Date.now() - t) / 1000);
+  const backlog = await queueCpu(
+    s,
+    () => drain(rx, n, 60_000),
+    (got) => got,
+  );
+  const dps = backlog.result / ((Date.now() - t) / 1000);
   const lat = await latency(s.queueUrl, s.queueToken, rx, smoke ? 20 : 300);
   return [
     [
       `queue durable publishes/s delivered at once, c=${CONNS}`,
-      f(pub.rps),
+      `${f(pubRate)} (${cpuText(atOnce)})`,
       `redis-benchmark SET appendfsync always, ${CONNS} clients: ${f(set?.rps ?? NaN)}`,
-      ratio(pub.rps, set?.rps),
+      ratio(pubRate, set?.rps),
       ">= 10k/s",
     ],
     [
-      `queue backlog deliveries/s (${got} of ${n})`,
-      f(dps),
+      `queue backlog deliveries/s (${backlog.result} of ${n})`,
+      `${f(dps)} (${cpuText(backlog)})`,
       `bare undici POST loop, ${CONNS} connections: ${f(bare.rps)}`,
       ratio(dps, bare.rps),
       ">= 0.5",

@@ -2,7 +2,7 @@
  * What a child process costs, read from Linux's /proc (elsewhere every figure is NaN): CPU time
  * used so far and resident memory, so a bench can state CPU per message and RSS under load.
  */
-import { spawnSync } from "node:child_process";
+import { spawnSync, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 
 const TICKS_PER_S = Number(spawnSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).stdout) || 100;
@@ -35,4 +35,17 @@ export function rssMb(pid: number | undefined): { now: number; peak: number } {
   } catch {
     return { now: NaN, peak: NaN };
   }
+}
+
+/** The stashd processes of a `bin/stashd start` child: it, and its node children (workers). */
+export function stashdPids(child: ChildProcess): number[] {
+  const ps = spawnSync("ps", ["-o", "pid=,comm=", "--ppid", String(child.pid)], {
+    encoding: "utf8",
+  });
+  const workers = ps.stdout
+    .split("\n")
+    .map((l) => l.trim().split(/\s+/))
+    .filter(([, comm]) => comm === "node")
+    .map(([pid]) => Number(pid));
+  return [child.pid ?? 0, ...workers];
 }

@@ -3,7 +3,7 @@
  * queue credentials, and a publish load.
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { runLoad } from "../http-load.js";
@@ -171,4 +171,15 @@ export async function nodeMemoryMb(admin: string): Promise<{ heapUsed: number; e
     heapUsed: gauge("nodejs_heap_size_used_bytes"),
     external: gauge("nodejs_external_memory_bytes"),
   };
+}
+
+/** The managed queue Redis's pid (its pid file under a stashd data directory). */
+export function queueRedisPid(dataDir: string): number | undefined {
+  try {
+    return (
+      Number(readFileSync(path.join(dataDir, "queue-redis", "redis.pid"), "utf8")) || undefined
+    );
+  } catch {
+    return undefined;
+  }
 }

@@ -36,7 +36,7 @@ describe("bench smoke runs", () => {
     expect(out).toMatch(/stashd heap, first soak round -> last:\nlive heap [\d.]+ MB -> [\d.]+ MB/);
     for (const row of [
       "| durable publishes, 1 connection |",
-      "| durable publishes, 50 connections (each also delivered meanwhile) |",
+      "| durable publishes, 50 connections, each delivered at once (until the last arrived) |",
       "| durable publishes, 50 connections, delivered a day later (storing only) |",
       "| deliveries (backlog of 100) |",
       "| deliveries with a flow-control key (limit never reached) |",

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { MessageMeta } from "../../src/queue/domain/message.js";
 import { ScriptCode } from "../../src/queue/store/codes.js";
-import { MessageStore, type NewMessage } from "../../src/queue/store/message-store.js";
+import { MessageStore } from "../../src/queue/store/message-store.js";
 import type { RedisPool } from "../../src/shared/redis/pool.js";
 import { startRedis, testPool, type TestRedis } from "../harness/redis.js";
+import { storeMessage } from "./new-message.js";
 import { singlePartition } from "../../src/queue/store/partitions.js";
 
 /**
@@ -21,7 +21,7 @@ beforeAll(async () => {
   store = new MessageStore(singlePartition(pool), 60_000);
   // Loads the scripts, so the counted calls below are the real ones (no NOSCRIPT round).
   const now = Date.now();
-  await store.enqueue(now, [message("warm", now + 60_000)]);
+  await store.enqueue(now, [storeMessage("warm", now + 60_000)]);
   await store.finish(now, {
     id: "warm",
     token: "-",
@@ -34,21 +34,6 @@ afterAll(async () => {
   await pool?.close();
   await redis?.stop();
 });
-
-function message(id: string, dueAt: number): NewMessage {
-  const meta: MessageMeta = {
-    messageId: id,
-    url: "http://127.0.0.1:9/x",
-    method: "POST",
-    header: {},
-    createdAt: dueAt,
-    notBefore: 0,
-    maxRetries: 0,
-    timeoutMs: 1000,
-    depth: 0,
-  };
-  return { meta, body: Buffer.from(`body of ${id}`), dueAt };
-}
 
 /** EVALSHA calls Redis ran since the last reset of its statistics. */
 async function evalshaCalls(): Promise<number> {
@@ -63,10 +48,16 @@ describe("group commit", () => {
     await pool.exec(["CONFIG", "RESETSTAT"]);
     const dedup = { key: "id:same", windowMs: 60_000, response: '[{"messageId":"gc-1"}]' };
     const results = await Promise.all([
-      store.enqueue(now, [message("gc-1", now)], dedup),
-      store.enqueue(now, [message("gc-2", now)], { ...dedup, response: "second" }),
-      store.enqueue(now, [message("gc-3", now)], undefined, { token: "tok-3", leaseMs: 60_000 }),
-      store.enqueue(now, [message("gc-4a", now + 60_000), message("gc-4b", now + 60_000)]),
+      store.enqueue(now, [storeMessage("gc-1", now)], dedup),
+      store.enqueue(now, [storeMessage("gc-2", now)], { ...dedup, response: "second" }),
+      store.enqueue(now, [storeMessage("gc-3", now)], undefined, {
+        token: "tok-3",
+        leaseMs: 60_000,
+      }),
+      store.enqueue(now, [
+        storeMessage("gc-4a", now + 60_000),
+        storeMessage("gc-4b", now + 60_000),
+      ]),
     ]);
     expect(await evalshaCalls()).toBe(1);
     expect(results).toEqual([
@@ -87,7 +78,12 @@ describe("group commit", () => {
   it("records the finishes of one turn together, each with its own lease check", async () => {
     const now = Date.now();
     const lease = { token: "tok-f", leaseMs: 60_000 };
-    await store.enqueue(now, [message("f-1", now), message("f-2", now)], undefined, lease);
+    await store.enqueue(
+      now,
+      [storeMessage("f-1", now), storeMessage("f-2", now)],
+      undefined,
+      lease,
+    );
     await pool.exec(["CONFIG", "RESETSTAT"]);
     const finish = (id: string, token: string) =>
       store.finish(now, { id, token, outcome: "DELIVERED", attempt: "{}", children: [] });

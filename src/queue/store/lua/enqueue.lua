@@ -18,22 +18,17 @@
 -- here: it waits for its key (fcEnter, which may admit it into the due set at once).
 --@include codes
 --@include keys
---@include insert-message
---@include fc-enter
---@include lease-message
+--@include store-new
 local cutoff = ARGV[2]
+local keys = {due = KEYS[1], pending = KEYS[2], log = KEYS[3], active = KEYS[4]}
 local out = {}
 
 -- Stores the `count` messages starting at ARGV[i]; hands those due by `now` over to the holder
 -- of `token` unless ''.
 local function store(i, count, now, token, leaseMs)
   for _ = 1, count do
-    local id, meta, dueAt = ARGV[i], ARGV[i + 1], ARGV[i + 3]
-    insertMessage(KEYS[1], KEYS[2], KEYS[3], cutoff, now, id, meta, ARGV[i + 2], dueAt, ARGV[i + 4])
-    local waits = fcEnter(KEYS[1], id, meta, dueAt, now)
-    if token ~= '' and not waits and tonumber(dueAt) <= tonumber(now) then
-      leaseMessage(KEYS[1], KEYS[4], KEYS[3], cutoff, now, id, meta, token, leaseMs)
-    end
+    storeNew(keys, cutoff, now, ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4],
+      token, leaseMs)
     i = i + 5
   end
 end

@@ -19,7 +19,7 @@
 --@include end-message
 local now, cutoff, id = ARGV[2], ARGV[3], ARGV[4]
 local h = Key.message(id)
-local f = redis.call('HMGET', h, 'lease', 'state', 'meta')
+local f = redis.call('HMGET', h, 'lease', 'state', 'meta', 'queue', 'slot', 'fc', 'fcslot')
 if f[1] ~= ARGV[5] then return Code.leaseLost end
 redis.call('ZREM', KEYS[2], id)
 local outcome = ARGV[6]
@@ -44,7 +44,8 @@ else
     addLog(KEYS[4], cutoff, now, id, 'ERROR', f[3], ARGV[7])
   end
   addLog(KEYS[4], cutoff, now, id, outcome, f[3], ARGV[7])
-  endMessage(h, id, KEYS[1], KEYS[3], now, outcome ~= 'CANCELED' and 11 or nil)
+  local route = {f[4], f[5], f[6], f[7]}
+  endMessage(h, id, KEYS[1], KEYS[3], now, outcome ~= 'CANCELED' and 11 or nil, route)
 end
 if outcome == 'CANCELED' then return Code.canceled end
 insertFrom(11, KEYS[1], KEYS[3], KEYS[4], cutoff, now)

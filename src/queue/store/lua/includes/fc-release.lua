@@ -1,9 +1,10 @@
 -- fcRelease: message (h, id) is finished or removed: frees its flow-control parallelism slot (and
--- the key admits) or leaves its key's wait list. No-op without flow control.
+-- the key admits) or leaves its key's wait list. No-op without flow control. `known`: the hash's
+-- fc and fcslot fields when the caller has read them.
 --@include keys
 --@include fc-admit
-local function fcRelease(h, id, dueKey, now)
-  local f = redis.call('HMGET', h, 'fc', 'fcslot')
+local function fcRelease(h, id, dueKey, now, known)
+  local f = known or redis.call('HMGET', h, 'fc', 'fcslot')
   if not f[1] then return 0 end
   if not f[2] then
     redis.call('LREM', Key.flowControlWait(f[1]), 1, id)

@@ -4,23 +4,18 @@
 -- docs/workflow.md §5). The run's keys are passed in, never built here. With `handOff` (a table
 -- of activeKey, token, leaseMs) the new messages due by `now` and not held by a flow-control key
 -- are leased to its holder at once, as enqueue does for a publish (local hand-off).
---@include insert-message
---@include fc-enter
---@include lease-message
+--@include store-new
 local function workflowEntries(dueKey, pendingKey, logKey, stepsKey, idsKey, cutoff, now, from,
     handOff)
+  local keys = {due = dueKey, pending = pendingKey, log = logKey,
+    active = handOff and handOff.activeKey}
+  local token, leaseMs = handOff and handOff.token or '', handOff and handOff.leaseMs
   for i = from, #ARGV - 5, 6 do
-    local id, meta, dueAt = ARGV[i], ARGV[i + 1], ARGV[i + 3]
+    local id, meta = ARGV[i], ARGV[i + 1]
     redis.call('RPUSH', stepsKey, ARGV[i + 5])
     redis.call('SADD', idsKey, id)
     if meta ~= '' then
-      insertMessage(dueKey, pendingKey, logKey, cutoff, now, id, meta, ARGV[i + 2], dueAt,
-        ARGV[i + 4])
-      local waits = fcEnter(dueKey, id, meta, dueAt, now)
-      if handOff and not waits and tonumber(dueAt) <= tonumber(now) then
-        leaseMessage(dueKey, handOff.activeKey, logKey, cutoff, now, id, meta, handOff.token,
-          handOff.leaseMs)
-      end
+      storeNew(keys, cutoff, now, id, meta, ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], token, leaseMs)
     end
   end
 end
