@@ -1,0 +1,269 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventually } from "../harness/eventually.js";
+import { laneCount, RawClient, request } from "../harness/raw-http.js";
+import { startRedis, type TestRedis } from "../harness/redis.js";
+import { startStashd, type TestStashd } from "../harness/stashd.js";
+
+/**
+ * An adversarial review of the KV fast lane (src/shared/http/lane.ts), the hand-written HTTP/1.1
+ * parser in front of node:http on the public KV port. node:http alone (STASHD_KV_FAST_LANE=false)
+ * is the reference: for each attack, the same bytes, followed by a harmless request and one that
+ * closes the connection, must get the same answers from both gateways (status and body), so the
+ * lane never frames a request differently from node:http (request smuggling, desync), never takes
+ * what node:http refuses, and every refusal is a JSON `{"error"}`. Then the resource bounds the
+ * lane must keep: bytes trickled in, many pipelined requests, a client that never reads.
+ */
+let redis: TestRedis;
+let lane: TestStashd;
+let plain: TestStashd;
+
+/** node:http's keep-alive timeout is then 500 ms, the lane's wait for a partial request too. */
+const REQUEST_TIMEOUT_MS = 1000;
+
+beforeAll(async () => {
+  redis = await startRedis();
+  const common = {
+    kvRedisUrl: redis.url,
+    services: ["kv" as const],
+    requestTimeoutMs: REQUEST_TIMEOUT_MS,
+  };
+  lane = await startStashd(common);
+  plain = await startStashd({ ...common, kvFastLane: false });
+});
+
+afterAll(async () => {
+  await lane?.stop();
+  await plain?.stop();
+  await redis?.stop();
+});
+
+const portOf = (s: TestStashd): number => Number(new URL(s.kv.url).port);
+
+/** `["ECHO","a"]`: 12 bytes. */
+const BODY = '["ECHO","a"]';
+/** A whole lane request hidden in a body: executed only by a parser that frames it so. */
+const HIDDEN = `POST / HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer TOKEN\r\nContent-Length: 27\r\n\r\n["SET","sec:hidden","bad"]`;
+
+/** A request from raw lines (`TOKEN` stands for the gateway's standard token) and a body. */
+function raw(lines: string[], body = BODY): string {
+  return `${lines.join("\r\n")}\r\n\r\n${body}`;
+}
+
+/** The usual head of a lane request, then `extra` lines. */
+function lanesHead(extra: string[], first = "POST / HTTP/1.1"): string[] {
+  return [first, "Host: x", "Authorization: Bearer TOKEN", ...extra];
+}
+
+/** [attack, its bytes] */
+const ATTACKS: [string, string][] = [
+  ["two equal Content-Length", raw(lanesHead(["Content-Length: 12", "Content-Length: 12"]))],
+  [
+    "two different Content-Length",
+    raw(lanesHead(["Content-Length: 12", "Content-Length: 0"])) + HIDDEN,
+  ],
+  ["Content-Length with a sign", raw(lanesHead(["Content-Length: +12"]))],
+  ["Content-Length negative", raw(lanesHead(["Content-Length: -1"]))],
+  ["Content-Length with leading zeros", raw(lanesHead(["Content-Length: 0012"]))],
+  ["Content-Length in hex", raw(lanesHead(["Content-Length: 0xc"]))],
+  ["Content-Length as a list", raw(lanesHead(["Content-Length: 12, 12"]))],
+  ["Content-Length with spaces inside", raw(lanesHead(["Content-Length: 1 2"]))],
+  ["Content-Length with spaces and tabs around", raw(lanesHead(["Content-Length: \t 12 \t"]))],
+  ["Content-Length then a bare CR", raw(lanesHead(["Content-Length: 12\r"]))],
+  ["Content-Length then a vertical tab", raw(lanesHead(["Content-Length: 12\x0b"]))],
+  ["Content-Length after a form feed", raw(lanesHead(["Content-Length:\x0c12"]))],
+  ["Content-Length then a latin-1 no-break space", raw(lanesHead(["Content-Length: 12\xa0"]))],
+  ["Content-Length then NUL", raw(lanesHead(["Content-Length: 12\x00"]))],
+  ["Content-Length too large", raw(lanesHead(["Content-Length: 9999999999999999999999"]))],
+  [
+    "Content-Length and Transfer-Encoding",
+    raw(
+      lanesHead(["Content-Length: 5", "Transfer-Encoding: chunked"]),
+      `c\r\n${BODY}\r\n0\r\n\r\n`,
+    ),
+  ],
+  ...["chunked ,", "Chunked", "\tchunked", " chunked, chunked", "identity", "chunked\x0b"].map(
+    (te): [string, string] => [
+      `Transfer-Encoding: ${JSON.stringify(te)} with Content-Length`,
+      raw(
+        lanesHead([`Transfer-Encoding: ${te}`, "Content-Length: 5"]),
+        `c\r\n${BODY}\r\n0\r\n\r\n`,
+      ),
+    ],
+  ),
+  ["an obs-fold line", raw(lanesHead(["X-A: a", " folded", "Content-Length: 12"]))],
+  ["Content-Length folded", raw(lanesHead(["Content-Length:", " 12"]))],
+  ["a tab-folded line", raw(lanesHead(["X-A: a", "\tfolded", "Content-Length: 12"]))],
+  ["bare LF line ends", `${lanesHead(["Content-Length: 12"]).join("\n")}\n\n${BODY}`],
+  [
+    "a bare LF inside the head",
+    raw(lanesHead(["X-A: a\nContent-Length: 0", "Content-Length: 12"])),
+  ],
+  ["a bare LF before the head's end", raw(lanesHead(["Content-Length: 12", "X-A: a\n"]))],
+  ["a bare CR inside a value", raw(lanesHead(["X-A: a\rb", "Content-Length: 12"]))],
+  ["NUL in a value", raw(lanesHead(["X-A: a\x00b", "Content-Length: 12"]))],
+  ["NUL in a name", raw(lanesHead(["X\x00A: a", "Content-Length: 12"]))],
+  ["DEL in a value", raw(lanesHead(["X-A: a\x7fb", "Content-Length: 12"]))],
+  ["a control byte in a name", raw(lanesHead(["X\x01A: a", "Content-Length: 12"]))],
+  ["a space before the colon", raw(lanesHead(["Content-Length : 12"]))],
+  ["a space before the colon of Host", raw(["POST / HTTP/1.1", "Host : x", "Content-Length: 12"])],
+  ["a line without a colon", raw(lanesHead(["nocolon", "Content-Length: 12"]))],
+  ["an empty name", raw(lanesHead([": a", "Content-Length: 12"]))],
+  ["an absolute-form target", raw(lanesHead(["Content-Length: 12"], "POST http://x/ HTTP/1.1"))],
+  ["a query", raw(lanesHead(["Content-Length: 12"], "POST /?x HTTP/1.1"))],
+  ["a double slash", raw(lanesHead(["Content-Length: 12"], "POST // HTTP/1.1"))],
+  ["/pipeline/", raw(lanesHead(["Content-Length: 2"], "POST /pipeline/ HTTP/1.1"), "[]")],
+  ["HTTP/1.0", raw(lanesHead(["Content-Length: 12"], "POST / HTTP/1.0"))],
+  ["HTTP/1.10", raw(lanesHead(["Content-Length: 12"], "POST / HTTP/1.10"))],
+  ["a lowercase method", raw(lanesHead(["Content-Length: 12"], "post / HTTP/1.1"))],
+  ["two spaces in the request line", raw(lanesHead(["Content-Length: 12"], "POST  / HTTP/1.1"))],
+  ["a space after the version", raw(lanesHead(["Content-Length: 12"], "POST / HTTP/1.1 "))],
+  [
+    "a long request line",
+    raw(lanesHead(["Content-Length: 12"], `POST /${"a".repeat(9000)} HTTP/1.1`)),
+  ],
+  ["a 9 KiB header", raw(lanesHead([`X-A: ${"a".repeat(9 * 1024)}`, "Content-Length: 12"]))],
+  [
+    "a 20 KiB header section",
+    raw(lanesHead([`X-A: ${"a".repeat(20 * 1024)}`, "Content-Length: 12"])),
+  ],
+  [
+    "100 headers",
+    raw(lanesHead([...Array.from({ length: 100 }, (_, i) => `X-${i}: a`), "Content-Length: 12"])),
+  ],
+  [
+    "3000 headers",
+    raw(lanesHead([...Array.from({ length: 3000 }, (_, i) => `X-${i}: a`), "Content-Length: 12"])),
+  ],
+  ["Expect: 100-continue", raw(lanesHead(["Expect: 100-continue", "Content-Length: 12"]))],
+  ["Upgrade", raw(lanesHead(["Connection: Upgrade", "Upgrade: websocket", "Content-Length: 12"]))],
+  ["Connection: close", raw(lanesHead(["Connection: close", "Content-Length: 12"]))],
+  [
+    "Connection: keep-alive, close",
+    raw(lanesHead(["Connection: keep-alive, close", "Content-Length: 12"])),
+  ],
+  ["Connection: Keep-Alive", raw(lanesHead(["Connection: Keep-Alive", "Content-Length: 12"]))],
+  [
+    "Connection: keep-alive twice",
+    raw(lanesHead(["Connection: keep-alive", "Connection: close", "Content-Length: 12"])),
+  ],
+  ["no Host", raw(["POST / HTTP/1.1", "Authorization: Bearer TOKEN", "Content-Length: 12"])],
+  ["two Host", raw(lanesHead(["Host: y", "Content-Length: 12"]))],
+  [
+    "an empty Host",
+    raw(["POST / HTTP/1.1", "Host:", "Authorization: Bearer TOKEN", "Content-Length: 12"]),
+  ],
+  ["no header at all", raw(["POST / HTTP/1.1"])],
+  [
+    "a body longer than its Content-Length",
+    raw(lanesHead(["Content-Length: 12"]), `${BODY}${HIDDEN}`),
+  ],
+  ["a body shorter than its Content-Length", raw(lanesHead(["Content-Length: 20"]))],
+  ["junk before the request", `\r\n${raw(lanesHead(["Content-Length: 12"]))}`],
+];
+
+const ROOT = (token: string, lines: string[]): string =>
+  raw(
+    ["POST / HTTP/1.1", "Host: x", ...lines, "Content-Length: 12"].map((l) =>
+      l.replace("TOKEN", token),
+    ),
+  );
+
+/** [attack on the token, its lines (TOKEN, RO for the read-only token)] */
+const AUTH_ATTACKS: [string, string[]][] = [
+  ["no Authorization", []],
+  ["lowercase bearer", ["Authorization: bearer TOKEN"]],
+  ["BEARER", ["Authorization: BEARER TOKEN"]],
+  ["two spaces", ["Authorization: Bearer  TOKEN"]],
+  ["a tab", ["Authorization: Bearer\tTOKEN"]],
+  ["a trailing space", ["Authorization: Bearer TOKEN "]],
+  ["a trailing vertical tab", ["Authorization: Bearer TOKEN\x0b"]],
+  ["a trailing form feed", ["Authorization: Bearer TOKEN\x0c"]],
+  ["a token and more", ["Authorization: Bearer TOKEN x"]],
+  ["no scheme", ["Authorization: TOKEN"]],
+  ["Basic", ["Authorization: Basic TOKEN"]],
+  [
+    "a good then a bad Authorization",
+    ["Authorization: Bearer TOKEN", "Authorization: Bearer nope"],
+  ],
+  [
+    "a bad then a good Authorization",
+    ["Authorization: Bearer nope", "Authorization: Bearer TOKEN"],
+  ],
+  ["a token prefix", ["Authorization: Bearer TOKE"]],
+  ["the read-only token, writing", ["Authorization: Bearer RO"]],
+];
+
+/**
+ * What a gateway answers to `bytes` then a harmless request then one closing the connection,
+ * as `status body` lines, and whether each error body is a JSON `{"error"}`.
+ */
+async function answers(s: TestStashd, bytes: string): Promise<string[]> {
+  const token = s.kv.token;
+  const client = new RawClient(portOf(s));
+  try {
+    const own = bytes.replaceAll("RO", s.kv.readonlyToken).replaceAll("TOKEN", token);
+    client.write(Buffer.from(own, "latin1"));
+    client.write(request("/", '["ECHO","canary"]', { Authorization: `Bearer ${token}` }));
+    client.write(
+      request("/", '["ECHO","last"]', { Authorization: `Bearer ${token}`, Connection: "close" }),
+    );
+    const responses = await client.untilClosed();
+    return responses.map((r) => {
+      const text = r.toString("latin1");
+      const status = text.slice(9, 12);
+      const body = dechunk(
+        text.slice(text.indexOf("\r\n\r\n") + 4),
+        /\r\ntransfer-encoding: chunked/i.test(text),
+      );
+      if (Number(status) >= 400) expect(JSON.parse(body)).toEqual({ error: expect.any(String) });
+      return `${status} ${body}`;
+    });
+  } finally {
+    client.destroy();
+  }
+}
+
+/** The answers to the two requests `answers` sends after the attack. */
+const FOLLOWING = ['200 {"result":"canary"}', '200 {"result":"last"}'];
+
+/**
+ * The lane's answers are node:http's, but for the connection kept where node:http closes it: a
+ * request refused before its body was read makes node:http close, where the lane, handing it
+ * over whole, lets node:http keep the connection (docs/decisions.md, "KV fast lane"). What follows
+ * is then the answers to the requests sent after the attack, and nothing else.
+ */
+function sameAnswers(viaLane: string[], viaNode: string[]): void {
+  expect(viaLane.slice(0, viaNode.length)).toEqual(viaNode);
+  const more = viaLane.slice(viaNode.length);
+  expect(more).toEqual(FOLLOWING.slice(FOLLOWING.length - more.length));
+}
+
+function dechunk(body: string, chunked: boolean): string {
+  if (!chunked) return body;
+  let out = "";
+  for (let pos = 0; ;) {
+    const lineEnd = body.indexOf("\r\n", pos);
+    const size = parseInt(body.slice(pos, lineEnd), 16);
+    if (!(size > 0)) return out;
+    out += body.slice(lineEnd + 2, lineEnd + 2 + size);
+    pos = lineEnd + 4 + size;
+  }
+}
+
+describe("the lane frames and refuses requests as node:http does", () => {
+  for (const [name, bytes] of ATTACKS) {
+    it(name, async () => {
+      sameAnswers(await answers(lane, bytes), await answers(plain, bytes));
+      expect(await lane.kvFetch("/get/sec:hidden").then((r) => r.json())).toEqual({ result: null });
+    });
+  }
+});
+
+describe("the lane authenticates as node:http does", () => {
+  for (const [name, lines] of AUTH_ATTACKS) {
+    it(name, async () => {
+      const bytes = ROOT("TOKEN", lines).replace(BODY, '["DEL","ab"]');
+      sameAnswers(await answers(lane, bytes), await answers(plain, bytes));
+    });
+  }
+});
