@@ -26,7 +26,8 @@ export function request(
  * tells when the server closed it.
  */
 export class RawClient {
-  private buf = Buffer.alloc(0);
+  /** What was read, joined when looked at (joining on each read would be quadratic). */
+  private read: Buffer[] = [];
   closed = false;
   private readonly socket: net.Socket;
 
@@ -34,10 +35,19 @@ export class RawClient {
     this.socket = net.connect(port, "127.0.0.1");
     this.socket.setNoDelay(true);
     this.socket.on("data", (chunk: Buffer) => {
-      this.buf = Buffer.concat([this.buf, chunk]);
+      this.read.push(chunk);
     });
     this.socket.on("close", () => (this.closed = true));
     this.socket.on("error", () => undefined);
+  }
+
+  private get buf(): Buffer {
+    if (this.read.length !== 1) this.read = [Buffer.concat(this.read)];
+    return this.read[0] as Buffer;
+  }
+
+  private set buf(rest: Buffer) {
+    this.read = [rest];
   }
 
   write(bytes: Buffer | string): void {

@@ -158,6 +158,8 @@ const ATTACKS: [string, string][] = [
     raw(lanesHead(["Content-Length: 12"]), `${BODY}${HIDDEN}`),
   ],
   ["a body shorter than its Content-Length", raw(lanesHead(["Content-Length: 20"]))],
+  ["a command error, then more on the connection", raw(lanesHead(["Content-Length: 6"]), '["GET"')],
+  ["an unknown command, then more", raw(lanesHead(["Content-Length: 8"]), '["NOPE"]')],
   ["junk before the request", `\r\n${raw(lanesHead(["Content-Length: 12"]))}`],
 ];
 
@@ -266,4 +268,181 @@ describe("the lane authenticates as node:http does", () => {
       sameAnswers(await answers(lane, bytes), await answers(plain, bytes));
     });
   }
+});
+
+describe("the lane and an ACL user's token", () => {
+  /** The answers to a read the user may run and a write it may not, with its minted token. */
+  async function aclAnswers(s: TestStashd, user: string): Promise<string[]> {
+    const standard = (argv: unknown[]): Promise<unknown> =>
+      s.kvFetch("/", { body: JSON.stringify(argv) }).then((r) => r.json());
+    const rules = ["on", ">pw", "~sec:*", "+get"];
+    expect(await standard(["ACL", "SETUSER", user, ...rules])).toEqual({ result: "OK" });
+    const minted = (await standard(["ACL", "RESTTOKEN", user, "pw"])) as { result: string };
+    const bytes = [
+      ROOT(minted.result, ["Authorization: Bearer TOKEN"]).replace(BODY, '["GET","sec:a"]'),
+      ROOT(minted.result, ["Authorization: Bearer TOKEN"]).replace(BODY, '["DEL","ab"]'),
+    ].join("");
+    return answers(s, bytes.replace("Content-Length: 12", "Content-Length: 15"));
+  }
+
+  it("is taken by the lane, and held to the user's rights as on node:http", async () => {
+    const answeredBefore = await laneCount("answered");
+    const viaLane = await aclAnswers(lane, "sec:acl-lane");
+    expect((await laneCount("answered")) - answeredBefore).toBeGreaterThanOrEqual(4);
+    const viaNode = await aclAnswers(plain, "sec:acl-plain");
+    expect(viaLane).toEqual(viaNode);
+    expect(viaLane[0]).toBe('200 {"result":null}');
+    expect(viaLane[1]).toMatch(/^400 .*NOPERM/);
+  });
+});
+
+const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+const bodyOf = (r: Buffer | undefined): string =>
+  (r ?? Buffer.alloc(0)).toString().split("\r\n\r\n")[1] ?? "";
+
+describe("connections on the lane, attacked", () => {
+  it("answers 1000 requests pipelined in one write, in order", async () => {
+    const answeredBefore = await laneCount("answered");
+    const client = new RawClient(portOf(lane));
+    try {
+      const a = { Authorization: `Bearer ${lane.kv.token}` };
+      const all = Array.from({ length: 1000 }, (_, i) => request("/", `["ECHO","${i}"]`, a));
+      client.write(Buffer.concat(all));
+      const bodies = (await client.responses(1000)).map(bodyOf);
+      expect(bodies).toEqual(all.map((_, i) => `{"result":"${i}"}`));
+      expect((await laneCount("answered")) - answeredBefore).toBe(1000);
+    } finally {
+      client.destroy();
+    }
+  });
+
+  it("serves a request split at every byte boundary", async () => {
+    const bytes = request("/", '["ECHO","split"]', { Authorization: `Bearer ${lane.kv.token}` });
+    const answeredBefore = await laneCount("answered");
+    for (let at = 1; at < bytes.length; at++) {
+      const client = new RawClient(portOf(lane));
+      try {
+        client.write(bytes.subarray(0, at));
+        await pause(1);
+        client.write(bytes.subarray(at));
+        expect(bodyOf((await client.responses(1))[0])).toBe('{"result":"split"}');
+      } finally {
+        client.destroy();
+      }
+    }
+    expect((await laneCount("answered")) - answeredBefore).toBe(bytes.length - 1);
+  });
+
+  it("hands node:http exactly the bytes after its last answer, a partial request among them", async () => {
+    const client = new RawClient(portOf(lane));
+    try {
+      const a = { Authorization: `Bearer ${lane.kv.token}` };
+      const byNode = request("/?x=1", '["ECHO","node"]', a);
+      client.write(Buffer.concat([request("/", '["ECHO","lane"]', a), byNode.subarray(0, 30)]));
+      expect(bodyOf((await client.responses(1))[0])).toBe('{"result":"lane"}');
+      await pause(20);
+      client.write(Buffer.concat([byNode.subarray(30), request("/", '["ECHO","after"]', a)]));
+      const bodies = (await client.responses(2)).map(bodyOf);
+      expect(bodies).toEqual(['{"result":"node"}', '{"result":"after"}']);
+    } finally {
+      client.destroy();
+    }
+  });
+
+  it("hands over a request that looked like the lane's until its Transfer-Encoding came", async () => {
+    const client = new RawClient(portOf(lane));
+    try {
+      const head = `POST / HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${lane.kv.token}\r\n`;
+      client.write(head);
+      await pause(20);
+      client.write('Transfer-Encoding: chunked\r\n\r\n5\r\n["ECH\r\n8\r\nO","te"]\r\n0\r\n\r\n');
+      expect(bodyOf((await client.responses(1))[0])).toBe('{"result":"te"}');
+    } finally {
+      client.destroy();
+    }
+  });
+
+  it("gives node:http a request trickled in more than a few pieces", async () => {
+    const handedBefore = await laneCount("handed_over");
+    const client = new RawClient(portOf(lane));
+    try {
+      const value = "t".repeat(30 * 1024);
+      const bytes = request("/", `["SET","sec:trickle","${value}"]`, {
+        Authorization: `Bearer ${lane.kv.token}`,
+      });
+      const size = Math.ceil(bytes.length / 40);
+      for (let at = 0; at < bytes.length; at += size) {
+        client.write(bytes.subarray(at, at + size));
+        await pause(2);
+      }
+      expect(bodyOf((await client.responses(1))[0])).toBe('{"result":"OK"}');
+      expect(await laneCount("handed_over")).toBe(handedBefore + 1);
+      const stored = await lane.kvFetch("/strlen/sec:trickle").then((r) => r.json());
+      expect(stored).toEqual({ result: value.length });
+    } finally {
+      client.destroy();
+    }
+  });
+
+  for (const [name, gateway] of [
+    ["the lane", () => lane],
+    ["node:http", () => plain],
+  ] as const) {
+    it(`cuts off a client sending its request a byte at a time, forever (${name})`, async () => {
+      const client = new RawClient(portOf(gateway()));
+      const bytes = Buffer.from(`POST / HTTP/1.1\r\nHost: x\r\nX-Slow: ${"s".repeat(10_000)}`);
+      let at = 0;
+      const drip = setInterval(() => client.write(bytes.subarray(at, ++at)), 20);
+      try {
+        const [res] = await client.responses(1);
+        expect(res?.toString()).toMatch(/^HTTP\/1\.1 408 /);
+        expect(JSON.parse(bodyOf(res))).toEqual({ error: expect.any(String) });
+        await eventually(() => expect(client.closed).toBe(true));
+      } finally {
+        clearInterval(drip);
+        client.destroy();
+      }
+    });
+  }
+
+  it("closes connections that never send a byte", async () => {
+    const clients = Array.from({ length: 20 }, () => new RawClient(portOf(lane)));
+    try {
+      await eventually(() => expect(clients.filter((c) => !c.closed)).toEqual([]));
+    } finally {
+      for (const c of clients) c.destroy();
+    }
+  });
+
+  it("answers no more requests of a client that does not read its answers", async () => {
+    const value = "r".repeat(32 * 1024);
+    await lane.kvFetch("/", { body: JSON.stringify(["SET", "sec:reply", value]) });
+    const client = new RawClient(portOf(lane));
+    try {
+      client.reading(false);
+      const a = { Authorization: `Bearer ${lane.kv.token}` };
+      const count = 1000; // 31 MiB of answers
+      const answeredBefore = await laneCount("answered");
+      client.write(
+        Buffer.concat(Array.from({ length: count }, () => request("/", '["GET","sec:reply"]', a))),
+      );
+      // Answered until the socket's buffers are full, then no more: the count settles.
+      let last = -1;
+      await eventually(
+        async () => {
+          const now = (await laneCount("answered")) - answeredBefore;
+          const settled = now === last && now > 0;
+          last = now;
+          expect(settled).toBe(true);
+        },
+        { intervalMs: 200 },
+      );
+      expect(last).toBeLessThan(count / 4);
+      client.reading(true);
+      const answers = await client.responses(count);
+      expect(answers.every((r) => bodyOf(r) === JSON.stringify({ result: value }))).toBe(true);
+    } finally {
+      client.destroy();
+    }
+  });
 });
