@@ -19,6 +19,8 @@ let plain: TestStashd;
 
 /** node:http's keep-alive timeout is then 500 ms, the lane's wait for a partial request too. */
 const REQUEST_TIMEOUT_MS = 1000;
+/** The largest reply (STASHD_KV_MAX_REPLY_BYTES), small so that a test can pass it. */
+const MAX_REPLY = 256 * 1024;
 
 beforeAll(async () => {
   redis = await startRedis();
@@ -26,6 +28,7 @@ beforeAll(async () => {
     kvRedisUrl: redis.url,
     services: ["kv" as const],
     requestTimeoutMs: REQUEST_TIMEOUT_MS,
+    kvMaxReplyBytes: MAX_REPLY,
   };
   lane = await startStashd(common);
   plain = await startStashd({ ...common, kvFastLane: false });
@@ -268,6 +271,24 @@ describe("the lane authenticates as node:http does", () => {
       sameAnswers(await answers(lane, bytes), await answers(plain, bytes));
     });
   }
+});
+
+describe("the lane's replies", () => {
+  it("are held to the reply cap as node:http's are", async () => {
+    for (const s of [lane, plain]) {
+      await s.kvFetch("/", { body: JSON.stringify(["SET", "sec:huge", "h".repeat(MAX_REPLY)]) });
+    }
+    const bytes = ROOT("TOKEN", ["Authorization: Bearer TOKEN"]).replace(
+      BODY,
+      '["GET","sec:huge"]',
+    );
+    const fixed = bytes.replace("Content-Length: 12", "Content-Length: 18");
+    const answeredBefore = await laneCount("answered");
+    const viaLane = await answers(lane, fixed);
+    expect((await laneCount("answered")) - answeredBefore).toBeGreaterThanOrEqual(1);
+    expect(viaLane).toEqual(await answers(plain, fixed));
+    expect(viaLane[0]).toMatch(/^\d{3} \{"error":"ERR reply too large/);
+  });
 });
 
 describe("the lane and an ACL user's token", () => {

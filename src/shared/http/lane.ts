@@ -18,12 +18,17 @@ import type { ReplySink } from "./respond.js";
  * under 10 µs and a bare `net` server answers in 17 µs (docs/decisions.md, "KV fast lane").
  *
  * Kept from node:http: keep-alive with its idle timeout (`Keep-Alive: timeout=N` as node:http
- * words it), requests pipelined on one connection answered in order, a half-closed client's
+ * words it), requests pipelined on one connection answered in order (the next one read once
+ * the answer before it has drained to the client), a half-closed client's
  * connection ended at once, and the server's close (idle connections closed, busy
  * ones after their answer). A request the lane would take that arrives in pieces is waited for,
- * bounded: past `waitMs` from its first bytes, or the keep-alive timeout without a byte, the
- * connection goes to node:http with what came, and node:http's header and request timeouts
- * take it from there.
+ * bounded: past `waitMs` from its first bytes, MAX_PIECES reads, or the keep-alive timeout
+ * without a byte, the connection goes to node:http with what came, and node:http's header and
+ * request timeouts take it from there.
+ *
+ * Safety: the lane takes only one strict spelling of the request (readFields) and declines
+ * anything unusual to node:http, so the two never frame a request differently (request
+ * smuggling); test/security/kv-fast-lane.test.ts compares both on each attack.
  */
 
 /** A request the lane parsed; the handler decides whether it takes it. */
