@@ -1,6 +1,10 @@
 import net from "node:net";
+import { afterAll, beforeAll } from "vitest";
+import type { StartOptions } from "../../src/index.js";
 import { registry } from "../../src/shared/metrics.js";
 import { eventually } from "./eventually.js";
+import { startRedis, type TestRedis } from "./redis.js";
+import { startStashd, type TestStashd } from "./stashd.js";
 
 /**
  * Raw HTTP/1.1 on a socket, for tests of the KV fast lane (src/shared/http/lane.ts) and of what
@@ -128,4 +132,36 @@ export function responseEnd(buf: Buffer, at: number): number | undefined {
 export async function laneCount(outcome: "answered" | "handed_over"): Promise<number> {
   const metric = await registry.getSingleMetric("stashd_kv_fast_lane_total")?.get();
   return metric?.values.find((v) => v.labels.outcome === outcome)?.value ?? 0;
+}
+
+/** Two KV gateways on one test Redis: `lane` with the fast lane, `plain` node:http alone. */
+export function useLaneAndNode(options: StartOptions): {
+  lane: () => TestStashd;
+  plain: () => TestStashd;
+  redis: () => TestRedis;
+} {
+  let redis: TestRedis | undefined;
+  let lane: TestStashd | undefined;
+  let plain: TestStashd | undefined;
+  beforeAll(async () => {
+    redis = await startRedis();
+    const common = { ...options, kvRedisUrl: redis.url, services: ["kv" as const] };
+    lane = await startStashd(common);
+    plain = await startStashd({ ...common, kvFastLane: false });
+  });
+  afterAll(async () => {
+    await lane?.stop();
+    await plain?.stop();
+    await redis?.stop();
+  });
+  const started = <T>(value: T | undefined): T => {
+    if (value === undefined) throw new Error("the gateways are not started yet");
+    return value;
+  };
+  return { lane: () => started(lane), plain: () => started(plain), redis: () => started(redis) };
+}
+
+/** The KV port of a test gateway. */
+export function portOf(s: TestStashd): number {
+  return Number(new URL(s.kv.url).port);
 }

@@ -1,10 +1,10 @@
 import { Redis } from "@upstash/redis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { eventually } from "../harness/eventually.js";
 import { redisClients } from "../harness/flood.js";
-import { laneCount, RawClient, request } from "../harness/raw-http.js";
-import { startRedis, testPool, type TestRedis } from "../harness/redis.js";
-import { startStashd, type TestStashd } from "../harness/stashd.js";
+import { laneCount, portOf, RawClient, request, useLaneAndNode } from "../harness/raw-http.js";
+import { testPool } from "../harness/redis.js";
+import type { TestStashd } from "../harness/stashd.js";
 
 /**
  * The KV fast lane (src/shared/http/lane.ts) answers whole `POST /` and `POST /pipeline`
@@ -16,33 +16,11 @@ import { startStashd, type TestStashd } from "../harness/stashd.js";
  * when one of them is handed over), a request split over several writes, a half-closed client,
  * the keep-alive idle timeout, and a blocked command ended when its client goes away.
  */
-let redis: TestRedis;
-let lane: TestStashd;
-let plain: TestStashd;
 
 /** 1 s: node:http's keep-alive timeout is then 500 ms (server.ts), `Keep-Alive: timeout=0`. */
 const REQUEST_TIMEOUT_MS = 1000;
 
-beforeAll(async () => {
-  redis = await startRedis();
-  const common = {
-    kvRedisUrl: redis.url,
-    services: ["kv" as const],
-    requestTimeoutMs: REQUEST_TIMEOUT_MS,
-  };
-  lane = await startStashd(common);
-  plain = await startStashd({ ...common, kvFastLane: false });
-});
-
-afterAll(async () => {
-  await lane?.stop();
-  await plain?.stop();
-  await redis?.stop();
-});
-
-function portOf(s: TestStashd): number {
-  return Number(new URL(s.kv.url).port);
-}
+const { lane, plain, redis } = useLaneAndNode({ requestTimeoutMs: REQUEST_TIMEOUT_MS });
 
 const auth = (s: TestStashd): Record<string, string> => ({
   Authorization: `Bearer ${s.kv.token}`,
@@ -146,9 +124,9 @@ describe("the KV fast lane answers as node:http does", () => {
   for (const [name, path, body, headers, taken] of CASES) {
     it(`${name} (${taken ? "the lane" : "node:http"})`, async () => {
       const answeredBefore = await laneCount("answered");
-      const viaLane = await once(lane, request(path, body, { ...auth(lane), ...headers }));
+      const viaLane = await once(lane(), request(path, body, { ...auth(lane()), ...headers }));
       const answered = (await laneCount("answered")) - answeredBefore;
-      const viaNode = await once(plain, request(path, body, { ...auth(plain), ...headers }));
+      const viaNode = await once(plain(), request(path, body, { ...auth(plain()), ...headers }));
       expect(comparable(viaLane, !taken)).toBe(comparable(viaNode, !taken));
       expect(answered).toBe(taken ? 1 : 0);
     });
@@ -157,9 +135,9 @@ describe("the KV fast lane answers as node:http does", () => {
   it("leaves a wrong token to node:http (401, and the same bytes)", async () => {
     const bad = { Authorization: "Bearer nope" };
     const answeredBefore = await laneCount("answered");
-    const viaLane = await once(lane, request("/", '["GET","k"]', bad));
+    const viaLane = await once(lane(), request("/", '["GET","k"]', bad));
     expect(await laneCount("answered")).toBe(answeredBefore);
-    const viaNode = await once(plain, request("/", '["GET","k"]', bad));
+    const viaNode = await once(plain(), request("/", '["GET","k"]', bad));
     expect(viaLane.toString("latin1")).toMatch(/^HTTP\/1\.1 401 /);
     expect(comparable(viaLane, true)).toBe(comparable(viaNode, true));
   });
@@ -167,9 +145,9 @@ describe("the KV fast lane answers as node:http does", () => {
 
 describe("connections on the lane", () => {
   it("answers requests pipelined in one write in order, also when one is handed over", async () => {
-    const client = new RawClient(portOf(lane));
+    const client = new RawClient(portOf(lane()));
     try {
-      const a = auth(lane);
+      const a = auth(lane());
       client.write(
         Buffer.concat([
           request("/", '["SET","lane:o","1"]', a),
@@ -187,9 +165,9 @@ describe("connections on the lane", () => {
 
   it("serves a request whose bytes come in several writes, and the next one", async () => {
     const answeredBefore = await laneCount("answered");
-    const client = new RawClient(portOf(lane));
+    const client = new RawClient(portOf(lane()));
     try {
-      const bytes = request("/", '["SET","lane:s","split"]', auth(lane));
+      const bytes = request("/", '["SET","lane:s","split"]', auth(lane()));
       for (const [from, to] of [
         [0, 3],
         [3, 40],
@@ -201,7 +179,7 @@ describe("connections on the lane", () => {
       }
       const [first] = await client.responses(1);
       expect(first?.toString()).toMatch(/\{"result":"OK"\}$/);
-      client.write(request("/", '["GET","lane:s"]', auth(lane)));
+      client.write(request("/", '["GET","lane:s"]', auth(lane())));
       const [second] = await client.responses(1);
       expect(second?.toString()).toMatch(/\{"result":"split"\}$/);
       expect((await laneCount("answered")) - answeredBefore).toBe(2);
@@ -212,9 +190,9 @@ describe("connections on the lane", () => {
 
   it("gives a request that stops arriving to node:http, which times it out (408)", async () => {
     const handedBefore = await laneCount("handed_over");
-    const client = new RawClient(portOf(lane));
+    const client = new RawClient(portOf(lane()));
     try {
-      const bytes = request("/", '["SET","lane:slow","v"]', auth(lane));
+      const bytes = request("/", '["SET","lane:slow","v"]', auth(lane()));
       client.write(bytes.subarray(0, bytes.length - 3));
       const [res] = await client.responses(1);
       expect(res?.toString()).toMatch(/^HTTP\/1\.1 408 /);
@@ -226,12 +204,12 @@ describe("connections on the lane", () => {
   });
 
   for (const [name, gateway] of [
-    ["the lane", () => lane],
-    ["node:http", () => plain],
+    ["the lane", () => lane()],
+    ["node:http", () => plain()],
   ] as const) {
     it(`ends the connection of a client that half-closes, and its blocked command (${name})`, async () => {
       const s = gateway();
-      const watch = testPool(redis.url, 1);
+      const watch = testPool(redis().url, 1);
       const client = new RawClient(portOf(s));
       try {
         const blocked = async (): Promise<number> => (await redisClients(watch)).blocked;
@@ -248,10 +226,10 @@ describe("connections on the lane", () => {
   }
 
   it("closes a connection idle past the keep-alive timeout, and keeps a busy one", async () => {
-    const client = new RawClient(portOf(lane));
+    const client = new RawClient(portOf(lane()));
     try {
       // Blocked longer than the idle timeout (500 ms): a busy connection is not idle.
-      client.write(request("/", '["BLPOP","lane:ka","0.7"]', auth(lane)));
+      client.write(request("/", '["BLPOP","lane:ka","0.7"]', auth(lane())));
       const [res] = await client.responses(1);
       expect(res?.toString()).toMatch(/\{"result":null\}$/);
       expect(res?.toString()).toMatch(/\r\nKeep-Alive: timeout=0\r\n/);
@@ -262,9 +240,9 @@ describe("connections on the lane", () => {
   });
 
   it("ends a blocked command's wait when its client goes away", async () => {
-    const client = new RawClient(portOf(lane));
-    client.write(request("/", '["BLPOP","lane:gone","0"]', auth(lane)));
-    const watch = testPool(redis.url, 1);
+    const client = new RawClient(portOf(lane()));
+    client.write(request("/", '["BLPOP","lane:gone","0"]', auth(lane())));
+    const watch = testPool(redis().url, 1);
     try {
       const blocked = async (): Promise<number> => (await redisClients(watch)).blocked;
       await eventually(async () => expect(await blocked()).toBe(1));
@@ -282,8 +260,8 @@ describe("the official SDK on the lane", () => {
     const handedBefore = await laneCount("handed_over");
     for (const responseEncoding of ["base64", false] as const) {
       const sdk = new Redis({
-        url: lane.kv.url,
-        token: lane.kv.token,
+        url: lane().kv.url,
+        token: lane().kv.token,
         responseEncoding,
         enableAutoPipelining: false,
       });

@@ -1,8 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { eventually } from "../harness/eventually.js";
-import { laneCount, RawClient, request } from "../harness/raw-http.js";
-import { startRedis, type TestRedis } from "../harness/redis.js";
-import { startStashd, type TestStashd } from "../harness/stashd.js";
+import { laneCount, portOf, RawClient, request, useLaneAndNode } from "../harness/raw-http.js";
+import type { TestStashd } from "../harness/stashd.js";
 
 /**
  * An adversarial review of the KV fast lane (src/shared/http/lane.ts), the hand-written HTTP/1.1
@@ -13,34 +12,16 @@ import { startStashd, type TestStashd } from "../harness/stashd.js";
  * what node:http refuses, and every refusal is a JSON `{"error"}`. Then the resource bounds the
  * lane must keep: bytes trickled in, many pipelined requests, a client that never reads.
  */
-let redis: TestRedis;
-let lane: TestStashd;
-let plain: TestStashd;
 
 /** node:http's keep-alive timeout is then 500 ms, the lane's wait for a partial request too. */
 const REQUEST_TIMEOUT_MS = 1000;
 /** The largest reply (STASHD_KV_MAX_REPLY_BYTES), small so that a test can pass it. */
 const MAX_REPLY = 256 * 1024;
 
-beforeAll(async () => {
-  redis = await startRedis();
-  const common = {
-    kvRedisUrl: redis.url,
-    services: ["kv" as const],
-    requestTimeoutMs: REQUEST_TIMEOUT_MS,
-    kvMaxReplyBytes: MAX_REPLY,
-  };
-  lane = await startStashd(common);
-  plain = await startStashd({ ...common, kvFastLane: false });
+const { lane, plain } = useLaneAndNode({
+  requestTimeoutMs: REQUEST_TIMEOUT_MS,
+  kvMaxReplyBytes: MAX_REPLY,
 });
-
-afterAll(async () => {
-  await lane?.stop();
-  await plain?.stop();
-  await redis?.stop();
-});
-
-const portOf = (s: TestStashd): number => Number(new URL(s.kv.url).port);
 
 /** `["ECHO","a"]`: 12 bytes. */
 const BODY = '["ECHO","a"]';
@@ -258,8 +239,12 @@ function dechunk(body: string, chunked: boolean): string {
 describe("the lane frames and refuses requests as node:http does", () => {
   for (const [name, bytes] of ATTACKS) {
     it(name, async () => {
-      sameAnswers(await answers(lane, bytes), await answers(plain, bytes));
-      expect(await lane.kvFetch("/get/sec:hidden").then((r) => r.json())).toEqual({ result: null });
+      sameAnswers(await answers(lane(), bytes), await answers(plain(), bytes));
+      expect(
+        await lane()
+          .kvFetch("/get/sec:hidden")
+          .then((r) => r.json()),
+      ).toEqual({ result: null });
     });
   }
 });
@@ -268,14 +253,14 @@ describe("the lane authenticates as node:http does", () => {
   for (const [name, lines] of AUTH_ATTACKS) {
     it(name, async () => {
       const bytes = ROOT("TOKEN", lines).replace(BODY, '["DEL","ab"]');
-      sameAnswers(await answers(lane, bytes), await answers(plain, bytes));
+      sameAnswers(await answers(lane(), bytes), await answers(plain(), bytes));
     });
   }
 });
 
 describe("the lane's replies", () => {
   it("are held to the reply cap as node:http's are", async () => {
-    for (const s of [lane, plain]) {
+    for (const s of [lane(), plain()]) {
       await s.kvFetch("/", { body: JSON.stringify(["SET", "sec:huge", "h".repeat(MAX_REPLY)]) });
     }
     const bytes = ROOT("TOKEN", ["Authorization: Bearer TOKEN"]).replace(
@@ -284,9 +269,9 @@ describe("the lane's replies", () => {
     );
     const fixed = bytes.replace("Content-Length: 12", "Content-Length: 18");
     const answeredBefore = await laneCount("answered");
-    const viaLane = await answers(lane, fixed);
+    const viaLane = await answers(lane(), fixed);
     expect((await laneCount("answered")) - answeredBefore).toBeGreaterThanOrEqual(1);
-    expect(viaLane).toEqual(await answers(plain, fixed));
+    expect(viaLane).toEqual(await answers(plain(), fixed));
     expect(viaLane[0]).toMatch(/^\d{3} \{"error":"ERR reply too large/);
   });
 });
@@ -308,9 +293,9 @@ describe("the lane and an ACL user's token", () => {
 
   it("is taken by the lane, and held to the user's rights as on node:http", async () => {
     const answeredBefore = await laneCount("answered");
-    const viaLane = await aclAnswers(lane, "sec:acl-lane");
+    const viaLane = await aclAnswers(lane(), "sec:acl-lane");
     expect((await laneCount("answered")) - answeredBefore).toBeGreaterThanOrEqual(4);
-    const viaNode = await aclAnswers(plain, "sec:acl-plain");
+    const viaNode = await aclAnswers(plain(), "sec:acl-plain");
     expect(viaLane).toEqual(viaNode);
     expect(viaLane[0]).toBe('200 {"result":null}');
     expect(viaLane[1]).toMatch(/^400 .*NOPERM/);
@@ -324,9 +309,9 @@ const bodyOf = (r: Buffer | undefined): string =>
 describe("connections on the lane, attacked", () => {
   it("answers 1000 requests pipelined in one write, in order", async () => {
     const answeredBefore = await laneCount("answered");
-    const client = new RawClient(portOf(lane));
+    const client = new RawClient(portOf(lane()));
     try {
-      const a = { Authorization: `Bearer ${lane.kv.token}` };
+      const a = { Authorization: `Bearer ${lane().kv.token}` };
       const all = Array.from({ length: 1000 }, (_, i) => request("/", `["ECHO","${i}"]`, a));
       client.write(Buffer.concat(all));
       const bodies = (await client.responses(1000)).map(bodyOf);
@@ -338,10 +323,10 @@ describe("connections on the lane, attacked", () => {
   });
 
   it("serves a request split at every byte boundary", async () => {
-    const bytes = request("/", '["ECHO","split"]', { Authorization: `Bearer ${lane.kv.token}` });
+    const bytes = request("/", '["ECHO","split"]', { Authorization: `Bearer ${lane().kv.token}` });
     const answeredBefore = await laneCount("answered");
     for (let at = 1; at < bytes.length; at++) {
-      const client = new RawClient(portOf(lane));
+      const client = new RawClient(portOf(lane()));
       try {
         client.write(bytes.subarray(0, at));
         await pause(1);
@@ -355,9 +340,9 @@ describe("connections on the lane, attacked", () => {
   });
 
   it("hands node:http exactly the bytes after its last answer, a partial request among them", async () => {
-    const client = new RawClient(portOf(lane));
+    const client = new RawClient(portOf(lane()));
     try {
-      const a = { Authorization: `Bearer ${lane.kv.token}` };
+      const a = { Authorization: `Bearer ${lane().kv.token}` };
       const byNode = request("/?x=1", '["ECHO","node"]', a);
       client.write(Buffer.concat([request("/", '["ECHO","lane"]', a), byNode.subarray(0, 30)]));
       expect(bodyOf((await client.responses(1))[0])).toBe('{"result":"lane"}');
@@ -371,9 +356,9 @@ describe("connections on the lane, attacked", () => {
   });
 
   it("hands over a request that looked like the lane's until its Transfer-Encoding came", async () => {
-    const client = new RawClient(portOf(lane));
+    const client = new RawClient(portOf(lane()));
     try {
-      const head = `POST / HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${lane.kv.token}\r\n`;
+      const head = `POST / HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${lane().kv.token}\r\n`;
       client.write(head);
       await pause(20);
       client.write('Transfer-Encoding: chunked\r\n\r\n5\r\n["ECH\r\n8\r\nO","te"]\r\n0\r\n\r\n');
@@ -385,11 +370,11 @@ describe("connections on the lane, attacked", () => {
 
   it("gives node:http a request trickled in more than a few pieces", async () => {
     const handedBefore = await laneCount("handed_over");
-    const client = new RawClient(portOf(lane));
+    const client = new RawClient(portOf(lane()));
     try {
       const value = "t".repeat(30 * 1024);
       const bytes = request("/", `["SET","sec:trickle","${value}"]`, {
-        Authorization: `Bearer ${lane.kv.token}`,
+        Authorization: `Bearer ${lane().kv.token}`,
       });
       const size = Math.ceil(bytes.length / 40);
       for (let at = 0; at < bytes.length; at += size) {
@@ -398,7 +383,9 @@ describe("connections on the lane, attacked", () => {
       }
       expect(bodyOf((await client.responses(1))[0])).toBe('{"result":"OK"}');
       expect(await laneCount("handed_over")).toBe(handedBefore + 1);
-      const stored = await lane.kvFetch("/strlen/sec:trickle").then((r) => r.json());
+      const stored = await lane()
+        .kvFetch("/strlen/sec:trickle")
+        .then((r) => r.json());
       expect(stored).toEqual({ result: value.length });
     } finally {
       client.destroy();
@@ -406,8 +393,8 @@ describe("connections on the lane, attacked", () => {
   });
 
   for (const [name, gateway] of [
-    ["the lane", () => lane],
-    ["node:http", () => plain],
+    ["the lane", () => lane()],
+    ["node:http", () => plain()],
   ] as const) {
     it(`cuts off a client sending its request a byte at a time, forever (${name})`, async () => {
       const client = new RawClient(portOf(gateway()));
@@ -427,7 +414,7 @@ describe("connections on the lane, attacked", () => {
   }
 
   it("closes connections that never send a byte", async () => {
-    const clients = Array.from({ length: 20 }, () => new RawClient(portOf(lane)));
+    const clients = Array.from({ length: 20 }, () => new RawClient(portOf(lane())));
     try {
       await eventually(() => expect(clients.filter((c) => !c.closed)).toEqual([]));
     } finally {
@@ -437,11 +424,11 @@ describe("connections on the lane, attacked", () => {
 
   it("answers no more requests of a client that does not read its answers", async () => {
     const value = "r".repeat(32 * 1024);
-    await lane.kvFetch("/", { body: JSON.stringify(["SET", "sec:reply", value]) });
-    const client = new RawClient(portOf(lane));
+    await lane().kvFetch("/", { body: JSON.stringify(["SET", "sec:reply", value]) });
+    const client = new RawClient(portOf(lane()));
     try {
       client.reading(false);
-      const a = { Authorization: `Bearer ${lane.kv.token}` };
+      const a = { Authorization: `Bearer ${lane().kv.token}` };
       const count = 1000; // 31 MiB of answers
       const answeredBefore = await laneCount("answered");
       client.write(
