@@ -165,3 +165,16 @@ export function useLaneAndNode(options: StartOptions): {
 export function portOf(s: TestStashd): number {
   return Number(new URL(s.kv.url).port);
 }
+
+/** A chunked body's chunks, joined. */
+export function unchunk(body: string): string {
+  let out = "";
+  let pos = 0;
+  for (;;) {
+    const lineEnd = body.indexOf("\r\n", pos);
+    const size = parseInt(body.slice(pos, lineEnd), 16);
+    if (!(size > 0)) return out;
+    out += body.slice(lineEnd + 2, lineEnd + 2 + size);
+    pos = lineEnd + 2 + size + 2;
+  }
+}

@@ -2,7 +2,14 @@ import { Redis } from "@upstash/redis";
 import { describe, expect, it } from "vitest";
 import { eventually } from "../harness/eventually.js";
 import { redisClients } from "../harness/flood.js";
-import { laneCount, portOf, RawClient, request, useLaneAndNode } from "../harness/raw-http.js";
+import {
+  laneCount,
+  portOf,
+  RawClient,
+  request,
+  unchunk,
+  useLaneAndNode,
+} from "../harness/raw-http.js";
 import { testPool } from "../harness/redis.js";
 import type { TestStashd } from "../harness/stashd.js";
 
@@ -43,18 +50,6 @@ function comparable(raw: Buffer, handedOver = false): string {
     .filter((l) => !handedOver || !/^(connection|keep-alive):/i.test(l))
     .map((l) => (/^content-length:/i.test(l) ? "content-length: *" : l));
   return `${lines.join("\n")}\n\n${body}`;
-}
-
-function unchunk(body: string): string {
-  let out = "";
-  let pos = 0;
-  for (;;) {
-    const lineEnd = body.indexOf("\r\n", pos);
-    const size = parseInt(body.slice(pos, lineEnd), 16);
-    if (!(size > 0)) return out;
-    out += body.slice(lineEnd + 2, lineEnd + 2 + size);
-    pos = lineEnd + 2 + size + 2;
-  }
 }
 
 /** One request on a fresh connection, its raw response. */

@@ -1,6 +1,13 @@
 import { describe, expect, it } from "vitest";
 import { eventually } from "../harness/eventually.js";
-import { laneCount, portOf, RawClient, request, useLaneAndNode } from "../harness/raw-http.js";
+import {
+  laneCount,
+  portOf,
+  RawClient,
+  request,
+  unchunk,
+  useLaneAndNode,
+} from "../harness/raw-http.js";
 import type { TestStashd } from "../harness/stashd.js";
 
 /**
@@ -197,10 +204,8 @@ async function answers(s: TestStashd, bytes: string): Promise<string[]> {
     return responses.map((r) => {
       const text = r.toString("latin1");
       const status = text.slice(9, 12);
-      const body = dechunk(
-        text.slice(text.indexOf("\r\n\r\n") + 4),
-        /\r\ntransfer-encoding: chunked/i.test(text),
-      );
+      const sent = text.slice(text.indexOf("\r\n\r\n") + 4);
+      const body = /\r\ntransfer-encoding: chunked/i.test(text) ? unchunk(sent) : sent;
       if (Number(status) >= 400) expect(JSON.parse(body)).toEqual({ error: expect.any(String) });
       return `${status} ${body}`;
     });
@@ -222,18 +227,6 @@ function sameAnswers(viaLane: string[], viaNode: string[]): void {
   expect(viaLane.slice(0, viaNode.length)).toEqual(viaNode);
   const more = viaLane.slice(viaNode.length);
   expect(more).toEqual(FOLLOWING.slice(FOLLOWING.length - more.length));
-}
-
-function dechunk(body: string, chunked: boolean): string {
-  if (!chunked) return body;
-  let out = "";
-  for (let pos = 0; ;) {
-    const lineEnd = body.indexOf("\r\n", pos);
-    const size = parseInt(body.slice(pos, lineEnd), 16);
-    if (!(size > 0)) return out;
-    out += body.slice(lineEnd + 2, lineEnd + 2 + size);
-    pos = lineEnd + 4 + size;
-  }
 }
 
 describe("the lane frames and refuses requests as node:http does", () => {
