@@ -101,6 +101,10 @@ const ATTACKS: [string, string][] = [
   ["an empty name", raw(lanesHead([": a", "Content-Length: 12"]))],
   ["an absolute-form target", raw(lanesHead(["Content-Length: 12"], "POST http://x/ HTTP/1.1"))],
   ["a query", raw(lanesHead(["Content-Length: 12"], "POST /?x HTTP/1.1"))],
+  [
+    "the token in the query",
+    raw(["POST /?_token=TOKEN HTTP/1.1", "Host: x", "Content-Length: 12"]),
+  ],
   ["a double slash", raw(lanesHead(["Content-Length: 12"], "POST // HTTP/1.1"))],
   ["/pipeline/", raw(lanesHead(["Content-Length: 2"], "POST /pipeline/ HTTP/1.1"), "[]")],
   ["HTTP/1.0", raw(lanesHead(["Content-Length: 12"], "POST / HTTP/1.0"))],
@@ -356,6 +360,28 @@ describe("connections on the lane, attacked", () => {
       await pause(20);
       client.write('Transfer-Encoding: chunked\r\n\r\n5\r\n["ECH\r\n8\r\nO","te"]\r\n0\r\n\r\n');
       expect(bodyOf((await client.responses(1))[0])).toBe('{"result":"te"}');
+    } finally {
+      client.destroy();
+    }
+  });
+
+  it("keeps requests trickled in behind a blocked command, and answers them in order", async () => {
+    const client = new RawClient(portOf(lane()));
+    try {
+      const a = { Authorization: `Bearer ${lane().kv.token}` };
+      client.write(request("/", '["BLPOP","sec:none","0.3"]', a));
+      const next = Buffer.concat(
+        Array.from({ length: 20 }, (_, i) => request("/", `["ECHO","${i}"]`, a)),
+      );
+      for (let at = 0; at < next.length; at += 7) {
+        client.write(next.subarray(at, at + 7));
+        if (at % 140 === 0) await pause(1);
+      }
+      const bodies = (await client.responses(21)).map(bodyOf);
+      expect(bodies).toEqual([
+        '{"result":null}',
+        ...Array.from({ length: 20 }, (_, i) => `{"result":"${i}"}`),
+      ]);
     } finally {
       client.destroy();
     }

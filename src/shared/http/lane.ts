@@ -128,6 +128,13 @@ class LaneConnection {
   private arrivingSince = 0;
   /** Reads since the last request parsed whole (MAX_PIECES). */
   private pieces = 0;
+  /**
+   * Bytes read while an answer is being prepared (requests pipelined behind it), kept apart and
+   * joined once when it is done: joining on each read would cost quadratic work for a client
+   * trickling bytes behind a blocked command.
+   */
+  private readonly later: Buffer[] = [];
+  private laterBytes = 0;
 
   constructor(
     readonly socket: Socket,
@@ -185,18 +192,34 @@ class LaneConnection {
       return;
     }
     this.socket.resume();
+    this.joinLater();
     if (this.pending !== undefined) this.serveSafely();
   };
 
   private readonly onData = (chunk: Buffer): void => {
+    if (this.busy) {
+      // Requests pipelined behind the one being answered wait here, bounded: reading stops
+      // until the answer is written (node:http, too, stops reading a client that does not read).
+      this.later.push(chunk);
+      this.laterBytes += chunk.length;
+      if (this.laterBytes + (this.pending?.length ?? 0) > MAX_HEAD + LANE_MAX_BODY)
+        this.socket.pause();
+      return;
+    }
     this.pending = this.pending === undefined ? chunk : Buffer.concat([this.pending, chunk]);
     this.pieces++;
-    if (!this.busy) this.serveSafely();
-    // Requests pipelined behind the one being answered wait here, bounded: reading stops
-    // until the answer is written (node:http, too, stops reading a client that does not read).
-    else if (this.pending.length > MAX_HEAD + LANE_MAX_BODY || this.pieces > MAX_PIECES)
-      this.socket.pause();
+    this.serveSafely();
   };
+
+  /** Adds what was read while busy to what is pending, as one read. */
+  private joinLater(): void {
+    if (this.later.length === 0) return;
+    if (this.pending !== undefined) this.later.unshift(this.pending);
+    this.pending = Buffer.concat(this.later);
+    this.later.length = 0;
+    this.laterBytes = 0;
+    this.pieces = 1;
+  }
 
   /**
    * serveNext, where a bug in the lane (an exception) costs this connection, never the process
@@ -284,6 +307,7 @@ class LaneConnection {
   private readonly onClose = (): void => {
     this.gone = true;
     this.pending = undefined;
+    this.later.length = 0;
     this.forget();
   };
 
