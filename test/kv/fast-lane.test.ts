@@ -1,11 +1,17 @@
-import net from "node:net";
 import { Redis } from "@upstash/redis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { registry } from "../../src/shared/metrics.js";
+import { describe, expect, it } from "vitest";
 import { eventually } from "../harness/eventually.js";
 import { redisClients } from "../harness/flood.js";
-import { startRedis, testPool, type TestRedis } from "../harness/redis.js";
-import { startStashd, type TestStashd } from "../harness/stashd.js";
+import {
+  laneCount,
+  portOf,
+  RawClient,
+  request,
+  unchunk,
+  useLaneAndNode,
+} from "../harness/raw-http.js";
+import { testPool } from "../harness/redis.js";
+import type { TestStashd } from "../harness/stashd.js";
 
 /**
  * The KV fast lane (src/shared/http/lane.ts) answers whole `POST /` and `POST /pipeline`
@@ -17,120 +23,15 @@ import { startStashd, type TestStashd } from "../harness/stashd.js";
  * when one of them is handed over), a request split over several writes, a half-closed client,
  * the keep-alive idle timeout, and a blocked command ended when its client goes away.
  */
-let redis: TestRedis;
-let lane: TestStashd;
-let plain: TestStashd;
 
 /** 1 s: node:http's keep-alive timeout is then 500 ms (server.ts), `Keep-Alive: timeout=0`. */
 const REQUEST_TIMEOUT_MS = 1000;
 
-beforeAll(async () => {
-  redis = await startRedis();
-  const common = {
-    kvRedisUrl: redis.url,
-    services: ["kv" as const],
-    requestTimeoutMs: REQUEST_TIMEOUT_MS,
-  };
-  lane = await startStashd(common);
-  plain = await startStashd({ ...common, kvFastLane: false });
-});
-
-afterAll(async () => {
-  await lane?.stop();
-  await plain?.stop();
-  await redis?.stop();
-});
-
-function portOf(s: TestStashd): number {
-  return Number(new URL(s.kv.url).port);
-}
-
-/** A request's bytes: `POST path` with `headers` (Host and Content-Length added) and `body`. */
-function request(
-  path: string,
-  body: string | Buffer,
-  headers: Record<string, string> = {},
-  method = "POST",
-): Buffer {
-  const bytes = Buffer.from(body);
-  const lines = [`${method} ${path} HTTP/1.1`, "Host: 127.0.0.1"];
-  for (const [name, value] of Object.entries(headers)) lines.push(`${name}: ${value}`);
-  if (method !== "GET") lines.push(`Content-Length: ${bytes.length}`);
-  return Buffer.concat([Buffer.from(`${lines.join("\r\n")}\r\n\r\n`, "latin1"), bytes]);
-}
+const { lane, plain, redis } = useLaneAndNode({ requestTimeoutMs: REQUEST_TIMEOUT_MS });
 
 const auth = (s: TestStashd): Record<string, string> => ({
   Authorization: `Bearer ${s.kv.token}`,
 });
-
-/**
- * A raw client connection: writes bytes, reads whole responses (Content-Length or chunked), and
- * tells when the server closed it.
- */
-class RawClient {
-  private buf = Buffer.alloc(0);
-  closed = false;
-  private readonly socket: net.Socket;
-
-  constructor(port: number) {
-    this.socket = net.connect(port, "127.0.0.1");
-    this.socket.on("data", (chunk: Buffer) => {
-      this.buf = Buffer.concat([this.buf, chunk]);
-    });
-    this.socket.on("close", () => (this.closed = true));
-    this.socket.on("error", () => undefined);
-  }
-
-  write(bytes: Buffer | string): void {
-    this.socket.write(bytes);
-  }
-
-  end(): void {
-    this.socket.end();
-  }
-
-  destroy(): void {
-    this.socket.destroy();
-  }
-
-  /** The next `count` responses, whole, as raw bytes each. */
-  async responses(count: number): Promise<Buffer[]> {
-    return eventually(() => {
-      const out: Buffer[] = [];
-      let at = 0;
-      for (let i = 0; i < count; i++) {
-        const end = responseEnd(this.buf, at);
-        if (end === undefined) throw new Error(`${out.length} of ${count} responses so far`);
-        out.push(this.buf.subarray(at, end));
-        at = end;
-      }
-      this.buf = this.buf.subarray(at);
-      return out;
-    });
-  }
-}
-
-/** Where the response starting at `at` ends, or undefined while it is incomplete. */
-function responseEnd(buf: Buffer, at: number): number | undefined {
-  const headEnd = buf.indexOf("\r\n\r\n", at, "latin1");
-  if (headEnd === -1) return undefined;
-  const head = buf.toString("latin1", at, headEnd);
-  const length = /\r\ncontent-length: *(\d+)/i.exec(head);
-  if (length) {
-    const end = headEnd + 4 + Number(length[1]);
-    return end <= buf.length ? end : undefined;
-  }
-  if (!/\r\ntransfer-encoding: *chunked/i.test(head)) return headEnd + 4;
-  let pos = headEnd + 4;
-  for (;;) {
-    const lineEnd = buf.indexOf("\r\n", pos, "latin1");
-    if (lineEnd === -1) return undefined;
-    const size = parseInt(buf.toString("latin1", pos, lineEnd), 16);
-    pos = lineEnd + 2 + size + 2;
-    if (pos > buf.length) return undefined;
-    if (size === 0) return pos;
-  }
-}
 
 /**
  * A response without what differs between any two (Date, the sync token), chunks joined. For a
@@ -149,23 +50,6 @@ function comparable(raw: Buffer, handedOver = false): string {
     .filter((l) => !handedOver || !/^(connection|keep-alive):/i.test(l))
     .map((l) => (/^content-length:/i.test(l) ? "content-length: *" : l));
   return `${lines.join("\n")}\n\n${body}`;
-}
-
-function unchunk(body: string): string {
-  let out = "";
-  let pos = 0;
-  for (;;) {
-    const lineEnd = body.indexOf("\r\n", pos);
-    const size = parseInt(body.slice(pos, lineEnd), 16);
-    if (!(size > 0)) return out;
-    out += body.slice(lineEnd + 2, lineEnd + 2 + size);
-    pos = lineEnd + 2 + size + 2;
-  }
-}
-
-async function laneCount(outcome: "answered" | "handed_over"): Promise<number> {
-  const metric = await registry.getSingleMetric("stashd_kv_fast_lane_total")?.get();
-  return metric?.values.find((v) => v.labels.outcome === outcome)?.value ?? 0;
 }
 
 /** One request on a fresh connection, its raw response. */
@@ -235,9 +119,9 @@ describe("the KV fast lane answers as node:http does", () => {
   for (const [name, path, body, headers, taken] of CASES) {
     it(`${name} (${taken ? "the lane" : "node:http"})`, async () => {
       const answeredBefore = await laneCount("answered");
-      const viaLane = await once(lane, request(path, body, { ...auth(lane), ...headers }));
+      const viaLane = await once(lane(), request(path, body, { ...auth(lane()), ...headers }));
       const answered = (await laneCount("answered")) - answeredBefore;
-      const viaNode = await once(plain, request(path, body, { ...auth(plain), ...headers }));
+      const viaNode = await once(plain(), request(path, body, { ...auth(plain()), ...headers }));
       expect(comparable(viaLane, !taken)).toBe(comparable(viaNode, !taken));
       expect(answered).toBe(taken ? 1 : 0);
     });
@@ -246,9 +130,9 @@ describe("the KV fast lane answers as node:http does", () => {
   it("leaves a wrong token to node:http (401, and the same bytes)", async () => {
     const bad = { Authorization: "Bearer nope" };
     const answeredBefore = await laneCount("answered");
-    const viaLane = await once(lane, request("/", '["GET","k"]', bad));
+    const viaLane = await once(lane(), request("/", '["GET","k"]', bad));
     expect(await laneCount("answered")).toBe(answeredBefore);
-    const viaNode = await once(plain, request("/", '["GET","k"]', bad));
+    const viaNode = await once(plain(), request("/", '["GET","k"]', bad));
     expect(viaLane.toString("latin1")).toMatch(/^HTTP\/1\.1 401 /);
     expect(comparable(viaLane, true)).toBe(comparable(viaNode, true));
   });
@@ -256,9 +140,9 @@ describe("the KV fast lane answers as node:http does", () => {
 
 describe("connections on the lane", () => {
   it("answers requests pipelined in one write in order, also when one is handed over", async () => {
-    const client = new RawClient(portOf(lane));
+    const client = new RawClient(portOf(lane()));
     try {
-      const a = auth(lane);
+      const a = auth(lane());
       client.write(
         Buffer.concat([
           request("/", '["SET","lane:o","1"]', a),
@@ -276,9 +160,9 @@ describe("connections on the lane", () => {
 
   it("serves a request whose bytes come in several writes, and the next one", async () => {
     const answeredBefore = await laneCount("answered");
-    const client = new RawClient(portOf(lane));
+    const client = new RawClient(portOf(lane()));
     try {
-      const bytes = request("/", '["SET","lane:s","split"]', auth(lane));
+      const bytes = request("/", '["SET","lane:s","split"]', auth(lane()));
       for (const [from, to] of [
         [0, 3],
         [3, 40],
@@ -290,7 +174,7 @@ describe("connections on the lane", () => {
       }
       const [first] = await client.responses(1);
       expect(first?.toString()).toMatch(/\{"result":"OK"\}$/);
-      client.write(request("/", '["GET","lane:s"]', auth(lane)));
+      client.write(request("/", '["GET","lane:s"]', auth(lane())));
       const [second] = await client.responses(1);
       expect(second?.toString()).toMatch(/\{"result":"split"\}$/);
       expect((await laneCount("answered")) - answeredBefore).toBe(2);
@@ -301,9 +185,9 @@ describe("connections on the lane", () => {
 
   it("gives a request that stops arriving to node:http, which times it out (408)", async () => {
     const handedBefore = await laneCount("handed_over");
-    const client = new RawClient(portOf(lane));
+    const client = new RawClient(portOf(lane()));
     try {
-      const bytes = request("/", '["SET","lane:slow","v"]', auth(lane));
+      const bytes = request("/", '["SET","lane:slow","v"]', auth(lane()));
       client.write(bytes.subarray(0, bytes.length - 3));
       const [res] = await client.responses(1);
       expect(res?.toString()).toMatch(/^HTTP\/1\.1 408 /);
@@ -315,12 +199,12 @@ describe("connections on the lane", () => {
   });
 
   for (const [name, gateway] of [
-    ["the lane", () => lane],
-    ["node:http", () => plain],
+    ["the lane", () => lane()],
+    ["node:http", () => plain()],
   ] as const) {
     it(`ends the connection of a client that half-closes, and its blocked command (${name})`, async () => {
       const s = gateway();
-      const watch = testPool(redis.url, 1);
+      const watch = testPool(redis().url, 1);
       const client = new RawClient(portOf(s));
       try {
         const blocked = async (): Promise<number> => (await redisClients(watch)).blocked;
@@ -337,10 +221,10 @@ describe("connections on the lane", () => {
   }
 
   it("closes a connection idle past the keep-alive timeout, and keeps a busy one", async () => {
-    const client = new RawClient(portOf(lane));
+    const client = new RawClient(portOf(lane()));
     try {
       // Blocked longer than the idle timeout (500 ms): a busy connection is not idle.
-      client.write(request("/", '["BLPOP","lane:ka","0.7"]', auth(lane)));
+      client.write(request("/", '["BLPOP","lane:ka","0.7"]', auth(lane())));
       const [res] = await client.responses(1);
       expect(res?.toString()).toMatch(/\{"result":null\}$/);
       expect(res?.toString()).toMatch(/\r\nKeep-Alive: timeout=0\r\n/);
@@ -351,9 +235,9 @@ describe("connections on the lane", () => {
   });
 
   it("ends a blocked command's wait when its client goes away", async () => {
-    const client = new RawClient(portOf(lane));
-    client.write(request("/", '["BLPOP","lane:gone","0"]', auth(lane)));
-    const watch = testPool(redis.url, 1);
+    const client = new RawClient(portOf(lane()));
+    client.write(request("/", '["BLPOP","lane:gone","0"]', auth(lane())));
+    const watch = testPool(redis().url, 1);
     try {
       const blocked = async (): Promise<number> => (await redisClients(watch)).blocked;
       await eventually(async () => expect(await blocked()).toBe(1));
@@ -371,8 +255,8 @@ describe("the official SDK on the lane", () => {
     const handedBefore = await laneCount("handed_over");
     for (const responseEncoding of ["base64", false] as const) {
       const sdk = new Redis({
-        url: lane.kv.url,
-        token: lane.kv.token,
+        url: lane().kv.url,
+        token: lane().kv.token,
         responseEncoding,
         enableAutoPipelining: false,
       });

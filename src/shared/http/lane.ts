@@ -18,12 +18,17 @@ import type { ReplySink } from "./respond.js";
  * under 10 µs and a bare `net` server answers in 17 µs (docs/decisions.md, "KV fast lane").
  *
  * Kept from node:http: keep-alive with its idle timeout (`Keep-Alive: timeout=N` as node:http
- * words it), requests pipelined on one connection answered in order, a half-closed client's
+ * words it), requests pipelined on one connection answered in order (the next one read once
+ * the answer before it has drained to the client), a half-closed client's
  * connection ended at once, and the server's close (idle connections closed, busy
  * ones after their answer). A request the lane would take that arrives in pieces is waited for,
- * bounded: past `waitMs` from its first bytes, or the keep-alive timeout without a byte, the
- * connection goes to node:http with what came, and node:http's header and request timeouts
- * take it from there.
+ * bounded: past `waitMs` from its first bytes, MAX_PIECES reads, or the keep-alive timeout
+ * without a byte, the connection goes to node:http with what came, and node:http's header and
+ * request timeouts take it from there.
+ *
+ * Safety: the lane takes only one strict spelling of the request (readFields) and declines
+ * anything unusual to node:http, so the two never frame a request differently (request
+ * smuggling); test/security/kv-fast-lane.test.ts compares both on each attack.
  */
 
 /** A request the lane parsed; the handler decides whether it takes it. */
@@ -55,14 +60,29 @@ const MAX_HEAD = 8 * 1024;
 export const LANE_MAX_BODY = 64 * 1024;
 /** More header lines than this go to node:http. */
 const MAX_HEADER_LINES = 64;
+/**
+ * Reads a request may take to arrive whole on the lane; one trickled in smaller pieces goes to
+ * node:http, whose parser reads incrementally. Bounds the lane's work per request (each read
+ * joins and rescans what came: at most MAX_PIECES times MAX_HEAD + LANE_MAX_BODY bytes).
+ */
+const MAX_PIECES = 16;
 
 /** parseRequest: the request's first bytes are there, the rest is still to come. */
 const WAIT = Symbol("wait");
 const ROOT = Buffer.from("POST / HTTP/1.1\r\n", "latin1");
 const PIPELINE = Buffer.from("POST /pipeline HTTP/1.1\r\n", "latin1");
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-/** Visible ASCII, space and tab: stricter than node:http, which also takes bytes over 0x7f. */
+/**
+ * A field's value with the spaces and tabs around it: visible ASCII, space and tab only (no CR,
+ * LF, NUL, other control bytes or bytes over 0x7f, which node:http takes or refuses in its own
+ * ways). Tested before trimming, so `trim()` then only removes spaces and tabs.
+ */
 const FIELD_VALUE = /^[\t\x20-\x7e]*$/;
+/**
+ * The lane's Content-Length as written after the colon: digits, after at most one space. Any
+ * other spelling (signs, tabs, spaces after, a list) is node:http's to accept or refuse.
+ */
+const CONTENT_LENGTH = /^ ?[0-9]{1,6}$/;
 
 /**
  * Puts the lane in front of `server`'s connections: each new connection is read here first, and
@@ -106,6 +126,15 @@ class LaneConnection {
   private gone = false;
   /** When the first bytes of a request still arriving came (0: none is). */
   private arrivingSince = 0;
+  /** Reads since the last request parsed whole (MAX_PIECES). */
+  private pieces = 0;
+  /**
+   * Bytes read while an answer is being prepared (requests pipelined behind it), kept apart and
+   * joined once when it is done: joining on each read would cost quadratic work for a client
+   * trickling bytes behind a blocked command.
+   */
+  private readonly later: Buffer[] = [];
+  private laterBytes = 0;
 
   constructor(
     readonly socket: Socket,
@@ -139,23 +168,70 @@ class LaneConnection {
    * headers said `Connection: close`.
    */
   answered(close: boolean): void {
+    if (this.gone) {
+      this.busy = false;
+      return;
+    }
+    if (close) this.ending = true;
+    // A client that does not read its answers gets no more of them (node:http, too, stops
+    // reading such a client): the next request waits until what was written has drained.
+    if (!this.ending && this.socket.writableNeedDrain) {
+      this.socket.pause();
+      this.socket.once("drain", this.onDrain);
+      return;
+    }
+    this.onDrain();
+  }
+
+  /** What was written has drained (or needs not): ends the connection, or reads on. */
+  private readonly onDrain = (): void => {
     this.busy = false;
     if (this.gone) return;
-    if (this.ending || close) {
+    if (this.ending) {
       this.socket.end();
       return;
     }
     this.socket.resume();
-    if (this.pending !== undefined) this.serveNext();
-  }
+    this.joinLater();
+    if (this.pending !== undefined) this.serveSafely();
+  };
 
   private readonly onData = (chunk: Buffer): void => {
+    if (this.busy) {
+      // Requests pipelined behind the one being answered wait here, bounded: reading stops
+      // until the answer is written (node:http, too, stops reading a client that does not read).
+      this.later.push(chunk);
+      this.laterBytes += chunk.length;
+      if (this.laterBytes + (this.pending?.length ?? 0) > MAX_HEAD + LANE_MAX_BODY)
+        this.socket.pause();
+      return;
+    }
     this.pending = this.pending === undefined ? chunk : Buffer.concat([this.pending, chunk]);
-    if (!this.busy) this.serveNext();
-    // Requests pipelined behind the one being answered wait here, bounded: reading stops
-    // until the answer is written (node:http, too, stops reading a client that does not read).
-    else if (this.pending.length > MAX_HEAD + LANE_MAX_BODY) this.socket.pause();
+    this.pieces++;
+    this.serveSafely();
   };
+
+  /** Adds what was read while busy to what is pending, as one read. */
+  private joinLater(): void {
+    if (this.later.length === 0) return;
+    if (this.pending !== undefined) this.later.unshift(this.pending);
+    this.pending = Buffer.concat(this.later);
+    this.later.length = 0;
+    this.laterBytes = 0;
+    this.pieces = 1;
+  }
+
+  /**
+   * serveNext, where a bug in the lane (an exception) costs this connection, never the process
+   * (this runs in the socket's `data` event, or in a promise callback after an answer).
+   */
+  private serveSafely(): void {
+    try {
+      this.serveNext();
+    } catch {
+      this.destroy();
+    }
+  }
 
   /**
    * Serves the first pending request, waits for the rest of one that is still arriving (for at
@@ -167,9 +243,10 @@ class LaneConnection {
     if (parsed === WAIT) {
       const now = Date.now();
       this.arrivingSince ||= now;
-      if (now - this.arrivingSince < this.waitMs) return;
+      if (now - this.arrivingSince < this.waitMs && this.pieces < MAX_PIECES) return;
     } else if (parsed !== undefined) {
       this.arrivingSince = 0;
+      this.pieces = 0;
       const res = new LaneResponse(this);
       this.busy = true;
       this.pending = parsed.end === buf.length ? undefined : buf.subarray(parsed.end);
@@ -230,6 +307,7 @@ class LaneConnection {
   private readonly onClose = (): void => {
     this.gone = true;
     this.pending = undefined;
+    this.later.length = 0;
     this.forget();
   };
 
@@ -298,12 +376,13 @@ function readFields(head: string): Fields | undefined {
     const colon = line.indexOf(":");
     if (colon <= 0) return undefined;
     const name = line.slice(0, colon);
-    const value = line.slice(colon + 1).trim();
-    if (!TOKEN.test(name) || !FIELD_VALUE.test(value)) return undefined;
+    const raw = line.slice(colon + 1);
+    if (!TOKEN.test(name) || !FIELD_VALUE.test(raw)) return undefined;
+    const value = raw.trim();
     switch (name.toLowerCase()) {
       case "content-length":
-        if (length !== undefined || !/^[0-9]{1,6}$/.test(value)) return undefined;
-        length = Number(value);
+        if (length !== undefined || !CONTENT_LENGTH.test(raw)) return undefined;
+        length = Number(raw);
         break;
       case "host":
         if (host) return undefined;

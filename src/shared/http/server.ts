@@ -37,8 +37,10 @@ export async function listen(
       // Must stay below headersTimeout: Node closes idle keep-alive sockets once that passes,
       // and a client trusting a longer advertised keep-alive would reuse a closed socket.
       keepAliveTimeout: Math.min(5_000, headersTimeout / 2),
+      // Checked below instead, to answer with a JSON error like every other refusal.
+      requireHostHeader: false,
     },
-    handler,
+    (req, res) => (lacksHost(req) ? refuseHostless(res, opts) : handler(req, res)),
   );
   server.maxHeadersCount = 200;
   // A request arriving in pieces waits on the lane for at most the keep-alive timeout.
@@ -73,6 +75,22 @@ export async function listen(
     url: `http://${shownHost}:${port}`,
     close: (graceMs) => closeServer(server, graceMs, lanes),
   };
+}
+
+/**
+ * An HTTP/1.1 request without a Host header, which a server must refuse (RFC 9112, 3.2): the
+ * check node:http makes with `requireHostHeader`, whose answer has an empty body.
+ */
+function lacksHost(req: http.IncomingMessage): boolean {
+  return req.headers.host === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor === 1;
+}
+
+function refuseHostless(res: http.ServerResponse, opts: HttpServerOptions): void {
+  const json = JSON.stringify({
+    error: `${opts.errorPrefix ?? ""}malformed HTTP request: no Host`,
+  });
+  res.writeHead(400, { "content-type": "application/json", connection: "close" });
+  res.end(json);
 }
 
 /**
