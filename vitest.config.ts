@@ -35,6 +35,7 @@ const EVERYDAY_PARTITIONED = [
   "test/queue/publish.test.ts",
   "test/queue/queues.test.ts",
   "test/queue/dlq-api.test.ts",
+  "test/queue/log-index.test.ts",
   "test/workflow/runs.test.ts",
   "test/console/dlq-count.test.ts",
 ];

@@ -108,6 +108,18 @@ describe("the queue on a Redis Cluster", () => {
       expect(events).toMatchObject({ kind: "int" });
       expect(Number((events as { value: string }).value)).toBeGreaterThan(0);
     }
+    // Each message's log index is in its partition's slot, on that master, and answers the
+    // events API's filter by message id.
+    const parts = makePartitions(3, () => ({ exec: unused, execMany: unused }));
+    for (const id of ids.slice(0, 3)) {
+      const p = parts.ofMessage(id);
+      await eventually(async () => {
+        const indexed = await onNode(owners[p.index] as number, ["LLEN", p.keys.messageLog(id)]);
+        expect(indexed).toEqual({ kind: "int", value: "3" });
+        const logs = await client.logs({ filter: { messageId: id } });
+        expect(logs.logs.map((l) => l.state)).toEqual(["DELIVERED", "ACTIVE", "CREATED"]);
+      });
+    }
   });
 
   it("runs FIFO queues across the processes", async () => {

@@ -176,8 +176,10 @@ async function rowsOf(get: QueueGet, anchors: ApiEvent[]): Promise<MessageRow[]>
 }
 
 /**
- * Every event of messages `ids`, oldest first, read from `since` (a time cursor, so the scan
- * starts at their creation, not at the start of the log), at most MAX_EVENT_PAGES pages.
+ * Every event of messages `ids`, oldest first, read from `since`, at most MAX_EVENT_PAGES pages.
+ * The API reads them through the message log index (one page holds them all, whatever else the
+ * log holds); for messages stored before the index it scans the log, and the time cursor then
+ * starts that scan at their creation, not at the start of the log.
  */
 export async function eventsOf(get: QueueGet, ids: string[], since: number): Promise<ApiEvent[]> {
   const params = new URLSearchParams({ order: "earliestFirst", count: "1000" });

@@ -21,6 +21,8 @@ export const listLogs: Handler = async (ctx, r) => {
     countParam(r.query, 100, 1000),
     logCursorParam(r.query),
     (e) => matches(filter, e.meta, { time: e.time, state: e.state }),
+    // Only events of these messages can match: read through their log index (store/log-store.ts).
+    filter.values.get("messageId"),
   );
   const key = (r.segments[0] ?? "").toLowerCase() === "logs" ? "logs" : "events";
   const items = page.items.map(renderEvent);

@@ -21,6 +21,9 @@
  *                        message DLQ's size is ZCARD dlq - ZCARD dlq-wf without reading entries;
  *                        kept by the same scripts that add and remove dlq ids
  *   <p>log         stream  one entry per state change: id, state, time, meta, extra
+ *   <p>msglog:<id> list  the log stream ids of message <id>'s events, oldest first (the index the
+ *                        reads by message id use); pushed by lua/includes/add-log.lua with each
+ *                        event, expiring one log retention after the message's last event
  *   <p>dedup:<k>   string  publish response of the first message with that dedup key, PX window
  *   <p>topic:<n>   string  JSON URL group; <p>topics set of group names
  *   <p>keys        hash  current, next signing keys
@@ -88,6 +91,7 @@ export function queueKeysFor(prefix: string) {
     slotProbe: `${prefix}slot-probe`,
     partitionCount: `${prefix}partitions`,
     message: (id: string): string => `${prefix}msg:${id}`,
+    messageLog: (id: string): string => `${prefix}msglog:${id}`,
     dlqEntry: (id: string): string => `${prefix}dlq:${id}`,
     dedup: (key: string): string => `${prefix}dedup:${key}`,
     topic: (name: string): string => `${prefix}topic:${name}`,

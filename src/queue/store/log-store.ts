@@ -19,11 +19,18 @@ export interface LogEvent {
   bytes: number;
 }
 
-/** An event as listed, with the partition whose stream holds it. */
+/**
+ * An entry as listed: its stream id, the partition whose stream holds it, and the event (absent
+ * when the message index named an entry the stream no longer holds: trimmed by retention).
+ */
 interface Listed {
-  event: LogEvent;
+  id: string;
   part: number;
+  event: LogEvent | undefined;
 }
+
+/** Reads the entries after cursor `after`, at most `size`, in listing order. */
+type Reader = (after: string | undefined, size: number) => Promise<Listed[]>;
 
 /**
  * Reads of the log streams (written inside the Lua transitions, trimmed there by retention), one
@@ -33,6 +40,12 @@ interface Listed {
  * arrive: each partition's range starts at the id, inclusive or not by whether the partition
  * comes after the cursor's at that id. A bare stream id given to several partitions is read
  * exclusively in each; a time cursor starts every partition at that millisecond, inclusive.
+ *
+ * A listing of given message ids reads their events through the message log index instead
+ * (`<p>msglog:<id>`, keys.ts: the stream ids of the message's events, pushed by the transitions),
+ * one XRANGE per event, so its cost does not grow with the other messages' events. Its entries,
+ * order, pages and cursors are the scan's. An id without an index key in any partition (a message
+ * stored before the index existed, or one unknown or expired) makes the listing a scan, as before.
  */
 export class LogStore {
   constructor(
@@ -43,25 +56,30 @@ export class LogStore {
     private readonly pageMaxBytes = Infinity,
   ) {}
 
-  list(
+  /**
+   * One page of the events `keep` accepts. `messageIds`, when given, must include every message
+   * `keep` accepts (a filter by message id): their index is read instead of the whole stream.
+   */
+  async list(
     latestFirst: boolean,
     count: number,
     cursor: string | undefined,
     keep: (e: LogEvent) => boolean,
+    messageIds: readonly string[] = [],
   ): Promise<Page<LogEvent>> {
     const cutoff = Date.now() - this.retentionMs;
+    const indexed = messageIds.length > 0 ? await this.indexOf(messageIds) : undefined;
+    const positions = indexed?.sort(listingOrder(latestFirst));
+    const read: Reader = positions
+      ? (after, size) => this.readIndexed(positions, latestFirst, after, size)
+      : (after, size) => this.read(latestFirst, after, size);
     return collectPage(
-      async (after, size) => {
-        const listed = await this.read(latestFirst, after, size);
-        return listed.map(({ event, part }) => {
-          const live = event.time >= cutoff;
-          return {
-            key: this.cursorOf(event.id, part),
-            item: live && keep(event) ? event : undefined,
-            bytes: event.bytes,
-          };
-        });
-      },
+      async (after, size) =>
+        (await read(after, size)).map(({ id, part, event }) => ({
+          key: this.cursorOf(id, part),
+          item: event && event.time >= cutoff && keep(event) ? event : undefined,
+          bytes: event?.bytes ?? 0,
+        })),
       count,
       cursor,
       this.pageMaxBytes,
@@ -77,13 +95,72 @@ export class LogStore {
     const at = after === undefined ? undefined : parseLogCursor(after);
     const lists = await this.parts.each(async (p): Promise<Listed[]> => {
       const reply = await p.redis.exec([...rangeOf(p, latestFirst, at), "COUNT", String(size)]);
-      return asArray(checked(reply, "logs")).map((e) => ({ event: parseEvent(e), part: p.index }));
+      return asArray(checked(reply, "logs")).map((e) => listedOf(parseEvent(e), p.index));
     });
-    const ascending = (a: Listed, b: Listed) =>
-      compareIds(a.event.id, b.event.id) || a.part - b.part;
-    const order = latestFirst ? (a: Listed, b: Listed) => ascending(b, a) : ascending;
-    return mergeSorted(lists, order, size);
+    return mergeSorted(lists, listingOrder(latestFirst), size);
   }
+
+  /**
+   * The stream positions of the events of messages `ids`, from their index keys in every
+   * partition (a message's events are in its own partition's stream, but looking in each keeps
+   * no assumption about placement); undefined when some id has no index key anywhere.
+   */
+  private async indexOf(ids: readonly string[]): Promise<Listed[] | undefined> {
+    const unique = [...new Set(ids)];
+    const found = new Set<string>();
+    const lists = await this.parts.each(async (p) => {
+      const replies = await p.redis.execMany(
+        unique.map((id) => ["LRANGE", p.keys.messageLog(id), "0", "-1"]),
+      );
+      return replies.flatMap((reply, i) => {
+        const streamIds = asArray(checked(reply, "logs")).map((r) => asText(r) ?? "");
+        if (streamIds.length > 0) found.add(unique[i] ?? "");
+        return streamIds.map((id): Listed => ({ id, part: p.index, event: undefined }));
+      });
+    });
+    return found.size === unique.length ? lists.flat() : undefined;
+  }
+
+  /** The indexed positions after cursor `after`, at most `size`, with their events read. */
+  private async readIndexed(
+    positions: Listed[],
+    latestFirst: boolean,
+    after: string | undefined,
+    size: number,
+  ): Promise<Listed[]> {
+    const at = after === undefined ? undefined : parseLogCursor(after);
+    const chunk = positions.filter((l) => isAfter(l, latestFirst, at)).slice(0, size);
+    await this.parts.each(async (p) => {
+      const mine = chunk.filter((l) => l.part === p.index);
+      if (mine.length === 0) return;
+      const replies = await p.redis.execMany(mine.map((l) => ["XRANGE", p.keys.log, l.id, l.id]));
+      replies.forEach((reply, i) => {
+        const [entry] = asArray(checked(reply, "logs"));
+        const listed = mine[i];
+        if (entry && listed) listed.event = parseEvent(entry);
+      });
+    });
+    return chunk;
+  }
+}
+
+function listedOf(event: LogEvent, part: number): Listed {
+  return { id: event.id, part, event };
+}
+
+/** Listing order: stream id, then partition; reversed newest first. */
+function listingOrder(latestFirst: boolean): (a: Listed, b: Listed) => number {
+  const ascending = (a: Listed, b: Listed) => compareIds(a.id, b.id) || a.part - b.part;
+  return latestFirst ? (a, b) => ascending(b, a) : ascending;
+}
+
+/** Whether position `l` comes after cursor position `at` in the listing (rangeOf's rule). */
+function isAfter(l: Listed, latestFirst: boolean, at: LogPosition | undefined): boolean {
+  if (at === undefined) return true;
+  const sign = latestFirst ? -1 : 1;
+  if (at.kind === "time") return sign * (Number(l.id.split("-")[0]) - Number(at.ms)) >= 0;
+  const byId = sign * compareIds(l.id, at.id);
+  return byId > 0 || (byId === 0 && at.part >= 0 && sign * (l.part - at.part) > 0);
 }
 
 /**

@@ -22,8 +22,7 @@ for i = 4, #ARGV do
   elseif f[1] and f[1] ~= 'CANCEL_REQUESTED' then
     redis.call('ZREM', KEYS[1], id)
     endMessage(h, id, KEYS[1], KEYS[2], now)
-    addLog(KEYS[3], cutoff, now, id, 'CANCEL_REQUESTED', f[2], '{}')
-    addLog(KEYS[3], cutoff, now, id, 'CANCELED', f[2], '{}')
+    addLog(KEYS[3], cutoff, now, id, 'CANCEL_REQUESTED', f[2], '{}', 'CANCELED', '{}')
     n = n + 1
   end
 end

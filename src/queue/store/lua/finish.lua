@@ -30,8 +30,7 @@ if outcome == 'RETRY' then
   redis.call('HDEL', h, 'lease')
   redis.call('ZADD', KEYS[1], ARGV[8], id)
   queueRelease(h, KEYS[1], 11, false)
-  addLog(KEYS[4], cutoff, now, id, 'ERROR', f[3], ARGV[7])
-  addLog(KEYS[4], cutoff, now, id, 'RETRY', f[3], '{}')
+  addLog(KEYS[4], cutoff, now, id, 'ERROR', f[3], ARGV[7], 'RETRY', '{}')
 else
   if outcome == 'FAILED' then
     local body = redis.call('HGET', h, 'body')
@@ -41,9 +40,10 @@ else
     if type(cjson.decode(ARGV[10]).workflow) == 'table' then
       redis.call('ZADD', KEYS[6], 0, ARGV[9])
     end
-    addLog(KEYS[4], cutoff, now, id, 'ERROR', f[3], ARGV[7])
+    addLog(KEYS[4], cutoff, now, id, 'ERROR', f[3], ARGV[7], outcome, ARGV[7])
+  else
+    addLog(KEYS[4], cutoff, now, id, outcome, f[3], ARGV[7])
   end
-  addLog(KEYS[4], cutoff, now, id, outcome, f[3], ARGV[7])
   local route = {f[4], f[5], f[6], f[7]}
   endMessage(h, id, KEYS[1], KEYS[3], now, outcome ~= 'CANCELED' and 11 or nil, route)
 end

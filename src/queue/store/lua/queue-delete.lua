@@ -16,8 +16,7 @@ for _, id in ipairs(redis.call('LRANGE', KEYS[3], 0, -1)) do
   if meta then
     redis.call('DEL', h)
     redis.call('ZREM', KEYS[4], id)
-    addLog(KEYS[5], cutoff, now, id, 'CANCEL_REQUESTED', meta, '{}')
-    addLog(KEYS[5], cutoff, now, id, 'CANCELED', meta, '{}')
+    addLog(KEYS[5], cutoff, now, id, 'CANCEL_REQUESTED', meta, '{}', 'CANCELED', '{}')
   end
 end
 redis.call('DEL', KEYS[1], KEYS[3])

@@ -12,6 +12,7 @@ local Key = {
   slotProbe = PREFIX .. 'slot-probe',
 }
 function Key.message(id) return PREFIX .. 'msg:' .. id end
+function Key.messageLog(id) return PREFIX .. 'msglog:' .. id end
 function Key.dlqEntry(id) return PREFIX .. 'dlq:' .. id end
 function Key.dedup(key) return PREFIX .. 'dedup:' .. key end
 function Key.queue(name) return PREFIX .. 'queue:' .. name end

@@ -18,8 +18,7 @@ local function insertLeased(pendingKey, activeKey, logKey, cutoff, now, id, meta
     'retried', 0, 'tmo', tmo, 'origin', metaOrigin(meta), 'lease', token)
   redis.call('ZADD', pendingKey, now, id)
   redis.call('ZADD', activeKey, leaseDeadline(leaseMs), id)
-  addLog(logKey, cutoff, now, id, 'CREATED', meta, '{}')
-  addLog(logKey, cutoff, now, id, 'ACTIVE', meta, '{}')
+  addLog(logKey, cutoff, now, id, 'CREATED', meta, '{}', 'ACTIVE', '{}')
 end
 
 local function storeNew(keys, cutoff, now, id, meta, body, dueAt, tmo, token, leaseMs)
