@@ -104,7 +104,7 @@ describe("local hand-off at publish", () => {
     expect(text(await exec("ZCARD", parts().active))).toBe("0");
   });
 
-  it("costs its Redis 11 commands for two messages published and 6 per delivery recorded", async () => {
+  it("costs its Redis 15 commands for two messages published and 8 per delivery recorded", async () => {
     const now = Date.now();
     const lease = { token: "tok", leaseMs: 30_000 };
     await exec("CONFIG", "RESETSTAT");
@@ -112,18 +112,27 @@ describe("local hand-off at publish", () => {
       store.enqueue(now, [storeMessage("c-1", now)], undefined, lease),
       store.enqueue(now, [storeMessage("c-2", now)], undefined, lease),
     ]);
-    // Per message HSET, ZADD pending, ZADD active, XADD CREATED, XADD ACTIVE; one TIME and one
-    // slot probe (EXISTS) per call.
+    // Per message HSET, ZADD pending, ZADD active, XADD CREATED, XADD ACTIVE, and one RPUSH and
+    // PEXPIRE of its log index for both events; one TIME and one slot probe (EXISTS) per call.
     const stored = await commandCounts();
-    expect(stored).toEqual({ hset: 2, zadd: 4, xadd: 4, time: 1, exists: 1 });
+    expect(stored).toEqual({ hset: 2, zadd: 4, xadd: 4, rpush: 2, pexpire: 2, time: 1, exists: 1 });
     await exec("CONFIG", "RESETSTAT");
     const finish = (id: string) =>
       store.finish(now, { id, token: "tok", outcome: "DELIVERED", attempt: "{}", children: [] });
     await Promise.all([finish("c-1"), finish("c-2")]);
-    // Per delivery: the slot probe, one HMGET, ZREM active, XADD DELIVERED, DEL, ZREM pending.
+    // Per delivery: the slot probe, one HMGET, ZREM active, XADD DELIVERED with its index's RPUSH
+    // and PEXPIRE, DEL, ZREM pending.
     const finished = await commandCounts();
-    expect(total(finished)).toBe(12);
-    expect(finished).toEqual({ exists: 2, hmget: 2, zrem: 4, xadd: 2, del: 2 });
+    expect(total(finished)).toBe(16);
+    expect(finished).toEqual({
+      exists: 2,
+      hmget: 2,
+      zrem: 4,
+      xadd: 2,
+      rpush: 2,
+      pexpire: 2,
+      del: 2,
+    });
     expect(await store.getMany(["c-1", "c-2"])).toEqual([]);
   });
 });
