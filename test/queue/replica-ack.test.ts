@@ -32,7 +32,9 @@ beforeAll(async () => {
   await eventually(async () => expect(await onlineReplicas()).toBe(1), { timeoutMs: 10_000 });
   s = await startStashd({
     queueRedisUrl: master.url,
-    queueReplicaAckTimeoutMs: 300,
+    // Long enough for a replica on a busy 2-core CI machine (the tier runs files in parallel;
+    // 300 ms once failed the start-up write), short enough for the sleep below to outlast it.
+    queueReplicaAckTimeoutMs: 1_000,
     ...FAST_QUEUE,
   });
 });
@@ -79,7 +81,7 @@ describe("acknowledgements wait for replicas", () => {
       return { kind: "int", value: String(sum) } as const;
     };
     const before = await pending();
-    const asleep = onNode(replica.port, ["DEBUG", "SLEEP", "1.5"]);
+    const asleep = onNode(replica.port, ["DEBUG", "SLEEP", "2.5"]);
     await new Promise((r) => setTimeout(r, 100));
     const res = await publish();
     expect(res.status).toBe(503);
