@@ -144,6 +144,14 @@ test("list, set, sorted set and stream: binary members edited, removed and added
   expect(await read("XRANGE", "bin-stream", "-", "+")).toEqual([
     ["322d31", [Buffer.from("text").toString("hex"), Buffer.from("kept").toString("hex")]],
   ]);
+  // An entry added with its field and value typed as hex holds those bytes.
+  await panel().locator("input[name=add-hex]").check();
+  await panel().locator("input[name=add-field]").fill("fe01");
+  await panel().locator("input[name=add-value]").fill("00 ff");
+  await panel().getByRole("button", { name: "Add" }).click();
+  await eventually(async () => expect(await read("XLEN", "bin-stream")).toBe("2"));
+  const entries = (await read("XRANGE", "bin-stream", "-", "+")) as [string, string[]][];
+  expect(entries[1]?.[1]).toEqual(["fe01", "00ff"]);
 });
 
 test("a binary member changed elsewhere since it was loaded is not overwritten", async () => {

@@ -124,8 +124,6 @@ export function ValueEditor(p: { view: KeyView; write: Write; cas: CompareAndWri
           remove={(r) => cas(["XRANGE", k, r.id, r.id], r.entry ?? "", ["XDEL", k, r.id])}
           add={(f, v) => write(["XADD", k, "*", f, v])}
           readOnlyValues
-          textValues
-          hexAdd={false}
         />
       );
     default:
