@@ -22,7 +22,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { stopChild } from "../test/harness/redis.js";
-import { cpuMs, stashdPids } from "./lib/proc.js";
+import { cpuMs, cpuSplitMs, stashdPids } from "./lib/proc.js";
 import { publishBacklog } from "./lib/queue-measures.js";
 import * as queue from "./lib/queue-parts.js";
 import { option, smoke } from "./lib/args.js";
@@ -63,6 +63,8 @@ class QueueRedis {
 
 interface Sample {
   stashdMs: number;
+  /** The kernel's share of stashdMs (system time: socket calls, mostly). */
+  stashdSystemMs: number;
   redisMs: number;
   receiverMs: number;
   commands: number;
@@ -137,6 +139,7 @@ async function sample(p: Parts): Promise<Sample> {
   }
   return {
     stashdMs: p.pids().reduce((sum, pid) => sum + cpuMs(pid), 0),
+    stashdSystemMs: p.pids().reduce((sum, pid) => sum + cpuSplitMs(pid).system, 0),
     redisMs: cpuMs(p.redis.pid()),
     receiverMs: cpuMs(p.receiver.pid),
     commands: Number(stat.get("total_commands_processed")),
@@ -170,6 +173,7 @@ function report(name: string, a: Sample, b: Sample, n: number, wallMs: number): 
     "| per message | value |",
     "|---|---|",
     `| CPU µs: stashd / its Redis / the receiver | ${f(per((b.stashdMs - a.stashdMs) * 1000))} / ${f(per((b.redisMs - a.redisMs) * 1000))} / ${f(per((b.receiverMs - a.receiverMs) * 1000))} |`,
+    `| stashd CPU µs in the kernel (system time) | ${f(per((b.stashdSystemMs - a.stashdSystemMs) * 1000))} |`,
     `| Redis commands (scripts' own commands included) | ${f(per(b.commands - a.commands), 2)} |`,
     `| Redis socket reads (request batches received) | ${f(per(b.reads - a.reads), 3)} |`,
     `| AOF bytes written | ${f(per(b.aofBytes - a.aofBytes), 0)} |`,
