@@ -1,7 +1,11 @@
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { MessageMeta } from "../../src/queue/domain/message.js";
 import { queueKeys } from "../../src/queue/store/keys.js";
-import type { NewMessage } from "../../src/queue/store/message-store.js";
+import { MessageStore, type NewMessage } from "../../src/queue/store/message-store.js";
+import { singlePartition } from "../../src/queue/store/partitions.js";
+import type { RedisPool } from "../../src/shared/redis/pool.js";
+import { eventually } from "../harness/eventually.js";
+import { startRedis, testPool, type TestRedis } from "../harness/redis.js";
 import { message, storeOnOwnRedis } from "./lua-guard.js";
 
 /**
@@ -120,5 +124,53 @@ describe("the claim's route cache", () => {
     expect(later.skipped).toBe(0);
     expect(await texts("ZRANGE", queueKeys.due, "0", "-1")).toEqual([]);
     expect(await routes()).toEqual({});
+  });
+});
+
+describe("the route cache on a Redis with a replica", () => {
+  let master: TestRedis;
+  let replica: TestRedis;
+  let pools: RedisPool[] = [];
+
+  beforeAll(async () => {
+    master = await startRedis(["--repl-diskless-sync-delay", "0"]);
+    replica = await startRedis(["--replicaof", "127.0.0.1", String(master.port)]);
+    // Online first: a full sync after the claim would copy the master's memory, cache included.
+    const probe = testPool(master.url, 1);
+    await eventually(async () => {
+      const info = await probe.exec(["INFO", "replication"]);
+      expect(info.kind === "bulk" && info.value.toString()).toMatch(/slave0:.*state=online/);
+    });
+    await probe.close();
+  });
+  afterAll(async () => {
+    await Promise.all(pools.map((p) => p.close()));
+    await Promise.all([master, replica].map((r) => r?.stop()));
+  });
+
+  it("lives in the master's memory only: its writes are not replicated", async () => {
+    const [onMaster, onReplica] = [testPool(master.url, 1), testPool(replica.url, 1)];
+    pools = [onMaster, onReplica];
+    const store = new MessageStore(singlePartition(onMaster), 60_000);
+    const now = Date.now();
+    await store.enqueue(now, [
+      msg("b1", `${BUSY}/1`, now),
+      msg("o1", "http://other.example/", now),
+    ]);
+    await store.claim(now, 10, LEASE_MS, atShare(2));
+    const exists = async (pool: RedisPool, key: string) => pool.exec(["EXISTS", key]);
+    expect(await exists(onMaster, queueKeys.dueRoutes)).toEqual({ kind: "int", value: "1" });
+    // The claim's other writes (o1 leased) reach the replica; the cache does not.
+    await eventually(async () =>
+      expect(await exists(onReplica, queueKeys.message("o1"))).toEqual({ kind: "int", value: "1" }),
+    );
+    await eventually(async () =>
+      expect(await onReplica.exec(["HGET", queueKeys.message("o1"), "state"])).toMatchObject({
+        kind: "bulk",
+      }),
+    );
+    const state = await onReplica.exec(["HGET", queueKeys.message("o1"), "state"]);
+    expect(state.kind === "bulk" && state.value.toString()).toBe("ACTIVE");
+    expect(await exists(onReplica, queueKeys.dueRoutes)).toEqual({ kind: "int", value: "0" });
   });
 });

@@ -28,6 +28,10 @@
 -- messages it leased or found gone; entries of messages that left the due set some other way
 -- (cancelled, moved to a wait list) stay until the hash expires, ROUTES_TTL_MS after it was
 -- created (then the next claims read and cache again), so it never grows without bound.
+-- Its writes are not propagated (redis.set_repl): they cost the AOF's appends and fsyncs and the
+-- replication stream nothing. A snapshot of the master's memory (an AOF rewrite, a replica's full
+-- sync) may copy the hash with its expiry; what it holds is still right there, since routes
+-- never change, and the master's expiry deletes the copies too.
 --@include keys
 --@include lease-message
 --@include origin
@@ -133,12 +137,16 @@ while claimed < limit and scanned < scanMax do
     visit(id, routes[i])
   end
   if #newRoutes > 0 then
+    redis.set_repl(redis.REPL_NONE)
     redis.call('HSET', KEYS[4], unpack(newRoutes))
+    redis.set_repl(redis.REPL_ALL)
     newRoutes = {}
     cachedAny = true
   end
 end
+redis.set_repl(redis.REPL_NONE)
 if cachedAny then redis.call('PEXPIRE', KEYS[4], ROUTES_TTL_MS, 'NX') end
 if #goneRoutes > 0 then redis.call('HDEL', KEYS[4], unpack(goneRoutes)) end
+redis.set_repl(redis.REPL_ALL)
 out[1] = skipped
 return out
