@@ -13,6 +13,9 @@
  *
  *   <p>msg:<id>    hash  meta (JSON MessageMeta), body (raw bytes), state, retried, lease, tmo
  *   <p>due         zset  message id -> due time (ms); ready when score <= now
+ *   <p>due-routes  hash  message id -> route (origin and FIFO queue) of due messages a claim
+ *                        skipped: a cache that lets claims read a range's routes at once
+ *                        (lua/claim.lua; expires a minute after it was created, then rebuilt)
  *   <p>active      zset  message id -> lease deadline (ms); past deadline = returned by the reaper
  *   <p>pending     zset  message id -> createdAt, every message not yet finished (for bulk cancel)
  *   <p>dlq         zset  dlq ids, all score 0: `<ms>-<seq>` ids sort by time lexicographically
@@ -81,6 +84,7 @@ export function queueKeysFor(prefix: string) {
   return {
     prefix,
     due: `${prefix}due`,
+    dueRoutes: `${prefix}due-routes`,
     active: `${prefix}active`,
     pending: `${prefix}pending`,
     dlq: `${prefix}dlq`,

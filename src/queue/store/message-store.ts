@@ -334,7 +334,7 @@ export class MessageStore {
     const K = p.keys;
     const reply = await transitions.claim.run(
       p.redis,
-      [K.due, K.active, K.log],
+      [K.due, K.active, K.log, K.dueRoutes],
       [
         ...this.head(p, now),
         String(limit),
