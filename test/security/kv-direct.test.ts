@@ -234,3 +234,64 @@ describe("the request-body budget of direct commands", () => {
     }
   });
 });
+
+describe("answers on one connection, the direct and the general path mixed", () => {
+  it("come back in request order", async () => {
+    const a = auth(lane());
+    const sent: [string, string, string][] = [
+      ["/", '["SET","d:order","1"]', '{"result":"OK"}'],
+      ["/pipeline", '[["INCR","d:order"]]', '[{"result":2}]'],
+      ["/", '["GET","d:order"]', '{"result":"2"}'],
+      ["/", '["BLPOP","d:order:none","0.05"]', '{"result":null}'],
+      ["/", '["INCR","d:order"]', '{"result":3}'],
+      ["/", '["EVAL","return redis.call(\'INCR\',KEYS[1])","1","d:order"]', '{"result":4}'],
+      ["/", '["GET","d:order"]', '{"result":"4"}'],
+      ["/?handed=over", '["INCR","d:order"]', '{"result":5}'],
+      ["/", '["GET","d:order"]', '{"result":"5"}'],
+    ];
+    const client = new RawClient(portOf(lane()));
+    try {
+      client.write(Buffer.concat(sent.map(([path, body]) => request(path, body, a))));
+      const bodies = (await client.responses(sent.length)).map(bodyOf);
+      expect(bodies).toEqual(sent.map(([, , answer]) => answer));
+    } finally {
+      client.destroy();
+    }
+  });
+});
+
+describe("the daily request limit on the direct path", () => {
+  /** What each of `count` GETs pipelined on one connection gets, as `status body`. */
+  async function limited(s: TestStashd, count: number): Promise<string[]> {
+    const client = new RawClient(portOf(s));
+    try {
+      const one = request("/", '["GET","d:limit"]', auth(s));
+      client.write(Buffer.concat(Array.from({ length: count }, () => one)));
+      const answers = await client.responses(count);
+      return answers.map((r) => `${statusOf(r)} ${bodyOf(r)}`);
+    } finally {
+      client.destroy();
+    }
+  }
+
+  let backend: TestRedis | undefined;
+  const gateways: TestStashd[] = [];
+  beforeAll(async () => {
+    backend = await startRedis();
+    for (const kvFastLane of [true, false]) {
+      const options = { kvRedisUrl: backend.url, services: ["kv" as const], kvFastLane };
+      gateways.push(await startStashd({ ...options, kvDailyRequestLimit: 4 }));
+    }
+  });
+  afterAll(async () => {
+    for (const g of gateways) await g.stop();
+    await backend?.stop();
+  });
+
+  it("counts and refuses as the general path does", async () => {
+    const [viaLane, viaNode] = [await limited(gateways[0]!, 6), await limited(gateways[1]!, 6)];
+    expect(viaLane).toEqual(viaNode);
+    expect(viaLane.slice(0, 4)).toEqual(Array.from({ length: 4 }, () => '200 {"result":null}'));
+    expect(viaLane[4]).toMatch(/^400 .*max daily request limit exceeded/);
+  });
+});
