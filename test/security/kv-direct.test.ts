@@ -289,7 +289,9 @@ describe("the daily request limit on the direct path", () => {
   });
 
   it("counts and refuses as the general path does", async () => {
-    const [viaLane, viaNode] = [await limited(gateways[0]!, 6), await limited(gateways[1]!, 6)];
+    const [withLane, nodeOnly] = gateways as [TestStashd, TestStashd];
+    const viaLane = await limited(withLane, 6);
+    const viaNode = await limited(nodeOnly, 6);
     expect(viaLane).toEqual(viaNode);
     expect(viaLane.slice(0, 4)).toEqual(Array.from({ length: 4 }, () => '200 {"result":null}'));
     expect(viaLane[4]).toMatch(/^400 .*max daily request limit exceeded/);
