@@ -2,11 +2,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { registry } from "../../src/shared/metrics.js";
 import { eventually } from "../harness/eventually.js";
 import {
+  comparable,
   laneCount,
+  once,
   portOf,
   RawClient,
   request,
-  unchunk,
   useLaneAndNode,
 } from "../harness/raw-http.js";
 import type { RedisPool } from "../../src/shared/redis/pool.js";
@@ -33,30 +34,6 @@ const bodyOf = (r: Buffer | undefined): string =>
   (r ?? Buffer.alloc(0)).toString().split("\r\n\r\n")[1] ?? "";
 const statusOf = (r: Buffer | undefined): number =>
   Number((r ?? Buffer.alloc(0)).toString("latin1").slice(9, 12));
-
-/** A response without Date and the sync token, chunks joined (as test/kv/fast-lane.test.ts). */
-function comparable(raw: Buffer): string {
-  const text = raw.toString("latin1");
-  const [head = "", ...rest] = text.split("\r\n\r\n");
-  let body = rest.join("\r\n\r\n");
-  if (/\r\ntransfer-encoding: chunked/i.test(head)) body = unchunk(body);
-  const lines = head
-    .split("\r\n")
-    .filter((l) => !/^(date|upstash-sync-token):/i.test(l))
-    .map((l) => (/^content-length:/i.test(l) ? "content-length: *" : l));
-  return `${lines.join("\n")}\n\n${body}`;
-}
-
-async function once(s: TestStashd, bytes: Buffer): Promise<Buffer> {
-  const client = new RawClient(portOf(s));
-  try {
-    client.write(bytes);
-    const [res] = await client.responses(1);
-    return res as Buffer;
-  } finally {
-    client.destroy();
-  }
-}
 
 /** CLIENT LIST's text. */
 async function clientList(pool: RedisPool): Promise<string> {
