@@ -274,3 +274,39 @@ describe("the daily request limit on the direct path", () => {
     expect(viaLane[4]).toMatch(/^400 .*max daily request limit exceeded/);
   });
 });
+
+describe("the read-only token on the direct path", () => {
+  /** Commands the read-only token must not run, or runs only as the general path lets it. */
+  const COMMANDS = [
+    ["SET", "d:ro", "v"],
+    ["DEL", "d:ro"],
+    ["SCAN", "0"],
+    ["KEYS", "*"],
+    ["FLUSHDB"],
+    ["EVAL", "return redis.call('SET','d:ro','v')", "0"],
+    ["EVAL_RO", "return 1", "0"],
+    ["SETRANGE", "d:ro", "0", "x"],
+    ["COPY", "d:a", "d:ro"],
+    ["GET", "d:ro"],
+  ];
+
+  it("is refused and allowed exactly as on the general path", async () => {
+    for (const argv of COMMANDS) {
+      const body = JSON.stringify(argv);
+      const [viaLane, viaNode] = await Promise.all(
+        [lane(), plain()].map((s) =>
+          once(s, request("/", body, { Authorization: `Bearer ${s.kv.readonlyToken}` })),
+        ),
+      );
+      expect(`${argv[0]} ${comparable(viaLane as Buffer)}`).toBe(
+        `${argv[0]} ${comparable(viaNode as Buffer)}`,
+      );
+      if (argv[0] !== "GET" && argv[0] !== "EVAL_RO") expect(statusOf(viaLane)).toBe(400);
+    }
+    expect(
+      await plain()
+        .kvFetch("/exists/d:ro")
+        .then((r) => r.json()),
+    ).toEqual({ result: 0 });
+  });
+});
