@@ -278,6 +278,7 @@ describe("the daily request limit on the direct path", () => {
 describe("the read-only token on the direct path", () => {
   /** Commands the read-only token must not run, or runs only as the general path lets it. */
   const COMMANDS = [
+    ["RESTORE", "d:ro", "0", "not a dump payload"],
     ["SET", "d:ro", "v"],
     ["DEL", "d:ro"],
     ["SCAN", "0"],
@@ -308,5 +309,14 @@ describe("the read-only token on the direct path", () => {
         .kvFetch("/exists/d:ro")
         .then((r) => r.json()),
     ).toEqual({ result: 0 });
+  });
+
+  it("and the standard token's RESTORE, refused by the database's rights, as on the general path", async () => {
+    const body = JSON.stringify(["RESTORE", "d:restored", "0", "not a dump payload"]);
+    const [viaLane, viaNode] = await Promise.all(
+      [lane(), plain()].map((s) => once(s, request("/", body, auth(s)))),
+    );
+    expect(comparable(viaLane as Buffer)).toBe(comparable(viaNode as Buffer));
+    expect(statusOf(viaLane)).toBe(400);
   });
 });
