@@ -130,6 +130,35 @@ describe("direct commands and their Redis connection", () => {
   });
 });
 
+describe("a client that half-closes while its direct reply is owed", () => {
+  /** What a client gets for a write waiting in Redis, then a pipelined GET, then its FIN. */
+  async function halfClosed(s: TestStashd, key: string): Promise<string[]> {
+    const pool = testPool(redis().url, 1);
+    const client = new RawClient(portOf(s));
+    try {
+      await pool.exec(["CLIENT", "PAUSE", "5000", "WRITE"]);
+      client.write(request("/", `["SET","${key}","v"]`, auth(s)));
+      client.write(request("/", `["GET","${key}"]`, auth(s)));
+      await eventually(async () => expect(await clientList(pool)).toMatch(/cmd=set /));
+      client.end();
+      await pool.exec(["CLIENT", "UNPAUSE"]);
+      return (await client.untilClosed()).map((r) => `${statusOf(r)} ${bodyOf(r)}`);
+    } finally {
+      await pool.exec(["CLIENT", "UNPAUSE"]).catch(() => undefined);
+      await pool.close();
+      client.destroy();
+    }
+  }
+
+  it("gets no answer, as from node:http's gateway, and the gateway serves on", async () => {
+    const viaLane = await halfClosed(lane(), "d:half:lane");
+    expect(viaLane).toEqual(await halfClosed(plain(), "d:half:node"));
+    expect(viaLane).toEqual([]);
+    const res = await once(lane(), request("/", '["ECHO","on"]', auth(lane())));
+    expect(bodyOf(res)).toBe('{"result":"on"}');
+  });
+});
+
 /** The sum of `stashd_http_requests_total` for the KV service, and its number of series. */
 async function kvRequests(): Promise<{ total: number; series: number }> {
   const metric = await registry.getSingleMetric("stashd_http_requests_total")?.get();
