@@ -3,11 +3,12 @@ import { describe, expect, it } from "vitest";
 import { eventually } from "../harness/eventually.js";
 import { redisClients } from "../harness/flood.js";
 import {
+  comparable,
   laneCount,
+  once,
   portOf,
   RawClient,
   request,
-  unchunk,
   useLaneAndNode,
 } from "../harness/raw-http.js";
 import { testPool } from "../harness/redis.js";
@@ -32,37 +33,6 @@ const { lane, plain, redis } = useLaneAndNode({ requestTimeoutMs: REQUEST_TIMEOU
 const auth = (s: TestStashd): Record<string, string> => ({
   Authorization: `Bearer ${s.kv.token}`,
 });
-
-/**
- * A response without what differs between any two (Date, the sync token), chunks joined. For a
- * request handed to node:http, also without the connection headers: a refusal before the body is
- * read closes the connection when node:http has not parsed the body yet, which it has once the
- * lane hands the request over whole (then it keeps the connection, as for any body read whole).
- */
-function comparable(raw: Buffer, handedOver = false): string {
-  const text = raw.toString("latin1");
-  const [head = "", ...rest] = text.split("\r\n\r\n");
-  let body = rest.join("\r\n\r\n");
-  if (/\r\ntransfer-encoding: chunked/i.test(head)) body = unchunk(body);
-  const lines = head
-    .split("\r\n")
-    .filter((l) => !/^(date|upstash-sync-token):/i.test(l))
-    .filter((l) => !handedOver || !/^(connection|keep-alive):/i.test(l))
-    .map((l) => (/^content-length:/i.test(l) ? "content-length: *" : l));
-  return `${lines.join("\n")}\n\n${body}`;
-}
-
-/** One request on a fresh connection, its raw response. */
-async function once(s: TestStashd, bytes: Buffer): Promise<Buffer> {
-  const client = new RawClient(portOf(s));
-  try {
-    client.write(bytes);
-    const [res] = await client.responses(1);
-    return res as Buffer;
-  } finally {
-    client.destroy();
-  }
-}
 
 const BIG = "x".repeat(200 * 1024);
 

@@ -156,6 +156,68 @@ const ATTACKS: [string, string][] = [
   ["a command error, then more on the connection", raw(lanesHead(["Content-Length: 6"]), '["GET"')],
   ["an unknown command, then more", raw(lanesHead(["Content-Length: 8"]), '["NOPE"]')],
   ["junk before the request", `\r\n${raw(lanesHead(["Content-Length: 12"]))}`],
+  // The fields read byte by byte (lane.ts readFields): names in any case, near misses, limits.
+  ["CONTENT-LENGTH in capitals", raw(lanesHead(["CONTENT-LENGTH: 12"]))],
+  [
+    "two Content-Length in two cases",
+    raw(lanesHead(["content-length: 12", "CONTENT-LENGTH: 0"])) + HIDDEN,
+  ],
+  [
+    "a name one byte short of Content-Length",
+    raw(lanesHead(["Content-Lengt: 0", "Content-Length: 12"])),
+  ],
+  [
+    "a name one byte off Content-Length",
+    raw(lanesHead(["Content~Length: 0", "Content-Length: 12"])),
+  ],
+  ["Content-Length of seven digits", raw(lanesHead(["Content-Length: 0000012"]))],
+  ["Content-Length without a space", raw(lanesHead(["Content-Length:12"]))],
+  ["Content-Length after two spaces", raw(lanesHead(["Content-Length:  12"]))],
+  ["Content-Length then a tab", raw(lanesHead(["Content-Length: 12\t"]))],
+  [
+    "TRANSFER-ENCODING in capitals with Content-Length",
+    raw(
+      lanesHead(["TRANSFER-ENCODING: chunked", "Content-Length: 5"]),
+      `c\r\n${BODY}\r\n0\r\n\r\n`,
+    ),
+  ],
+  ["two Host in two cases", raw(lanesHead(["HOST: y", "Content-Length: 12"]))],
+  ["eXpEcT in mixed case", raw(lanesHead(["eXpEcT: 100-continue", "Content-Length: 12"]))],
+  ["CONNECTION: CLOSE in capitals", raw(lanesHead(["CONNECTION: CLOSE", "Content-Length: 12"]))],
+  [
+    "Connection: keep-alive between tabs",
+    raw(lanesHead(["Connection:\tKEEP-ALIVE\t", "Content-Length: 12"])),
+  ],
+  [
+    "a name of every token byte",
+    raw(lanesHead(["!#$%&'*+-.^_`|~09azAZ: a", "Content-Length: 12"])),
+  ],
+  ["a name with a byte over 0x7f", raw(lanesHead(["X-\xe9: a", "Content-Length: 12"]))],
+  ["a name ending in a tab", raw(lanesHead(["Content-Length\t: 12"]))],
+  [
+    "Upstash-Encoding twice in two cases",
+    raw(lanesHead(["Upstash-Encoding: base64", "UPSTASH-ENCODING: base64", "Content-Length: 12"])),
+  ],
+  [
+    "Upstash-Response-Format twice",
+    raw(
+      lanesHead([
+        "Upstash-Response-Format: resp2",
+        "upstash-response-format: json",
+        "Content-Length: 12",
+      ]),
+    ),
+  ],
+  ["a blank line of CR LF LF", `${lanesHead(["Content-Length: 12"]).join("\r\n")}\r\n\n${BODY}`],
+  ["a blank line of LF CR LF", `${lanesHead(["Content-Length: 12"]).join("\r\n")}\n\r\n${BODY}`],
+  [
+    "64 header lines",
+    raw(lanesHead([...Array.from({ length: 61 }, (_, i) => `X-${i}: a`), "Content-Length: 12"])),
+  ],
+  [
+    "65 header lines",
+    raw(lanesHead([...Array.from({ length: 62 }, (_, i) => `X-${i}: a`), "Content-Length: 12"])),
+  ],
 ];
 
 const ROOT = (token: string, lines: string[]): string =>
@@ -188,6 +250,15 @@ const AUTH_ATTACKS: [string, string[]][] = [
   ],
   ["a token prefix", ["Authorization: Bearer TOKE"]],
   ["the read-only token, writing", ["Authorization: Bearer RO"]],
+  ["AUTHORIZATION in capitals", ["AUTHORIZATION: Bearer TOKEN"]],
+  [
+    "a good then a bad Authorization, in two cases",
+    ["authorization: Bearer TOKEN", "AUTHORIZATION: Bearer nope"],
+  ],
+  [
+    "the read-only token and the standard one",
+    ["Authorization: Bearer RO", "authorization: Bearer TOKEN"],
+  ],
 ];
 
 /**

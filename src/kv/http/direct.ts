@@ -18,8 +18,6 @@ export interface DirectContext {
   headers(syncToken: string): Record<string, string>;
   /** `headers(syncToken)` as header lines (`name: value` CRLF each), in the same order. */
   headerLines(syncToken: string): string;
-  /** Gives back the request body's bytes taken from the in-flight budget. */
-  release(bytes: number): void;
 }
 
 /**
@@ -32,14 +30,12 @@ export interface DirectContext {
  */
 export class DirectAnswer implements ExchangeReceiver {
   private readonly replies: RequestReplies;
-  private released = false;
 
   constructor(
     private readonly kv: DirectContext,
     private readonly p: Principal,
     private readonly format: Format,
     private readonly res: LaneResponse,
-    private readonly bodyBytes: number,
   ) {
     this.replies = new RequestReplies(p);
   }
@@ -80,12 +76,11 @@ export class DirectAnswer implements ExchangeReceiver {
     this.finish();
   }
 
-  /** The answer is over: the body's bytes go back to the budget, the connection reads on. */
+  /**
+   * The answer is over: the request's body goes back to the budget (LaneResponse.hold), the
+   * connection reads on.
+   */
   private finish(): void {
-    if (!this.released) {
-      this.released = true;
-      this.kv.release(this.bodyBytes);
-    }
     this.res.done();
   }
 }

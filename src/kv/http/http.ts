@@ -118,7 +118,6 @@ export class KvHttpHandler {
       syncToken: () => this.syncToken(),
       headers: (token) => this.responseHeaders(token),
       headerLines: (token) => `${CORS_LINES}upstash-sync-token: ${token}\r\n`,
-      release: (bytes) => opts.bodies.give(bytes),
     };
   }
 
@@ -148,6 +147,7 @@ export class KvHttpHandler {
     if (!principal || r.body.length > principal.db.maxRequestBytes) return false;
     const format = laneFormat(r);
     if (format === undefined || !this.opts.bodies.take(r.body.length)) return false;
+    res.hold(() => this.opts.bodies.give(r.body.length));
     if (!r.pipeline && this.sentDirect(principal, r.body, format, res)) return true;
     const headers = this.responseHeaders();
     if (r.pipeline) res.label = { label: "pipeline", unverified: false };
@@ -162,10 +162,8 @@ export class KvHttpHandler {
       interrupts: this.interruptsOf(res.socket),
       label: (label) => (res.label = { label, unverified: true }),
     };
-    const release = (): void => this.opts.bodies.give(r.body.length);
     this.answer(principal, request)
-      .then(release, (err: unknown) => {
-        release();
+      .catch((err: unknown) => {
         sendError(res, principal.db.explainFailure(err), this.opts.logger, headers);
       })
       .then(
@@ -182,7 +180,7 @@ export class KvHttpHandler {
   private sentDirect(p: Principal, body: Buffer, format: Format, res: LaneResponse): boolean {
     const argv = parsePlainCommand(body);
     if (argv === undefined) return false;
-    const label = sendDirect(p, argv, new DirectAnswer(this.direct, p, format, res, body.length));
+    const label = sendDirect(p, argv, new DirectAnswer(this.direct, p, format, res));
     if (label === undefined) return false;
     res.label = label;
     return true;

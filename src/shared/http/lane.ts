@@ -590,8 +590,19 @@ export class LaneResponse implements ReplySink {
   private closeAfter = false;
   private ended = false;
   private finished = false;
+  /** What the request holds until its answer is over (`hold`). */
+  private held: (() => void) | undefined;
 
   constructor(private readonly conn: LaneConnection) {}
+
+  /**
+   * `release` gives back what the request holds (its body's bytes in the in-flight budget):
+   * called once, when the answer is over and before the connection reads its next request,
+   * which may need the same budget (a pipelined request must not find it still taken).
+   */
+  hold(release: () => void): void {
+    this.held = release;
+  }
 
   /** The connection (for what watches the client going away, kv/commands/blocking.ts). */
   get socket(): Socket {
@@ -708,6 +719,9 @@ export class LaneResponse implements ReplySink {
     if (this.finished) return;
     this.finished = true;
     if (!this.ended) this.conn.destroy();
+    const release = this.held;
+    this.held = undefined;
+    release?.();
     metrics.laneAnswered();
     this.conn.service.answered(this);
     this.conn.answered(this.closeAfter);
