@@ -1,6 +1,6 @@
 /**
  * Where a queue message's cost goes: `npx tsx bench/queue-cost.ts [--seconds N] [--workers N]
- * [--backlog N] [--only PHASE] [--profile DIR] [--stashd PATH] [--smoke]`.
+ * [--backlog N] [--only PHASE] [--warm-up S] [--profile DIR] [--stashd PATH] [--smoke]`.
  *
  * CPU time per message is what this bench reports, not throughput: on a shared machine the rate
  * moves with the other load, the work per message does not. It runs `bin/stashd start`
@@ -15,19 +15,22 @@
  * (`Upstash-Delay: 1d`: the publish alone); a backlog of `--backlog` released at once (the
  * delivery alone). Each row is per message (per publish, per delivery). `--only at-once|store|
  * backlog` runs one phase; `--profile DIR` runs stashd under `--cpu-prof` (with `--only`, a
- * profile of that phase and the warm-up).
+ * profile of that phase and the warm-up). `--warm-up S` (default 2) is how long publishes run
+ * unrecorded first: V8 is still compiling the hot paths for about 10 s of this load (each worker
+ * its own), so a short warm-up reads the start-up cost, a long one (10-15 s) the steady state.
  */
 import { spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { stopChild } from "../test/harness/redis.js";
-import { cpuMs, stashdPids } from "./lib/proc.js";
+import { cpuMs, cpuSplitMs, stashdPids } from "./lib/proc.js";
 import { publishBacklog } from "./lib/queue-measures.js";
 import * as queue from "./lib/queue-parts.js";
 import { option, smoke } from "./lib/args.js";
 
 const seconds = smoke ? 1 : Number(option("--seconds")) || 4;
+const warmUpSeconds = Number(option("--warm-up")) || 2;
 const workers = option("--workers") ?? "1";
 const backlog = smoke ? 200 : Number(option("--backlog")) || 10_000;
 const BIN = path.resolve(option("--stashd") ?? "bin/stashd");
@@ -63,6 +66,8 @@ class QueueRedis {
 
 interface Sample {
   stashdMs: number;
+  /** The kernel's share of stashdMs (system time: socket calls, mostly). */
+  stashdSystemMs: number;
   redisMs: number;
   receiverMs: number;
   commands: number;
@@ -137,6 +142,7 @@ async function sample(p: Parts): Promise<Sample> {
   }
   return {
     stashdMs: p.pids().reduce((sum, pid) => sum + cpuMs(pid), 0),
+    stashdSystemMs: p.pids().reduce((sum, pid) => sum + cpuSplitMs(pid).system, 0),
     redisMs: cpuMs(p.redis.pid()),
     receiverMs: cpuMs(p.receiver.pid),
     commands: Number(stat.get("total_commands_processed")),
@@ -170,6 +176,7 @@ function report(name: string, a: Sample, b: Sample, n: number, wallMs: number): 
     "| per message | value |",
     "|---|---|",
     `| CPU µs: stashd / its Redis / the receiver | ${f(per((b.stashdMs - a.stashdMs) * 1000))} / ${f(per((b.redisMs - a.redisMs) * 1000))} / ${f(per((b.receiverMs - a.receiverMs) * 1000))} |`,
+    `| stashd CPU µs in the kernel (system time) | ${f(per((b.stashdSystemMs - a.stashdSystemMs) * 1000))} |`,
     `| Redis commands (scripts' own commands included) | ${f(per(b.commands - a.commands), 2)} |`,
     `| Redis socket reads (request batches received) | ${f(per(b.reads - a.reads), 3)} |`,
     `| AOF bytes written | ${f(per(b.aofBytes - a.aofBytes), 0)} |`,
@@ -234,7 +241,7 @@ async function main(): Promise<void> {
   try {
     // Warm-up: the JIT compiles the hot paths (unrecorded).
     if (!smoke) {
-      const warm = await load(2);
+      const warm = await load(warmUpSeconds);
       await queue.drain(rx, warm.total, 30_000);
     }
     await queue.stats(rx);

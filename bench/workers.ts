@@ -38,8 +38,13 @@ import { option, smoke } from "./lib/args.js";
 const seconds = smoke ? 1 : Number(option("--seconds")) || 5;
 /** `--kv-only`: the KV rows alone (no queue load), for a quick look at the KV goals. */
 const kvOnly = process.argv.includes("--kv-only");
-/** `--warm SECONDS` (default 2): each load's unrecorded run before a configuration's rows. */
-const warmSeconds = Number(option("--warm") ?? 2);
+/**
+ * `--warm SECONDS` (default 10): each load's unrecorded run before a configuration's rows. V8
+ * compiles the queue's hot paths over about 10 s of publish load (docs/benchmarks-log.md, "the
+ * publish and hand-off path's CPU, steady state and warm-up"); with 2 s the queue rows measured
+ * mostly that compilation, not the server a user runs for hours.
+ */
+const warmSeconds = Number(option("--warm") ?? 10);
 const BIN = path.resolve(option("--stashd") ?? "bin/stashd");
 const CONNS = smoke ? 4 : 50;
 const cores = os.availableParallelism();

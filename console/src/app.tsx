@@ -76,6 +76,15 @@ const NAV: [string, string][] = [
   ["signing-keys", "Signing keys"],
 ];
 
+/**
+ * The databases the side bar lists: the live summary's (refreshed every SUMMARY_EVERY_MS, so one
+ * created or removed with `stashd db` shows without a reload), or the session's while no summary
+ * has come.
+ */
+function databaseNames(session: Session, summary: Summary | undefined): string[] {
+  return summary ? summary.databases.map((d) => d.name) : session.databases;
+}
+
 export function App() {
   const [session, setSession] = useState<Session | null | undefined>(undefined);
   const check = () => get<Session>("session").then(setSession, () => setSession(null));
@@ -138,7 +147,7 @@ function Shell(p: { session: Session; onLogout: () => void }) {
           </a>
         ))}
         <div class="nav-group">KV databases</div>
-        {p.session.databases.map((db) => (
+        {databaseNames(p.session, summary).map((db) => (
           <a
             key={db}
             href={`#/kv/${encodeURIComponent(db)}`}

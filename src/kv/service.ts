@@ -1,7 +1,7 @@
 import type { Config } from "../config/schema.js";
 import { BodyBudget } from "../shared/http/body.js";
 import { listen, type RunningHttpServer } from "../shared/http/server.js";
-import { instrument, instrumentLane, RequestMeter, requestLogging } from "../shared/instrument.js";
+import { instrument, meterLane, RequestMeter, requestLogging } from "../shared/instrument.js";
 import type { Logger } from "../shared/log.js";
 import { DatabaseManager, type DatabaseCredentials } from "./databases/database-manager.js";
 import { KvHttpHandler } from "./http/http.js";
@@ -39,7 +39,9 @@ export async function startKvService(
       port: config.kvPort,
       requestTimeoutMs: config.requestTimeoutMs,
       errorPrefix: "ERR ",
-      ...(config.kvFastLane ? { lane: instrumentLane(handler.serveLane, meter) } : {}),
+      ...(config.kvFastLane
+        ? { lane: { take: handler.serveLane, answered: meterLane(meter) } }
+        : {}),
     });
   } catch (err) {
     await manager.close();

@@ -1,4 +1,11 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import {
+  Counter,
+  Gauge,
+  Histogram,
+  Registry,
+  collectDefaultMetrics,
+  type LabelValues,
+} from "prom-client";
 
 /**
  * The process's event metrics (Prometheus, through prom-client). Code that sees an event calls one
@@ -14,11 +21,45 @@ collectDefaultMetrics({ register: registry });
 
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
-const httpRequests = new Counter({
+/**
+ * Counter increments kept here by series and handed to prom-client when the metrics are read
+ * (the counters' `collect`): prom-client builds and hashes the label set on every `inc`, which
+ * cost about 1 µs per request on the KV gateway's hot path (docs/decisions.md, "KV fast lane").
+ * A series' count is kept once made (series are bounded by their label values, see instrument.ts).
+ */
+class PendingCounts {
+  private readonly series = new Map<string, { labels: LabelValues<string>; n: number }>();
+
+  /** Counts one for the series `key`; false when there is none yet (then `start` it). */
+  add(key: string): boolean {
+    const entry = this.series.get(key);
+    if (entry === undefined) return false;
+    entry.n++;
+    return true;
+  }
+
+  /** A new series with its labels, counting one. */
+  start(key: string, labels: LabelValues<string>): void {
+    this.series.set(key, { labels, n: 1 });
+  }
+
+  /** Adds what is pending to `counter`. */
+  flush(counter: Counter): void {
+    for (const entry of this.series.values()) {
+      if (entry.n === 0) continue;
+      counter.inc(entry.labels, entry.n);
+      entry.n = 0;
+    }
+  }
+}
+
+const requestCounts = new PendingCounts();
+const httpRequests: Counter = new Counter({
   name: "stashd_http_requests_total",
   help: "HTTP requests answered, by service, route (queue) or command (KV), and status.",
   labelNames: ["service", "route", "status"],
   registers: [registry],
+  collect: (): void => requestCounts.flush(httpRequests),
 });
 const httpDuration = new Histogram({
   name: "stashd_http_request_duration_seconds",
@@ -117,14 +158,14 @@ export interface DeliveryDetail {
   durationMs: number;
 }
 
-const kvFastLane = new Counter({
+const laneCounts = new PendingCounts();
+const kvFastLane: Counter = new Counter({
   name: "stashd_kv_fast_lane_total",
   help: "KV requests answered by the fast lane, and connections it handed to node:http.",
   labelNames: ["outcome"],
   registers: [registry],
+  collect: (): void => laneCounts.flush(kvFastLane),
 });
-const laneAnswered = kvFastLane.labels("answered");
-const laneHandedOver = kvFastLane.labels("handed_over");
 
 type DeliveryListener = (outcome: DeliveryOutcome, detail: DeliveryDetail) => void;
 const deliveryListeners = new Set<DeliveryListener>();
@@ -142,17 +183,19 @@ export function onDelivery(fn: DeliveryListener): () => void {
 /** The hooks other modules call. Each is one counter or gauge update. */
 export const metrics = {
   httpRequest(service: string, route: string, status: number, seconds: number): void {
-    httpRequests.inc({ service, route, status: String(status) });
+    const key = `${service}\n${route}\n${status}`;
+    if (!requestCounts.add(key))
+      requestCounts.start(key, { service, route, status: String(status) });
     httpDuration.observe({ service, route }, seconds);
     if (status >= 500) backendErrors.inc({ service });
   },
   /** A request the KV fast lane answered (shared/http/lane.ts). */
   laneAnswered(): void {
-    laneAnswered.inc();
+    if (!laneCounts.add("answered")) laneCounts.start("answered", { outcome: "answered" });
   },
   /** A connection the KV fast lane gave to node:http. */
   laneHandedOver(): void {
-    laneHandedOver.inc();
+    if (!laneCounts.add("handed_over")) laneCounts.start("handed_over", { outcome: "handed_over" });
   },
   sseOpened(): void {
     sseOpen.inc();

@@ -144,6 +144,14 @@ test("list, set, sorted set and stream: binary members edited, removed and added
   expect(await read("XRANGE", "bin-stream", "-", "+")).toEqual([
     ["322d31", [Buffer.from("text").toString("hex"), Buffer.from("kept").toString("hex")]],
   ]);
+  // An entry added with its field and value typed as hex holds those bytes.
+  await panel().locator("input[name=add-hex]").check();
+  await panel().locator("input[name=add-field]").fill("fe01");
+  await panel().locator("input[name=add-value]").fill("00 ff");
+  await panel().getByRole("button", { name: "Add" }).click();
+  await eventually(async () => expect(await read("XLEN", "bin-stream")).toBe("2"));
+  const entries = (await read("XRANGE", "bin-stream", "-", "+")) as [string, string[]][];
+  expect(entries[1]?.[1]).toEqual(["fe01", "00ff"]);
 });
 
 test("a binary member changed elsewhere since it was loaded is not overwritten", async () => {
@@ -167,4 +175,35 @@ test("members that look like markup stay inert text", async () => {
   await rowOf(markup).waitFor();
   expect(await panel().locator("img").count()).toBe(0);
   expect(await page.evaluate<string | undefined>("document.body.dataset.pwned")).toBeUndefined();
+});
+
+test("multi-line values are edited in a text box that keeps their line breaks; CR as hex", async () => {
+  await run("HSET", "lines-hash", "poem", "one\ntwo\n", "crlf", "a\r\nb");
+  await run("RPUSH", "lines-list", "x\ny");
+  await openKeyOn(env, page, "lines-hash");
+  const poem = rowOf("poem").locator("textarea");
+  await expect(poem.inputValue()).resolves.toBe("one\ntwo\n");
+  await poem.fill("one\ntwo\nthree");
+  await rowOf("poem").getByRole("button", { name: "Save" }).click();
+  await eventually(async () =>
+    expect(await read("HGET", "lines-hash", "poem")).toBe(
+      Buffer.from("one\ntwo\nthree").toString("hex"),
+    ),
+  );
+  // A carriage return is kept only as bytes: the value is shown and edited as hex.
+  const crlf = rowOf("crlf").getByLabel("value of crlf");
+  await expect(crlf.inputValue()).resolves.toBe("610d0a62");
+  await crlf.fill("610d0a6221");
+  await rowOf("crlf").getByRole("button", { name: "Save" }).click();
+  await eventually(async () => expect(await read("HGET", "lines-hash", "crlf")).toBe("610d0a6221"));
+  await env.shot(page, "kv-multiline-hash");
+  // The same text box for a list element.
+  await openKeyOn(env, page, "lines-list");
+  const element = panel().locator("tbody tr").first().locator("textarea");
+  await expect(element.inputValue()).resolves.toBe("x\ny");
+  await element.fill("x\ny\nz");
+  await panel().locator("tbody tr").first().getByRole("button", { name: "Save" }).click();
+  await eventually(async () =>
+    expect(await read("LINDEX", "lines-list", "0")).toBe(Buffer.from("x\ny\nz").toString("hex")),
+  );
 });

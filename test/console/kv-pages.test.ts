@@ -2,6 +2,7 @@ import type { Page } from "playwright-core";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { eventually } from "../harness/eventually.js";
 import { consoleEnv, type ConsoleEnv } from "./harness.js";
+import { createDatabase, deleteDatabase } from "../../src/kv/databases/registry.js";
 import { openKeyOn, redisOn } from "./kv-helpers.js";
 
 /** The KV data browser in chromium against a real stashd database. */
@@ -186,4 +187,18 @@ test("command box: read-only token by default, standard token when chosen", asyn
   await box.getByRole("button", { name: "Run" }).click();
   await box.locator(".entry pre", { hasText: "two words" }).waitFor();
   await env.shot(page, "kv-command");
+});
+
+test("a database created or deleted with `stashd db` shows in the side bar without a reload", async () => {
+  await page.goto(`${env.url}#/kv/default`);
+  const sideLink = (name: string) => page.locator("nav.side a", { hasText: name });
+  await sideLink("default").waitFor();
+  createDatabase(env.q.stashd.dataDir, "added-live");
+  // The summary refreshes every 3 s; its database list follows the registry.
+  await sideLink("added-live").waitFor({ timeout: 15_000 });
+  await sideLink("added-live").click();
+  await page.waitForURL(/#\/kv\/added-live/);
+  deleteDatabase(env.q.stashd.dataDir, "added-live");
+  await sideLink("added-live").waitFor({ state: "detached", timeout: 15_000 });
+  expect(await sideLink("default").count()).toBe(1);
 });

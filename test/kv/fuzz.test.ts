@@ -150,5 +150,5 @@ describe("hostile input", () => {
     expect((await command(stashd(), ["PING"], { token: stashd().kv.readonlyToken })).body).toEqual({
       result: "PONG",
     });
-  });
+  }, 60_000); // thousands of requests: seconds idle, near 30 s once at load 20
 });

@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { Receiver } from "@upstash/qstash";
 import { describe, expect, it } from "vitest";
 import { parseDuration, parseRetryAfter } from "../../src/queue/domain/duration.js";
 import { parseRedact } from "../../src/queue/domain/publish-options.js";
@@ -82,5 +83,34 @@ describe("signature", () => {
     });
     expect(String(claims["body"]).replace(/=+$/, "")).toBe(hash);
     expect(String(claims["jti"])).toMatch(/^jwt_[A-Za-z0-9]{28}$/);
+  });
+
+  it("writes the claims JSON byte for byte as JSON.stringify of the claims object did", () => {
+    // The claims are written out as text (signer.ts): a URL with characters JSON escapes must
+    // come out as it did and verify with the SDK's Receiver against the exact URL called.
+    const url = 'http://x/p?q="a"&b=\u00e9\\&c=\u2028';
+    const body = Buffer.from("{}");
+    const jwt = signDelivery("sig_key", url, body, 1_700_000_000_123);
+    const payload = Buffer.from(jwt.split(".")[1] ?? "", "base64url").toString();
+    const claims = JSON.parse(payload) as Record<string, unknown>;
+    const hash = `${createHash("sha256").update(body).digest("base64url")}=`;
+    const asObject = {
+      iss: "Upstash",
+      sub: url,
+      exp: 1_700_000_300,
+      nbf: 0,
+      iat: 1_700_000_000,
+      jti: claims["jti"],
+      body: hash,
+    };
+    expect(payload).toBe(JSON.stringify(asObject));
+  });
+
+  it("verifies with the SDK's Receiver", async () => {
+    const url = "http://127.0.0.1:1/a/b?c=d&e=é";
+    const body = "payload é";
+    const jwt = signDelivery("sig_current", url, Buffer.from(body), Date.now());
+    const receiver = new Receiver({ currentSigningKey: "sig_current", nextSigningKey: "sig_next" });
+    await expect(receiver.verify({ signature: jwt, body, url })).resolves.toBe(true);
   });
 });

@@ -26,11 +26,17 @@ interface Creds {
   queue?: { url: string; token: string; currentSigningKey: string; nextSigningKey: string };
 }
 
-/** The real bin/stashd with its managed queue Redis (appendfsync always), on a fixed port. */
+/**
+ * The real bin/stashd with its managed queue Redis (appendfsync always), on a fixed port. One
+ * process (`STASHD_WORKERS=1`): the test is about a SIGKILL of stashd between steps, and three
+ * starts of a supervisor with workers cost seconds of a loaded CI machine's CPU for nothing it
+ * asserts (the supervisor's SIGKILL is test/ops/workers.test.ts's).
+ */
 function startServer(dataDir: string, port: number): StashdProcess {
   return spawnStashdKeepingStderr(dataDir, {
     queuePort: port,
     env: {
+      STASHD_WORKERS: "1",
       STASHD_QUEUE_LEASE_MS: "300",
       STASHD_QUEUE_REAP_MS: "50",
       STASHD_QUEUE_IDLE_POLL_MS: "50",
@@ -115,7 +121,8 @@ describe("durable workflow runs", () => {
       const { runs: logs } = await client.logs({ workflowRunId });
       expect(logs[0]?.workflowState).toBe("RUN_SUCCESS");
     });
-  });
+    // Three starts and two kills of a real process: up to 70 s of waits above on a loaded machine.
+  }, 90_000);
 
   it("runs workflows on two stashd processes sharing one queue Redis, each step once", async () => {
     const redis = await startRedis();

@@ -124,8 +124,6 @@ export function ValueEditor(p: { view: KeyView; write: Write; cas: CompareAndWri
           remove={(r) => cas(["XRANGE", k, r.id, r.id], r.entry ?? "", ["XDEL", k, r.id])}
           add={(f, v) => write(["XADD", k, "*", f, v])}
           readOnlyValues
-          textValues
-          hexAdd={false}
         />
       );
     default:
@@ -384,7 +382,10 @@ function Rows(p: {
 
 /** A "hex" mark beside a member shown as the hex of its bytes. */
 const HexMark = () => (
-  <span class="hint" title="not UTF-8: shown and edited as hex, two digits a byte">
+  <span
+    class="hint"
+    title="not UTF-8 (or text with a carriage return): shown and edited as hex, two digits a byte"
+  >
     {" "}
     hex
   </span>
@@ -397,8 +398,13 @@ function MemberRow(p: {
 }) {
   const { row, save } = p;
   const shown = textOf(row.value);
-  const hexValue = isBinary(row.value);
-  const [value, setValue] = useState(shown);
+  // Text with a carriage return is edited as hex when editable: a <textarea> turns "\r\n" and
+  // "\r" into "\n", and an <input> drops line breaks, so either would change bytes not edited.
+  const hexValue = isBinary(row.value) || (save !== undefined && shown.includes("\r"));
+  const initial = hexValue ? hexOf(row.value) : shown;
+  const [value, setValue] = useState(initial);
+  const label = `value of ${textOf(row.label)}`;
+  const onInput = (e: Event) => setValue((e.target as HTMLInputElement).value);
   return (
     <tr class={isBinary(row.label) || hexValue || row.hexParts ? "binary" : undefined}>
       <td>
@@ -406,12 +412,19 @@ function MemberRow(p: {
         {isBinary(row.label) && <HexMark />}
       </td>
       <td>
-        {save ? (
+        {save && !hexValue && shown.includes("\n") ? (
+          <textarea
+            aria-label={label}
+            value={value}
+            rows={Math.min(shown.split("\n").length, 6)}
+            onInput={onInput}
+          />
+        ) : save ? (
           <input
-            aria-label={`value of ${textOf(row.label)}`}
+            aria-label={label}
             value={value}
             class={hexValue ? "hex" : undefined}
-            onInput={(e) => setValue((e.target as HTMLInputElement).value)}
+            onInput={onInput}
           />
         ) : (
           <span class="mono">{shown}</span>
@@ -422,7 +435,7 @@ function MemberRow(p: {
         {save && (
           <Action
             label="Save"
-            disabled={value === shown}
+            disabled={value === initial}
             done="Saved"
             run={() => save(row, typed(value, hexValue))}
           />

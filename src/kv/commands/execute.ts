@@ -150,6 +150,11 @@ export class RequestReplies {
     return sent;
   }
 
+  /** One reply as `exchange` gives it (a command sent on its own, kv/fast/single.ts). */
+  explainOne(reply: Reply): Reply {
+    return this.explain(reply, true);
+  }
+
   private explained(replies: Reply[]): Reply[] {
     // explain changes only errors, at the top or in an array: the usual slice has none.
     if (!replies.some((r) => r.kind === "error" || r.kind === "array")) return replies;

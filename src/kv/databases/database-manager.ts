@@ -1,3 +1,4 @@
+import { hash } from "node:crypto";
 import type { Config } from "../../config/schema.js";
 import { AppError, messageOf } from "../../shared/errors.js";
 import { fileStamp } from "../../shared/files.js";
@@ -29,10 +30,11 @@ const MAX_ACL_TOKENS = 1024;
  * removed, or re-keyed (a password reset revokes the old tokens at once). Also answers "which
  * database and role does this token belong to".
  *
- * Token lookup is one Map lookup per request (the principals are built when the registry is
- * applied, not per request). The Map hashes the whole presented token with V8's per-process
- * random seed and compares bytes only with a stored token of the same hash, so response timing
- * tells a client nothing it could use to guess a token byte by byte.
+ * Token lookup is constant-time in the token's bytes: the presented token is hashed with
+ * SHA-256 (about 1 µs) and the digest is looked up in a Map built when the registry is applied.
+ * Whatever the Map's comparison reveals through timing is about the digest, which tells nothing
+ * of a token's bytes, so a client cannot guess a token byte by byte. The cache of opened ACL
+ * tokens is keyed the same way.
  */
 export class DatabaseManager {
   private readonly dbs = new Map<string, KvDatabase>();
@@ -64,14 +66,15 @@ export class DatabaseManager {
   /** The principal a token stands for, or undefined. */
   authenticate(token: string | undefined): Principal | undefined {
     if (!token) return undefined;
-    const known = this.tokens.get(token) ?? this.aclTokens.get(token);
+    const digest = digestOf(token);
+    const known = this.tokens.get(digest) ?? this.aclTokens.get(digest);
     if (known || !isAclToken(token)) return known;
     for (const db of this.dbs.values()) {
       const acl = openAclToken(db.record.password, token);
       if (!acl) continue;
       if (this.aclTokens.size >= MAX_ACL_TOKENS) this.aclTokens.clear();
       const principal: Principal = { db, role: "acl", acl };
-      this.aclTokens.set(token, principal);
+      this.aclTokens.set(digest, principal);
       return principal;
     }
     return undefined;
@@ -237,13 +240,18 @@ export function credentialsOf(record: DatabaseRecord): DatabaseCredentials {
   };
 }
 
-/** Token → principal for every database's standard and read-only token. */
+/** The key a token is looked up by: its SHA-256 digest (see DatabaseManager). */
+function digestOf(token: string): string {
+  return hash("sha256", token, "base64");
+}
+
+/** Token digest → principal for every database's standard and read-only token. */
 function indexTokens(dbs: KvDatabase[]): Map<string, Principal> {
   const index = new Map<string, Principal>();
   for (const db of dbs) {
     const creds = credentialsOf(db.record);
-    index.set(creds.token, { db, role: "standard" });
-    index.set(creds.readonlyToken, { db, role: "readonly" });
+    index.set(digestOf(creds.token), { db, role: "standard" });
+    index.set(digestOf(creds.readonlyToken), { db, role: "readonly" });
   }
   return index;
 }

@@ -225,10 +225,10 @@ export class KvDatabase {
    * Counts commands against the daily limit (per UTC day and per process; see docs/limits).
    * Throws `ERR max daily request limit exceeded` once the limit is reached.
    */
-  countCommands(n: number, now = new Date()): void {
+  countCommands(n: number): void {
     const limit = this.record.dailyRequestLimit ?? this.config.kvDailyRequestLimit;
     if (limit <= 0) return;
-    const day = now.toISOString().slice(0, 10);
+    const day = new Date().toISOString().slice(0, 10);
     if (day !== this.day) {
       this.day = day;
       this.dayCount = 0;

@@ -24,6 +24,8 @@ import {
   type ReplyOut,
 } from "../reply/send.js";
 import { openStream, type StreamKind } from "./sse.js";
+import { DirectAnswer, type DirectContext } from "./direct.js";
+import { sendDirect } from "../fast/single.js";
 import { parseUrl, type UrlParts } from "../parse/url-args.js";
 import type { Interrupts } from "../commands/blocking.js";
 
@@ -56,6 +58,11 @@ const CORS = new Cors({
   ],
   exposeHeaders: ["upstash-sync-token"],
 });
+
+/** CORS.headers as header lines (DirectContext.headerLines). */
+const CORS_LINES = Object.entries(CORS.headers)
+  .map(([name, value]) => `${name}: ${value}\r\n`)
+  .join("");
 
 /** The format when the request names none (nearly every request). */
 const JSON_FORMAT: Format = { base64: false, resp2: false };
@@ -100,8 +107,19 @@ export class KvHttpHandler {
 
   private readonly buffers: ReplyBuffers;
 
+  /** What the answers of `sentDirect` need of this gateway. */
+  private readonly direct: DirectContext;
+
   constructor(private readonly opts: KvHttpOptions) {
     this.buffers = new ReplyBuffers(opts.maxBufferedReplyBytes);
+    this.direct = {
+      logger: opts.logger,
+      out: (res) => this.out(res),
+      syncToken: () => this.syncToken(),
+      headers: (token) => this.responseHeaders(token),
+      headerLines: (token) => `${CORS_LINES}upstash-sync-token: ${token}\r\n`,
+      release: (bytes) => opts.bodies.give(bytes),
+    };
   }
 
   private out(res: ReplySink): ReplyOut {
@@ -124,12 +142,13 @@ export class KvHttpHandler {
    * the token is known, or refuse it for its size, its format headers or the body budget, so
    * that those answers, their wording and their connection handling stay node:http's.
    */
-  readonly serveLane = (r: LaneRequest, res: LaneResponse): Promise<void> | undefined => {
-    if (r.authorization === undefined) return undefined;
+  readonly serveLane = (r: LaneRequest, res: LaneResponse): boolean => {
+    if (r.authorization === undefined) return false;
     const principal = this.opts.manager.authenticate(bearerToken(r.authorization));
-    if (!principal || r.body.length > principal.db.maxRequestBytes) return undefined;
+    if (!principal || r.body.length > principal.db.maxRequestBytes) return false;
     const format = laneFormat(r);
-    if (format === undefined || !this.opts.bodies.take(r.body.length)) return undefined;
+    if (format === undefined || !this.opts.bodies.take(r.body.length)) return false;
+    if (!r.pipeline && this.sentDirect(principal, r.body, format, res)) return true;
     const headers = this.responseHeaders();
     if (r.pipeline) res.label = { label: "pipeline", unverified: false };
     const request: Answerable = {
@@ -144,15 +163,39 @@ export class KvHttpHandler {
       label: (label) => (res.label = { label, unverified: true }),
     };
     const release = (): void => this.opts.bodies.give(r.body.length);
-    return this.answer(principal, request).then(release, (err: unknown) => {
-      release();
-      sendError(res, principal.db.explainFailure(err), this.opts.logger, headers);
-    });
+    this.answer(principal, request)
+      .then(release, (err: unknown) => {
+        release();
+        sendError(res, principal.db.explainFailure(err), this.opts.logger, headers);
+      })
+      .then(
+        () => res.done(),
+        () => res.done(),
+      );
+    return true;
   };
 
-  /** The headers of every answer: CORS, and a fresh sync token. */
-  private responseHeaders(): Record<string, string> {
-    return { ...CORS.headers, "upstash-sync-token": `${this.syncPrefix}-${++this.syncCounter}` };
+  /**
+   * A `POST /` command the guard chain would send to Redis as it came, sent so (sendDirect) and
+   * answered by a DirectAnswer; false, with nothing sent, for any other.
+   */
+  private sentDirect(p: Principal, body: Buffer, format: Format, res: LaneResponse): boolean {
+    const argv = parsePlainCommand(body);
+    if (argv === undefined) return false;
+    const label = sendDirect(p, argv, new DirectAnswer(this.direct, p, format, res, body.length));
+    if (label === undefined) return false;
+    res.label = label;
+    return true;
+  }
+
+  /** A fresh opaque `upstash-sync-token` value. */
+  private syncToken(): string {
+    return `${this.syncPrefix}-${++this.syncCounter}`;
+  }
+
+  /** The headers of every answer: CORS, and a sync token (a fresh one unless given). */
+  private responseHeaders(syncToken = this.syncToken()): Record<string, string> {
+    return { ...CORS.headers, "upstash-sync-token": syncToken };
   }
 
   /**

@@ -205,6 +205,6 @@ function withType(headers: Record<string, string>, format: Format): Record<strin
   return { ...headers, "content-type": typeOf(format) };
 }
 
-function typeOf(format: Format): string {
+export function typeOf(format: Format): string {
   return format.resp2 ? "application/octet-stream" : "application/json";
 }

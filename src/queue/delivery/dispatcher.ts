@@ -43,7 +43,8 @@ export type Prepared = { body: Buffer; header: MessageMeta["header"] } | "droppe
 
 /** Per-message adjustments of deliveries: workflow runs (workflow/engine/delivery.ts). */
 export interface DeliveryHooks {
-  prepare(c: Claimed): Promise<Prepared>;
+  /** What to send instead; undefined (not a promise) when the message needs nothing prepared. */
+  prepare(c: Claimed): Promise<Prepared> | undefined;
   review(c: Claimed, r: AttemptResult): AttemptResult;
   recorded(
     c: Claimed,
@@ -366,11 +367,14 @@ export class Dispatcher {
     const { meta } = c;
     const abort = this.leases.hold(meta.messageId, c.token, c.leaseUntil);
     try {
-      const prepared = await this.hooks?.prepare(c);
+      // Neither waits when it need not: most messages have nothing prepared, and the signing
+      // key is cached (a promise hop each would cost every delivery a microtask).
+      const preparing = this.hooks?.prepare(c);
+      const prepared = preparing && (await preparing);
       if (prepared === "dropped") return;
       const body = prepared?.body ?? c.body;
       const header = prepared?.header ?? meta.header;
-      const key = (await this.keys.get()).current;
+      const key = (this.keys.peek() ?? (await this.keys.get())).current;
       const startedAt = Date.now();
       const signature = signDelivery(key, meta.url, body, startedAt);
       const result = await this.client.send({

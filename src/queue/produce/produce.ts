@@ -166,23 +166,35 @@ function dedupOf(
   return { key, windowMs, response: JSON.stringify(produced) };
 }
 
-/** Into the FIFO queue, or the due set through the dispatcher's offer (local hand-off). */
-async function store(
+type Stored = { stored: true } | { stored: false; response: string };
+
+/**
+ * Into the FIFO queue, or the due set through the dispatcher's offer (local hand-off). Not an
+ * async function: the publish path's promise is the store's own, not one more wrapped round it.
+ */
+function store(
   deps: ProduceDeps,
   queue: string | undefined,
   now: number,
   messages: NewMessage[],
   dedup: Dedup,
-): Promise<{ stored: true } | { stored: false; response: string }> {
-  const dueAt = messages[0]?.dueAt ?? now;
-  if (queue !== undefined) {
-    const result = await deps.queues.enqueue(now, queue, messages, dedup);
-    if (result.stored) deps.dispatcher?.wake(dueAt);
-    return result;
-  }
+): Promise<Stored> {
+  if (queue !== undefined) return storeInQueue(deps, queue, now, messages, dedup);
   const plain = (lease?: { token: string; leaseMs: number }) =>
     deps.messages.enqueue(now, messages, dedup, lease);
   return deps.dispatcher ? deps.dispatcher.offer(messages, now, plain) : plain();
+}
+
+async function storeInQueue(
+  deps: ProduceDeps,
+  queue: string,
+  now: number,
+  messages: NewMessage[],
+  dedup: Dedup,
+): Promise<Stored> {
+  const result = await deps.queues.enqueue(now, queue, messages, dedup);
+  if (result.stored) deps.dispatcher?.wake(messages[0]?.dueAt ?? now);
+  return result;
 }
 
 /**

@@ -46,11 +46,19 @@ export class SigningKeys {
 
   /** The cached pair (refreshed in the background once stale); `fresh` reads Redis first. */
   async get(fresh = false): Promise<SigningKeyPair> {
-    const cached = this.cached;
     if (fresh) return this.fetch();
-    if (!cached) return this.refresh();
-    // A failed refresh leaves the cached pair; the next get after refreshMs tries again.
-    if (Date.now() - this.fetchedAt >= this.refreshMs) this.refresh().catch(() => undefined);
+    return this.peek() ?? this.refresh();
+  }
+
+  /**
+   * The cached pair at once, without a promise (a delivery's signing key), refreshed in the
+   * background once stale; undefined until the first read (then `get`).
+   */
+  peek(): SigningKeyPair | undefined {
+    const cached = this.cached;
+    // A failed refresh leaves the cached pair; the next look after refreshMs tries again.
+    if (cached && Date.now() - this.fetchedAt >= this.refreshMs)
+      this.refresh().catch(() => undefined);
     return cached;
   }
 

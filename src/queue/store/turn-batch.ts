@@ -9,7 +9,7 @@
  * (whichever comes first), so one script call never holds Redis for long.
  */
 export class TurnBatch<T, R> {
-  private pending: { item: T; resolve: (r: R | Promise<R>) => void }[] = [];
+  private pending: Waiting<T, R>[] = [];
   private scheduled = false;
 
   /**
@@ -22,8 +22,8 @@ export class TurnBatch<T, R> {
   ) {}
 
   add(item: T): Promise<R> {
-    return new Promise<R>((resolve) => {
-      this.pending.push({ item, resolve });
+    return new Promise<R>((resolve, reject) => {
+      this.pending.push({ item, resolve, reject });
       if (!this.scheduled) {
         this.scheduled = true;
         setImmediate(this.send);
@@ -38,7 +38,7 @@ export class TurnBatch<T, R> {
     let start = 0;
     let bytes = 0;
     for (let i = 0; i < all.length; i++) {
-      bytes += this.limits.bytes((all[i] as { item: T }).item);
+      bytes += this.limits.bytes((all[i] as Waiting<T, R>).item);
       const full = i + 1 - start >= this.limits.maxItems || bytes >= this.limits.maxBytes;
       if (full || i === all.length - 1) {
         this.sendChunk(all.slice(start, i + 1));
@@ -48,13 +48,27 @@ export class TurnBatch<T, R> {
     }
   };
 
-  private sendChunk(chunk: { item: T; resolve: (r: R | Promise<R>) => void }[]): void {
+  private sendChunk(chunk: Waiting<T, R>[]): void {
     let results: Promise<R>[];
     try {
       results = this.flush(chunk.map((c) => c.item));
     } catch (err) {
-      results = chunk.map(() => Promise.reject(err as Error));
+      for (const c of chunk) c.reject(err);
+      return;
     }
-    chunk.forEach((c, i) => c.resolve(results[i] ?? Promise.reject(new Error("no reply"))));
+    // Settled by `then` rather than resolved with the promise itself: adopting a promise costs
+    // two more microtasks per call than one reaction does.
+    chunk.forEach((c, i) => {
+      const result = results[i];
+      if (result) result.then(c.resolve, c.reject);
+      else c.reject(new Error("no reply"));
+    });
   }
+}
+
+/** A call waiting for its turn's flush, and how to settle its promise. */
+interface Waiting<T, R> {
+  item: T;
+  resolve: (r: R) => void;
+  reject: (err: unknown) => void;
 }

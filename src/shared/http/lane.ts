@@ -42,10 +42,19 @@ export interface LaneRequest {
 }
 
 /**
- * Takes a request, answering it through `res` (the promise settles when it is answered), or
- * declines it (undefined) with nothing written: node:http then serves it.
+ * Takes a request (true) or declines it (false) with nothing written: node:http then serves it.
+ * A request taken is answered through `res` from a later event (never before the handler
+ * returns): `res.end` ends the answer; a handler that cannot answer calls `res.done()` without
+ * it, which costs the connection. The connection reads its next request only after that.
  */
-export type LaneHandler = (req: LaneRequest, res: LaneResponse) => Promise<void> | undefined;
+export type LaneHandler = (req: LaneRequest, res: LaneResponse) => boolean;
+
+/** What a service puts on the lane (server.ts). */
+export interface LaneService {
+  take: LaneHandler;
+  /** Each request taken, once its answer is over (its metrics and log line). */
+  answered(res: LaneResponse): void;
+}
 
 /** What `listen` (server.ts) needs of the lane to close the server. */
 export interface LaneConnections {
@@ -71,18 +80,20 @@ const MAX_PIECES = 16;
 const WAIT = Symbol("wait");
 const ROOT = Buffer.from("POST / HTTP/1.1\r\n", "latin1");
 const PIPELINE = Buffer.from("POST /pipeline HTTP/1.1\r\n", "latin1");
-const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+const BLANK_LINE = Buffer.from("\r\n\r\n", "latin1");
+const CR = 0x0d;
+const LF = 0x0a;
+const TAB = 0x09;
+const SPACE = 0x20;
+const COLON = 0x3a;
 /**
- * A field's value with the spaces and tabs around it: visible ASCII, space and tab only (no CR,
- * LF, NUL, other control bytes or bytes over 0x7f, which node:http takes or refuses in its own
- * ways). Tested before trimming, so `trim()` then only removes spaces and tabs.
+ * 1 for the bytes of a field name (an RFC 9110 token). A field's value may hold visible ASCII
+ * (0x20-0x7e) and tabs only: no CR, LF, NUL, other control bytes or bytes over 0x7f, which
+ * node:http takes or refuses in its own ways.
  */
-const FIELD_VALUE = /^[\t\x20-\x7e]*$/;
-/**
- * The lane's Content-Length as written after the colon: digits, after at most one space. Any
- * other spelling (signs, tabs, spaces after, a list) is node:http's to accept or refuse.
- */
-const CONTENT_LENGTH = /^ ?[0-9]{1,6}$/;
+const TOKEN_BYTES = new Uint8Array(256);
+for (const c of "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+  TOKEN_BYTES[c.charCodeAt(0)] = 1;
 
 /**
  * Puts the lane in front of `server`'s connections: each new connection is read here first, and
@@ -90,7 +101,7 @@ const CONTENT_LENGTH = /^ ?[0-9]{1,6}$/;
  */
 export function installLane(
   server: http.Server,
-  handler: LaneHandler,
+  service: LaneService,
   keepAliveMs: number,
   waitMs: number,
 ): LaneConnections {
@@ -101,7 +112,7 @@ export function installLane(
   };
   const open = new Set<LaneConnection>();
   server.on("connection", (socket: Socket) => {
-    const conn = new LaneConnection(socket, handler, keepAliveMs, waitMs, handOver, () =>
+    const conn = new LaneConnection(socket, service, keepAliveMs, waitMs, handOver, () =>
       open.delete(conn),
     );
     open.add(conn);
@@ -138,7 +149,7 @@ class LaneConnection {
 
   constructor(
     readonly socket: Socket,
-    private readonly handler: LaneHandler,
+    readonly service: LaneService,
     readonly keepAliveMs: number,
     /** How long a request may take to arrive whole before node:http gets it (and its timeouts). */
     private readonly waitMs: number,
@@ -250,30 +261,11 @@ class LaneConnection {
       const res = new LaneResponse(this);
       this.busy = true;
       this.pending = parsed.end === buf.length ? undefined : buf.subarray(parsed.end);
-      const answering = this.answer(parsed.request, res);
-      if (answering !== undefined) {
-        metrics.laneAnswered();
-        answering.then(res.done, () => {
-          this.destroy();
-          res.done();
-        });
-        return;
-      }
+      // A handler that throws (a bug) costs this connection (serveSafely), never the process.
+      if (this.service.take(parsed.request, res)) return;
       this.busy = false;
     }
     this.leave(buf);
-  }
-
-  /**
-   * The handler's answer to a request; a handler that throws instead of rejecting (a bug) costs
-   * this connection, never the process (this runs in the socket's `data` event).
-   */
-  private answer(req: LaneRequest, res: LaneResponse): Promise<void> | undefined {
-    try {
-      return this.handler(req, res);
-    } catch (err) {
-      return Promise.reject(err instanceof Error ? err : new Error(String(err)));
-    }
   }
 
   /** Gives the connection, with `unread` bytes, to node:http. */
@@ -334,10 +326,10 @@ function parseRequest(
     return isPrefix(buf, ROOT) || isPrefix(buf, PIPELINE) ? WAIT : undefined;
   }
   const start = pipeline ? PIPELINE.length : ROOT.length;
-  const headEnd = buf.indexOf("\r\n\r\n", start - 2, "latin1");
+  const headEnd = buf.indexOf(BLANK_LINE, start - 2);
   if (headEnd === -1) return buf.length <= MAX_HEAD ? WAIT : undefined;
   if (headEnd > MAX_HEAD) return undefined;
-  const fields = headEnd < start ? undefined : readFields(buf.toString("latin1", start, headEnd));
+  const fields = headEnd < start ? undefined : readFields(buf, start, headEnd);
   if (fields === undefined) return undefined;
   const bodyStart = headEnd + 4;
   const end = bodyStart + fields.length;
@@ -360,57 +352,160 @@ interface Fields {
 }
 
 /**
- * The header fields the lane reads, or undefined when any field is one it leaves to node:http:
- * malformed, repeated (of those it reads), `Transfer-Encoding`, `Expect`, `Upgrade`, a
- * `Connection` other than keep-alive, no `Host` or no `Content-Length` (or one over LANE_MAX_BODY).
+ * The header fields the lane reads, from the field lines in `buf` between `from` and `to` (the
+ * blank line), or undefined when any field is one it leaves to node:http: malformed, repeated (of
+ * those it reads), `Transfer-Encoding`, `Expect`, `Upgrade`, a `Connection` other than
+ * keep-alive, no `Host` or no `Content-Length` (or one over LANE_MAX_BODY).
+ *
+ * Each line must be `name:value` with a token name (TOKEN_BYTES) and a value of visible ASCII,
+ * spaces and tabs only (tested before the spaces and tabs around it are trimmed), lines ending in
+ * CRLF. Read byte by byte, without a string per line: this runs for every request.
  */
-function readFields(head: string): Fields | undefined {
-  const lines = head.split("\r\n");
-  if (lines.length > MAX_HEADER_LINES) return undefined;
-  let length: number | undefined;
+function readFields(buf: Buffer, from: number, to: number): Fields | undefined {
+  const f: Fields = {
+    length: -1,
+    authorization: undefined,
+    encoding: undefined,
+    responseFormat: undefined,
+  };
   let host = false;
-  let authorization: string | undefined;
-  let encoding: string | undefined;
-  let responseFormat: string | undefined;
-  for (const line of lines) {
-    const colon = line.indexOf(":");
-    if (colon <= 0) return undefined;
-    const name = line.slice(0, colon);
-    const raw = line.slice(colon + 1);
-    if (!TOKEN.test(name) || !FIELD_VALUE.test(raw)) return undefined;
-    const value = raw.trim();
-    switch (name.toLowerCase()) {
-      case "content-length":
-        if (length !== undefined || !CONTENT_LENGTH.test(raw)) return undefined;
-        length = Number(raw);
-        break;
-      case "host":
-        if (host) return undefined;
-        host = true;
-        break;
-      case "authorization":
-        if (authorization !== undefined) return undefined;
-        authorization = value;
-        break;
-      case "upstash-encoding":
-        if (encoding !== undefined) return undefined;
-        encoding = value;
-        break;
-      case "upstash-response-format":
-        if (responseFormat !== undefined) return undefined;
-        responseFormat = value;
-        break;
-      case "connection":
-        if (value.toLowerCase() !== "keep-alive") return undefined;
-        break;
-      case "transfer-encoding":
-      case "expect":
-      case "upgrade":
-        return undefined;
+  let lines = 0;
+  let at = from;
+  while (at < to) {
+    if (++lines > MAX_HEADER_LINES) return undefined;
+    const nameStart = at;
+    while (at < to && TOKEN_BYTES[buf[at] as number] === 1) at++;
+    if (at === nameStart || at === to || buf[at] !== COLON) return undefined;
+    const name = fieldName(buf, nameStart, at);
+    const valueStart = ++at;
+    for (; at < to; at++) {
+      const c = buf[at] as number;
+      if (c === CR) break;
+      if (c !== TAB && (c < 0x20 || c > 0x7e)) return undefined;
+    }
+    const valueEnd = at;
+    if (at < to) {
+      if (buf[at + 1] !== LF) return undefined;
+      at += 2;
+    }
+    if (name !== OTHER && !readField(f, name, buf, valueStart, valueEnd)) return undefined;
+    if (name === HOST) {
+      if (host) return undefined;
+      host = true;
     }
   }
-  if (!host || length === undefined || length > LANE_MAX_BODY) return undefined;
-  return { length, authorization, encoding, responseFormat };
+  if (!host || f.length < 0 || f.length > LANE_MAX_BODY) return undefined;
+  return f;
+}
+
+/** Takes one field the lane reads into `f`; false when the lane leaves the request to node:http. */
+function readField(f: Fields, name: number, buf: Buffer, start: number, end: number): boolean {
+  switch (name) {
+    case CONTENT_LENGTH:
+      if (f.length >= 0) return false;
+      f.length = contentLength(buf, start, end);
+      return f.length >= 0;
+    case AUTHORIZATION:
+      if (f.authorization !== undefined) return false;
+      f.authorization = trimmed(buf, start, end);
+      return true;
+    case ENCODING:
+      if (f.encoding !== undefined) return false;
+      f.encoding = trimmed(buf, start, end);
+      return true;
+    case RESPONSE_FORMAT:
+      if (f.responseFormat !== undefined) return false;
+      f.responseFormat = trimmed(buf, start, end);
+      return true;
+    case CONNECTION:
+      return isKeepAlive(buf, start, end);
+    case HOST:
+      return true;
+    default:
+      return false; // Transfer-Encoding, Expect, Upgrade
+  }
+}
+
+/** The fields readFields tells apart (by name, case-insensitively); OTHER: any other name. */
+const OTHER = 0;
+const HOST = 1;
+const CONTENT_LENGTH = 2;
+const AUTHORIZATION = 3;
+const ENCODING = 4;
+const RESPONSE_FORMAT = 5;
+const CONNECTION = 6;
+const REFUSED = 7;
+const FIELD_NAMES: [string, number][] = [
+  ["host", HOST],
+  ["content-length", CONTENT_LENGTH],
+  ["authorization", AUTHORIZATION],
+  ["upstash-encoding", ENCODING],
+  ["upstash-response-format", RESPONSE_FORMAT],
+  ["connection", CONNECTION],
+  ["transfer-encoding", REFUSED],
+  ["expect", REFUSED],
+  ["upgrade", REFUSED],
+];
+/** FIELD_NAMES by length (no two of the same length), lower-case. */
+const NAMES_BY_LENGTH = new Map(
+  FIELD_NAMES.map(([name, id]) => [name.length, { bytes: Buffer.from(name, "latin1"), id }]),
+);
+
+/**
+ * Which of FIELD_NAMES the token between `start` and `end` is. Comparing `byte | 0x20` with the
+ * lower-case name is exact for token bytes: the names are letters and `-` (0x2d), and no other
+ * token byte turns into one of those.
+ */
+function fieldName(buf: Buffer, start: number, end: number): number {
+  const known = NAMES_BY_LENGTH.get(end - start);
+  if (known === undefined) return OTHER;
+  const bytes = known.bytes;
+  for (let i = 0; i < bytes.length; i++) {
+    if (((buf[start + i] as number) | 0x20) !== bytes[i]) return OTHER;
+  }
+  return known.id;
+}
+
+/**
+ * A Content-Length value as the lane takes it: digits (at most 6) after at most one space,
+ * nothing else; -1 for any other spelling (signs, tabs, spaces after, a list), which is
+ * node:http's to accept or refuse.
+ */
+function contentLength(buf: Buffer, start: number, end: number): number {
+  if (buf[start] === SPACE) start++;
+  if (end === start || end - start > 6) return -1;
+  let n = 0;
+  for (let i = start; i < end; i++) {
+    const d = (buf[i] as number) - 0x30;
+    if (d < 0 || d > 9) return -1;
+    n = n * 10 + d;
+  }
+  return n;
+}
+
+/** The value between `start` and `end` without the spaces and tabs around it. */
+function trimmed(buf: Buffer, start: number, end: number): string {
+  while (start < end && isBlank(buf[start] as number)) start++;
+  while (end > start && isBlank(buf[end - 1] as number)) end--;
+  return buf.toString("latin1", start, end);
+}
+
+function isBlank(c: number): boolean {
+  return c === SPACE || c === TAB;
+}
+
+const KEEP_ALIVE = Buffer.from("keep-alive", "latin1");
+
+/** Whether a Connection value is `keep-alive` in any case, spaces and tabs around it aside. */
+function isKeepAlive(buf: Buffer, start: number, end: number): boolean {
+  while (start < end && isBlank(buf[start] as number)) start++;
+  while (end > start && isBlank(buf[end - 1] as number)) end--;
+  if (end - start !== KEEP_ALIVE.length) return false;
+  for (let i = 0; i < KEEP_ALIVE.length; i++) {
+    // Exact for visible ASCII: only `-` and letters turn into `-` and letters.
+    if (((buf[start + i] as number) | 0x20) !== KEEP_ALIVE[i]) return false;
+  }
+  return true;
 }
 
 /** Whether all of `buf` (shorter than `text`) is the start of `text`. */
@@ -439,6 +534,41 @@ function httpDate(): string {
   return dateText;
 }
 
+/** `Connection` and `Keep-Alive` as node:http writes them on a connection it keeps. */
+function keepAliveLines(keepAliveMs: number): string {
+  const lines = "Connection: keep-alive\r\n";
+  if (keepAliveMs <= 0) return lines;
+  return `${lines}Keep-Alive: timeout=${Math.floor(keepAliveMs / 1000)}\r\n`;
+}
+
+/**
+ * What ends the head of an answer that keeps its connection: `Date`, `keepAliveLines` and the
+ * blank line. Made once a second (all of a server's connections have one keep-alive timeout).
+ */
+let endText = "";
+let endSecond = -1;
+let endKeepAliveMs = -1;
+function headEnd(keepAliveMs: number): string {
+  const date = httpDate();
+  if (dateSecond !== endSecond || keepAliveMs !== endKeepAliveMs) {
+    endSecond = dateSecond;
+    endKeepAliveMs = keepAliveMs;
+    endText = `Date: ${date}\r\n${keepAliveLines(keepAliveMs)}\r\n`;
+  }
+  return endText;
+}
+
+const statusLines = new Map<number, string>();
+/** `HTTP/1.1 200 OK` and its CRLF, as node:http words it. */
+function statusLine(status: number): string {
+  let line = statusLines.get(status);
+  if (line === undefined) {
+    line = `HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? "unknown"}\r\n`;
+    statusLines.set(status, line);
+  }
+  return line;
+}
+
 /**
  * A response of the lane, written on its connection with the bytes node:http would write: the
  * status line, the given headers, `Date`, `Connection: keep-alive` and `Keep-Alive: timeout=N`
@@ -451,17 +581,17 @@ export class LaneResponse implements ReplySink {
   headersSent = false;
   /** Names the request for its metrics and log line (RequestMeter). */
   label: RequestLabel | undefined;
-  readonly started = process.hrtime.bigint();
-  private readonly bytesBefore: number;
+  /** When the request was taken (performance.now()). */
+  readonly started = performance.now();
+  /** Bytes written on the connection for this response so far. */
+  bytesWritten = 0;
   private head = "";
   private chunked = false;
   private closeAfter = false;
   private ended = false;
   private finished = false;
 
-  constructor(private readonly conn: LaneConnection) {
-    this.bytesBefore = conn.socket.bytesWritten;
-  }
+  constructor(private readonly conn: LaneConnection) {}
 
   /** The connection (for what watches the client going away, kv/commands/blocking.ts). */
   get socket(): Socket {
@@ -472,14 +602,9 @@ export class LaneResponse implements ReplySink {
     return this.conn.socket.destroyed;
   }
 
-  /** Bytes written on the connection for this response so far. */
-  get bytesWritten(): number {
-    return this.conn.socket.bytesWritten - this.bytesBefore;
-  }
-
   writeHead(status: number, headers: Record<string, string | number> | string[]): this {
     this.statusCode = status;
-    let text = `HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? "unknown"}\r\n`;
+    let text = statusLine(status);
     let length = false;
     const add = (name: string, value: string | number): void => {
       const lower = name.toLowerCase();
@@ -494,17 +619,28 @@ export class LaneResponse implements ReplySink {
       for (const name in headers) add(name, headers[name] as string | number);
     }
     text += `Date: ${httpDate()}\r\n`;
-    if (!this.closeAfter) {
-      text += "Connection: keep-alive\r\n";
-      const seconds = Math.floor(this.conn.keepAliveMs / 1000);
-      if (this.conn.keepAliveMs > 0) text += `Keep-Alive: timeout=${seconds}\r\n`;
-    }
+    if (!this.closeAfter) text += keepAliveLines(this.conn.keepAliveMs);
     if (!length) {
       this.chunked = true;
       text += "Transfer-Encoding: chunked\r\n";
     }
     this.head = `${text}\r\n`;
     return this;
+  }
+
+  /**
+   * `writeHead(status, headers)` and `end(body)` in one step, for headers already written out:
+   * `lines` are the header lines (`name: value` and CRLF each) that writeHead would write for
+   * them, with no Content-Length (added here), Connection or Transfer-Encoding among them.
+   */
+  endWhole(status: number, lines: string, body: string | Buffer): void {
+    if (this.ended) return;
+    this.statusCode = status;
+    const length = typeof body === "string" ? Buffer.byteLength(body) : body.length;
+    this.head = `${statusLine(status)}${lines}content-length: ${length}\r\n${headEnd(this.conn.keepAliveMs)}`;
+    this.ended = true;
+    if (this.conn.socket.writable) this.writeWhole(body, length);
+    this.done();
   }
 
   write(chunk: string | Buffer): boolean {
@@ -514,9 +650,10 @@ export class LaneResponse implements ReplySink {
     if (size === 0) return socket.writableLength === 0 || !socket.writableNeedDrain;
     socket.cork();
     this.flushHead("");
-    if (this.chunked) socket.write(`${size.toString(16)}\r\n`, "latin1");
+    if (this.chunked) this.send(`${size.toString(16)}\r\n`);
     let ok = socket.write(chunk);
-    if (this.chunked) ok = socket.write("\r\n", "latin1");
+    this.bytesWritten += size;
+    if (this.chunked) ok = this.send("\r\n");
     socket.uncork();
     return ok;
   }
@@ -526,12 +663,13 @@ export class LaneResponse implements ReplySink {
     this.ended = true;
     const socket = this.conn.socket;
     if (socket.writable) {
-      if (!this.headersSent && !this.chunked && body !== undefined) this.writeWhole(body);
-      else {
+      if (!this.headersSent && !this.chunked && body !== undefined) {
+        this.writeWhole(body, typeof body === "string" ? Buffer.byteLength(body) : body.length);
+      } else {
         socket.cork();
         if (body !== undefined) this.write(body);
         const last = this.chunked ? "0\r\n\r\n" : "";
-        if (this.headersSent) socket.write(last, "latin1");
+        if (this.headersSent) this.send(last);
         else this.flushHead(last);
         socket.uncork();
       }
@@ -561,18 +699,25 @@ export class LaneResponse implements ReplySink {
     this.conn.destroy();
   }
 
-  /** The answer is over (ended, or given up): the connection may read its next request. */
-  readonly done = (): void => {
+  /**
+   * The answer is over (ended, or given up: then the connection is destroyed): it is counted
+   * (LaneService.answered), and the connection may read its next request. Once; later calls
+   * do nothing.
+   */
+  done(): void {
     if (this.finished) return;
     this.finished = true;
     if (!this.ended) this.conn.destroy();
+    metrics.laneAnswered();
+    this.conn.service.answered(this);
     this.conn.answered(this.closeAfter);
-  };
+  }
 
-  /** Headers and the whole body in one write (one syscall). */
-  private writeWhole(body: string | Buffer): void {
+  /** Headers and the whole body (`length` bytes) in one write (one syscall). */
+  private writeWhole(body: string | Buffer, length: number): void {
     const socket = this.conn.socket;
     this.headersSent = true;
+    this.bytesWritten += this.head.length + length;
     if (typeof body === "string") {
       socket.write(this.head + body);
       return;
@@ -587,6 +732,12 @@ export class LaneResponse implements ReplySink {
   private flushHead(rest: string): void {
     if (this.headersSent) return;
     this.headersSent = true;
-    this.conn.socket.write(this.head + rest, "latin1");
+    this.send(this.head + rest);
+  }
+
+  /** Text of the HTTP framing (ASCII), counted. */
+  private send(text: string): boolean {
+    this.bytesWritten += text.length;
+    return this.conn.socket.write(text, "latin1");
   }
 }

@@ -1,7 +1,7 @@
 import http from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { AppError } from "../errors.js";
-import { installLane, type LaneConnections, type LaneHandler } from "./lane.js";
+import { installLane, type LaneConnections, type LaneService } from "./lane.js";
 
 export interface HttpServerOptions {
   host: string;
@@ -10,8 +10,8 @@ export interface HttpServerOptions {
   requestTimeoutMs: number;
   /** Start of error messages on this port (`ERR ` on the KV gateway, as Redis words errors). */
   errorPrefix?: string;
-  /** Requests the handler takes from the fast lane in front of node:http (lane.ts). */
-  lane?: LaneHandler;
+  /** Requests the service takes from the fast lane in front of node:http (lane.ts). */
+  lane?: LaneService;
 }
 
 export interface RunningHttpServer {

@@ -1,4 +1,4 @@
-import type { Exchange, ExchangeOptions } from "./connection.js";
+import type { Exchange, ExchangeOptions, ExchangeReceiver } from "./connection.js";
 import type { Arg, EncodedCommands, Reply } from "./resp.js";
 
 /**
@@ -18,6 +18,12 @@ export interface RedisBackend {
   readonly encodedExchanges?: boolean;
   /** `exchange` of EncodedCommands; only when `encodedExchanges` is true. */
   exchangeEncoded?(encoded: EncodedCommands, opts: ExchangeOptions): Promise<Exchange>;
+  /**
+   * The shared connection the next `exchange` would go to, when it is open now (a single Redis;
+   * not a cluster, which routes each command by its keys): a caller may then send on it with a
+   * receiver instead of a promise. Undefined when none is open (the caller takes `exchange`).
+   */
+  connectionNow?(): ReceivingConnection | undefined;
   /** A connection only the caller uses; give it back with `release` or `discard`. */
   acquire(): Promise<ExclusiveConnection>;
   /**
@@ -36,6 +42,15 @@ export type EncodingBackend = RedisBackend & Required<Pick<RedisBackend, "exchan
 
 export function takesEncoded(backend: RedisBackend | undefined): backend is EncodingBackend {
   return backend?.encodedExchanges === true && backend.exchangeEncoded !== undefined;
+}
+
+/** The part of RedisConnection that callers of `connectionNow` use. */
+export interface ReceivingConnection {
+  exchangeTo(
+    commands: readonly (readonly Arg[])[],
+    opts: ExchangeOptions,
+    to: ExchangeReceiver,
+  ): void;
 }
 
 /** The part of RedisConnection that callers of `acquire` use. */

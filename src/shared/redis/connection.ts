@@ -108,6 +108,16 @@ export interface Exchange {
   raw?: RawReplies;
 }
 
+/**
+ * Where a call's outcome goes (RedisConnection.exchangeTo): the replies, or the connection's
+ * failure. Called from the connection's socket events, once per call; must not throw (an
+ * exception there would be taken for the connection's own failure).
+ */
+export interface ExchangeReceiver {
+  replied(result: Exchange): void;
+  failed(err: Error): void;
+}
+
 /** One call's replies still being collected, in order. */
 interface Batch {
   /** Where the replies go: RawReplies when the call asked for them (`ExchangeOptions.raw`). */
@@ -120,8 +130,7 @@ interface Batch {
   readonly lastWatched: number;
   /** ExchangeOptions.replyTimeoutMs, when the call set one. */
   readonly replyTimeoutMs: number | undefined;
-  readonly resolve: (result: Exchange) => void;
-  readonly reject: (err: Error) => void;
+  readonly to: ExchangeReceiver;
 }
 
 /**
@@ -240,26 +249,50 @@ export class RedisConnection {
     });
   }
 
+  /**
+   * `exchange` without a promise: the outcome goes to `to`, from this connection's socket events
+   * (never before this returns, unless the connection is closed already). For the KV gateway's
+   * single commands, where a promise per call and the turns of the event loop it takes to settle
+   * were a measurable share of a request's CPU (docs/decisions.md, "KV fast lane").
+   */
+  exchangeTo(
+    commands: readonly (readonly Arg[])[],
+    opts: ExchangeOptions,
+    to: ExchangeReceiver,
+  ): void {
+    if (this.closedError) to.failed(unavailable(this.closedError));
+    else if (commands.length === 0) to.replied({ replies: [], bytes: 0 });
+    else this.enqueue(commands.length, opts, to, () => this.write(commands));
+  }
+
   /** Queues a call owed `expected` replies, then runs `send`, which writes its commands. */
   private owe(expected: number, opts: ExchangeOptions, send: () => void): Promise<Exchange> {
     if (expected === 0) return Promise.resolve({ replies: [], bytes: 0 });
     if (this.closedError) return Promise.reject(unavailable(this.closedError));
     return new Promise((resolve, reject) => {
-      if (this.inFlight === 0) this.nextReplyOwed();
-      this.queue.push({
-        replies: opts.raw === true ? new RawReplies() : [],
-        received: 0,
-        expected,
-        bytes: 0,
-        budget: opts.maxReplyBytes ?? Infinity,
-        lastWatched: lastOf(opts.watched),
-        replyTimeoutMs: opts.replyTimeoutMs,
-        resolve,
-        reject,
-      });
-      send();
-      this.armTimer();
+      this.enqueue(expected, opts, { replied: resolve, failed: reject }, send);
     });
+  }
+
+  private enqueue(
+    expected: number,
+    opts: ExchangeOptions,
+    to: ExchangeReceiver,
+    send: () => void,
+  ): void {
+    if (this.inFlight === 0) this.nextReplyOwed();
+    this.queue.push({
+      replies: opts.raw === true ? new RawReplies() : [],
+      received: 0,
+      expected,
+      bytes: 0,
+      budget: opts.maxReplyBytes ?? Infinity,
+      lastWatched: lastOf(opts.watched),
+      replyTimeoutMs: opts.replyTimeoutMs,
+      to,
+    });
+    send();
+    this.armTimer();
   }
 
   /** Writes a command whose replies will arrive through the push handler. */
@@ -365,7 +398,7 @@ export class RedisConnection {
       this.queue = this.queue.slice(this.head);
       this.head = 0;
     }
-    batch.resolve(exchangeOf(batch.replies, batch.bytes));
+    batch.to.replied(exchangeOf(batch.replies, batch.bytes));
     if (this.inFlight > 0) this.armTimer();
   }
 
@@ -431,7 +464,7 @@ export class RedisConnection {
     const waiting = this.queue.slice(this.head);
     this.queue = [];
     this.head = 0;
-    for (const batch of waiting) batch?.reject(error);
+    for (const batch of waiting) batch?.to.failed(error);
     for (const listener of this.closeListeners) listener(err);
   }
 }

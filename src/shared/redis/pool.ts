@@ -78,6 +78,11 @@ export class RedisPool {
     return this.shared().then((c) => c.exchangeEncoded(encoded, opts));
   }
 
+  /** The shared connection `exchange` would use now, when it is open (see RedisBackend). */
+  connectionNow(): RedisConnection | undefined {
+    return this.readyShared();
+  }
+
   /** A connection only the caller uses; give it back with `release` or `discard`. */
   async acquire(): Promise<RedisConnection> {
     let conn = this.idleExclusive.pop();

@@ -1,6 +1,6 @@
 import { messageOf } from "../../../shared/errors.js";
 import type { DeliveryHooks, Prepared } from "../../delivery/dispatcher.js";
-import type { AttemptResult, DlqMeta, Headers } from "../../domain/message.js";
+import type { AttemptResult, DlqMeta, Headers, WorkflowTag } from "../../domain/message.js";
 import { isSuccess } from "../../domain/retry-policy.js";
 import type { Claimed, NewMessage, Outcome } from "../../store/message-store.js";
 import type { QueueContext } from "../../routes/context.js";
@@ -24,9 +24,13 @@ import { stepEntry, type FailureOutcome, type RunRecord } from "../state/run.js"
 export class WorkflowDelivery implements DeliveryHooks {
   constructor(private readonly ctx: QueueContext) {}
 
-  async prepare(c: Claimed): Promise<Prepared> {
+  /** Nothing to prepare for a message of no run, decided at once (no promise per delivery). */
+  prepare(c: Claimed): Promise<Prepared> | undefined {
     const tag = c.meta.workflow;
-    if (!tag) return undefined;
+    return tag ? this.prepareRun(c, tag) : undefined;
+  }
+
+  private async prepareRun(c: Claimed, tag: WorkflowTag): Promise<Prepared> {
     const run = await this.ctx.workflows.get(tag.runId);
     if (!run || (run.state !== "RUN_STARTED" && tag.callType !== "failureCall")) {
       await this.drop(c);

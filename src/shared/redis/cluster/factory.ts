@@ -1,6 +1,11 @@
 import { textOf } from "./commands.js";
 import { AppError } from "../../errors.js";
-import { takesEncoded, type ExclusiveConnection, type RedisBackend } from "../backend.js";
+import {
+  takesEncoded,
+  type ExclusiveConnection,
+  type ReceivingConnection,
+  type RedisBackend,
+} from "../backend.js";
 import {
   RedisConnection,
   type Exchange,
@@ -135,6 +140,11 @@ class DetectingBackend implements RedisBackend {
 
   async acquire(): Promise<ExclusiveConnection> {
     return (this.inner ?? (await this.resolve())).acquire();
+  }
+
+  /** The detected backend's; undefined until detection ran (callers then take `exchange`). */
+  connectionNow(): ReceivingConnection | undefined {
+    return this.inner?.connectionNow?.();
   }
 
   /** The detected backend's answer; false until detection ran (callers then take a connection). */

@@ -1,0 +1,91 @@
+import type { LaneResponse } from "../../shared/http/lane.js";
+import { sendError } from "../../shared/http/respond.js";
+import type { Logger } from "../../shared/log.js";
+import type { Exchange, ExchangeReceiver } from "../../shared/redis/connection.js";
+import { serializeReply, type Reply } from "../../shared/redis/resp.js";
+import { RequestReplies } from "../commands/execute.js";
+import type { Principal } from "../databases/database.js";
+import { errorStatus, renderableAtOnce, renderItem } from "../reply/reply.js";
+import { sendSingle, typeOf, type Format, type ReplyOut } from "../reply/send.js";
+
+/** What a DirectAnswer needs of the gateway (http.ts). */
+export interface DirectContext {
+  logger: Logger;
+  out(res: LaneResponse): ReplyOut;
+  /** A fresh sync token (`upstash-sync-token`), one per answer. */
+  syncToken(): string;
+  /** The headers of an answer with this sync token, as the general path sends them. */
+  headers(syncToken: string): Record<string, string>;
+  /** `headers(syncToken)` as header lines (`name: value` CRLF each), in the same order. */
+  headerLines(syncToken: string): string;
+  /** Gives back the request body's bytes taken from the in-flight budget. */
+  release(bytes: number): void;
+}
+
+/**
+ * The answer to a `POST /` command sent by `sendDirect` (kv/fast/single.ts), written when its
+ * reply comes, in the socket event that brought it, with the bytes the general path
+ * (http.ts `answer`, then reply/send.ts `sendSingle`) writes for the same reply: a reply small
+ * enough to render at once goes out with its headers in one write; a larger one takes
+ * `sendSingle` itself (streamed with backpressure). Never throws (ExchangeReceiver): a bug here
+ * costs the request's connection.
+ */
+export class DirectAnswer implements ExchangeReceiver {
+  private readonly replies: RequestReplies;
+  private released = false;
+
+  constructor(
+    private readonly kv: DirectContext,
+    private readonly p: Principal,
+    private readonly format: Format,
+    private readonly res: LaneResponse,
+    private readonly bodyBytes: number,
+  ) {
+    this.replies = new RequestReplies(p);
+  }
+
+  replied(result: Exchange): void {
+    try {
+      this.answer(this.replies.explainOne(result.replies[0] as Reply));
+    } catch (err) {
+      this.failed(err instanceof Error ? err : new Error(String(err)));
+    }
+  }
+
+  failed(err: Error): void {
+    try {
+      const token = this.kv.syncToken();
+      sendError(this.res, this.p.db.explainFailure(err), this.kv.logger, this.kv.headers(token));
+    } catch {
+      this.res.destroy();
+    }
+    this.finish();
+  }
+
+  private answer(reply: Reply): void {
+    const token = this.kv.syncToken();
+    if (!renderableAtOnce(reply)) {
+      const headers = this.kv.headers(token);
+      sendSingle(this.kv.out(this.res), reply, this.format, headers, "POST").then(
+        () => this.finish(),
+        (err: unknown) => this.failed(err instanceof Error ? err : new Error(String(err))),
+      );
+      return;
+    }
+    const status = reply.kind === "error" ? errorStatus(reply.value) : 200;
+    const { resp2, base64 } = this.format;
+    const body = resp2 ? serializeReply(reply) : renderItem(reply, base64);
+    const lines = `${this.kv.headerLines(token)}content-type: ${typeOf(this.format)}\r\n`;
+    this.res.endWhole(status, lines, body);
+    this.finish();
+  }
+
+  /** The answer is over: the body's bytes go back to the budget, the connection reads on. */
+  private finish(): void {
+    if (!this.released) {
+      this.released = true;
+      this.kv.release(this.bodyBytes);
+    }
+    this.res.done();
+  }
+}
