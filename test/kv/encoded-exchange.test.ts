@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { encodeRanges, type Reply } from "../../src/shared/redis/resp.js";
+import { EncodedCommands, encodeCommands, type Reply } from "../../src/shared/redis/resp.js";
 import type { RedisPool } from "../../src/shared/redis/pool.js";
 import { startRedis, testPool, type TestRedis } from "../harness/redis.js";
 
@@ -22,18 +22,9 @@ afterAll(async () => {
   await redis.stop();
 });
 
-/** Commands of string arguments as EncodedCommands, through encodeRanges like the body reader. */
-function encoded(commands: string[][]) {
-  const src = Buffer.from(commands.flat().join(""));
-  const ranges: number[] = [];
-  let at = 0;
-  for (const arg of commands.flat()) ranges.push(at, (at += Buffer.byteLength(arg)));
-  return encodeRanges(
-    src,
-    Int32Array.from(ranges),
-    Int32Array.from(commands.map((c) => c.length)),
-    commands.length,
-  );
+/** Commands of string arguments as EncodedCommands (as a /pipeline body's are sent). */
+function encoded(commands: string[][]): EncodedCommands {
+  return new EncodedCommands(encodeCommands(commands), commands.length);
 }
 
 const text = (r: Reply): string =>

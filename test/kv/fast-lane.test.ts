@@ -68,6 +68,27 @@ const CASES: [string, string, string, Record<string, string>, boolean][] = [
   ["a body over 64 KiB", "/", JSON.stringify(["SET", "lane:big", BIG]), {}, false],
   ["GET of it (streamed, chunked)", "/", '["GET","lane:big"]', {}, true],
   [
+    "a pipeline with it (streamed, chunked)",
+    "/pipeline",
+    '[["GET","lane:k"],["GET","lane:big"]]',
+    {},
+    true,
+  ],
+  [
+    "a pipeline with an error reply, RESP2",
+    "/pipeline",
+    '[["INCR","lane:k"],["GET","lane:k"],["GET","lane:missing"]]',
+    { "Upstash-Response-Format": "resp2" },
+    true,
+  ],
+  [
+    "a pipeline of 100 GETs, base64",
+    "/pipeline",
+    JSON.stringify(Array.from({ length: 100 }, (_, i) => ["GET", i % 2 ? "lane:k" : "lane:u"])),
+    { "Upstash-Encoding": "base64" },
+    true,
+  ],
+  [
     "a pipeline",
     "/pipeline",
     '[["SET","lane:p","1"],["INCR","lane:p"],["GET","lane:p"]]',

@@ -94,6 +94,30 @@ async function threeWays(
 
 const INVALID_UTF8 = Buffer.from([0x61, 0xff, 0xfe, 0x80, 0x62]);
 
+/**
+ * Values of random bytes and lengths around the renderers' limits (a fixed seed: replayable):
+ * printable ASCII (copied as they are), any byte but a quote, backslash or control character
+ * (raw in the body: invalid UTF-8 among them), and ASCII with control characters, quotes and
+ * backslashes (as JSON escapes in the body).
+ */
+const RANDOM_VALUES: (string | Buffer)[] = (() => {
+  let x = 2026;
+  const next = (n: number): number => {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    return (x >>> 0) % n;
+  };
+  const raw = (b: number): number => (b < 0x20 || b === 0x22 || b === 0x5c ? 0x61 : b);
+  return Array.from({ length: 42 }, (_, i) => {
+    const value = Buffer.alloc([0, 1, 2, 3, 9, 10, 63, 64, 65, 100][i % 10] as number);
+    for (let j = 0; j < value.length; j++) {
+      value[j] = i % 3 === 0 ? raw(0x20 + next(0x5f)) : i % 3 === 1 ? raw(next(256)) : next(0x80);
+    }
+    return i % 3 === 2 ? value.toString("latin1") : value;
+  });
+})();
+
 beforeAll(async () => {
   const s = stashd();
   const set: Command[] = [
@@ -108,6 +132,7 @@ beforeAll(async () => {
     ["SET", "pr:large", "L".repeat(100_000)],
     ["SET", "pr:int", "-9223372036854775808"],
     ["RPUSH", "pr:list", "a", "", "c"],
+    ...RANDOM_VALUES.map((v, i): Command => ["SET", `pr:random:${i}`, v]),
   ];
   const res = await s.kvFetch("/pipeline", { body: body(set) });
   expect(res.status).toBe(200);
@@ -156,6 +181,13 @@ describe.each(FORMATS)("pipeline replies as %s", (_, headers) => {
       ],
     ],
     ["one command", [["GET", "pr:bytes"]]],
+    [
+      "random values, nil and integers",
+      RANDOM_VALUES.flatMap((_v, i): Command[] => [
+        ["GET", `pr:random:${i}`],
+        i % 3 ? ["STRLEN", `pr:random:${i}`] : ["GET", `pr:missing:${i}`],
+      ]),
+    ],
   ] as [string, Command[]][])(
     "are the same bytes on the fast and the general path: %s",
     async (_name, commands) => {

@@ -12,7 +12,7 @@ import {
   type EncodingBackend,
   type RedisBackend,
 } from "../../shared/redis/backend.js";
-import type { Exchange } from "../../shared/redis/connection.js";
+import type { Exchange, ExchangeOptions, ExchangeReceiver } from "../../shared/redis/connection.js";
 import { plainName, refusalOf, type CommandTable } from "./policy.js";
 import { namesWith } from "./traits.js";
 import { NameCache } from "../fast/name-cache.js";
@@ -125,11 +125,19 @@ export class RequestReplies {
 
   /** `exchangeRaw` of commands already encoded, on a backend that takes them. */
   async exchangeEncoded(target: EncodingBackend, commands: EncodedCommands): Promise<SliceReplies> {
-    const sent = await target.exchangeEncoded(commands, {
-      maxReplyBytes: Math.max(0, this.left),
-      watched: NONE_WATCHED,
-      raw: true,
-    });
+    return this.listOf(await target.exchangeEncoded(commands, this.encodedOptions()));
+  }
+
+  /**
+   * The options of an exchange of encoded commands within what is left of the budget, its
+   * replies taken as RawReplies (`listOf` then takes its outcome).
+   */
+  encodedOptions(): ExchangeOptions {
+    return { maxReplyBytes: Math.max(0, this.left), watched: NONE_WATCHED, raw: true };
+  }
+
+  /** An exchange's replies as `exchangeRaw` gives them, counted against the budget. */
+  listOf(sent: Exchange): SliceReplies {
     this.left -= sent.bytes;
     if (sent.raw !== undefined && !sent.raw.hasErrors) return sent.raw;
     return this.explained(sent.replies);
@@ -238,9 +246,45 @@ export async function runEncodedPipeline(
   p: Principal,
   body: Buffer,
 ): Promise<SliceReplies | undefined> {
-  const table = p.db.loadedTable;
   const pool = p.db.poolFor(p);
-  if (table === undefined || !takesEncoded(pool)) return undefined;
+  if (!takesEncoded(pool)) return undefined;
+  const commands = plainEncoded(p, body);
+  if (commands === undefined) return undefined;
+  countCommands(p, commands.count);
+  return new RequestReplies(p).exchangeEncoded(pool, commands);
+}
+
+/**
+ * runEncodedPipeline without a promise (as kv/fast/single.ts sends a command): the encoded body
+ * sent on the shared connection when one is open, its outcome to `to`, the commands counted.
+ * False, with nothing sent or counted, whenever runEncodedPipeline would not send it, no
+ * connection is open, or the daily limit is reached: the caller takes the general path.
+ */
+export function sendEncodedPipeline(
+  p: Principal,
+  body: Buffer,
+  replies: RequestReplies,
+  to: ExchangeReceiver,
+): boolean {
+  const pool = p.db.poolFor(p);
+  if (!takesEncoded(pool)) return false;
+  const conn = pool.connectionNow?.();
+  if (conn === undefined) return false;
+  const commands = plainEncoded(p, body);
+  if (commands === undefined) return false;
+  try {
+    countCommands(p, commands.count);
+  } catch {
+    return false;
+  }
+  conn.exchangeEncodedTo(commands, replies.encodedOptions(), to);
+  return true;
+}
+
+/** The body encoded (encodePipelineBody) when every command in it would go to Redis as it came. */
+function plainEncoded(p: Principal, body: Buffer): EncodedCommands | undefined {
+  const table = p.db.loadedTable;
+  if (table === undefined) return undefined;
   const pipeline = encodePipelineBody(body, Math.min(SLICE, p.db.maxCommandsPerRequest));
   if (pipeline === undefined) return undefined;
   const options = { fieldTtl: p.db.emulatesFieldTtl };
@@ -248,8 +292,7 @@ export async function runEncodedPipeline(
     const steps = nameSteps.get(name, table);
     if (!steps.plain || steps.rewritten || mayEmulate(name, table, options)) return undefined;
   }
-  countCommands(p, pipeline.commands.count);
-  return new RequestReplies(p).exchangeEncoded(pool, pipeline.commands);
+  return pipeline.commands;
 }
 
 export async function runPipeline(

@@ -51,6 +51,32 @@ describe("a /pipeline body encoded straight into RESP", () => {
     }
   });
 
+  it("encodes the bodies whose RESP is largest for their size, up to the largest it takes", async () => {
+    // Empty arguments double in RESP (`"",` -> `$0\r\n\r\n`), the most any body grows.
+    const max = 64 * 1024;
+    const many = (item: string, open: string, close: string): string => {
+      const n = Math.floor((max - open.length - close.length + 1) / (item.length + 1));
+      return `${open}${Array.from({ length: n }, () => item).join(",")}${close}`;
+    };
+    const wide = many('""', "[[", "]]"); // one command of about 21,800 empty arguments
+    const tall = many('[""]', "[", "]"); // about 13,100 commands of one empty argument
+    const digits = many('"0123456789"', "[[", "]]"); // 2-digit lengths, 5-digit count
+    for (const text of [wide, tall, digits]) {
+      expect(text.length).toBeLessThanOrEqual(max);
+      const body = Buffer.from(text);
+      const encoded = encodePipelineBody(body, 100_000);
+      expect(encoded?.commands.bytes.equals(await generalPath(body))).toBe(true);
+    }
+  });
+
+  it("gives the same bytes again after a larger body (the scratch is reused)", async () => {
+    const small = Buffer.from('[["SET","key:1","value"],["GET","key:1"]]');
+    const first = encodePipelineBody(small, 1000)?.commands.bytes;
+    encodePipelineBody(Buffer.from(JSON.stringify([["SET", "k", "x".repeat(60_000)]])), 1000);
+    expect(encodePipelineBody(small, 1000)?.commands.bytes).toEqual(first);
+    expect(first?.equals(await generalPath(small))).toBe(true);
+  });
+
   it("names each run of equal command names once, as sent", () => {
     const body = Buffer.from('[["GET","a"],["GET","b"],["get","c"],["SET","d","1"],["GET","e"]]');
     expect(encodePipelineBody(body, 1000)?.names).toEqual(["GET", "get", "SET", "GET"]);

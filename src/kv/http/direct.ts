@@ -21,28 +21,22 @@ export interface DirectContext {
 }
 
 /**
- * The answer to a `POST /` command sent by `sendDirect` (kv/fast/single.ts), written when its
- * reply comes, in the socket event that brought it, with the bytes the general path
- * (http.ts `answer`, then reply/send.ts `sendSingle`) writes for the same reply: a reply small
- * enough to render at once goes out with its headers in one write; a larger one takes
- * `sendSingle` itself (streamed with backpressure). Never throws (ExchangeReceiver): a bug here
- * costs the request's connection.
+ * What the answers of requests sent without a promise share: an outcome that throws becomes a
+ * failure, a failure is answered as the general path answers it (sendError), and the end of the
+ * answer lets the connection read on (the lane gives the body's bytes back first). Never throws
+ * (ExchangeReceiver): a bug here costs the request's connection.
  */
-export class DirectAnswer implements ExchangeReceiver {
-  private readonly replies: RequestReplies;
-
+export abstract class DirectReceiver implements ExchangeReceiver {
   constructor(
-    private readonly kv: DirectContext,
-    private readonly p: Principal,
-    private readonly format: Format,
-    private readonly res: LaneResponse,
-  ) {
-    this.replies = new RequestReplies(p);
-  }
+    protected readonly kv: DirectContext,
+    protected readonly p: Principal,
+    protected readonly format: Format,
+    protected readonly res: LaneResponse,
+  ) {}
 
   replied(result: Exchange): void {
     try {
-      this.answer(this.replies.explainOne(result.replies[0] as Reply));
+      this.answer(result);
     } catch (err) {
       this.failed(err instanceof Error ? err : new Error(String(err)));
     }
@@ -58,14 +52,42 @@ export class DirectAnswer implements ExchangeReceiver {
     this.finish();
   }
 
-  private answer(reply: Reply): void {
+  /** Writes the answer to `result`, then calls `finish` (at once, or when it is written). */
+  protected abstract answer(result: Exchange): void;
+
+  /** `finish` once `sending` is done; `failed` if it fails. */
+  protected finishAfter(sending: Promise<void>): void {
+    sending.then(
+      () => this.finish(),
+      (err: unknown) => this.failed(err instanceof Error ? err : new Error(String(err))),
+    );
+  }
+
+  /**
+   * The answer is over: the request's body goes back to the budget (LaneResponse.hold, before
+   * the connection reads its next request), the connection reads on.
+   */
+  protected finish(): void {
+    this.res.done();
+  }
+}
+
+/**
+ * The answer to a `POST /` command sent by `sendDirect` (kv/fast/single.ts), written when its
+ * reply comes, in the socket event that brought it, with the bytes the general path
+ * (http.ts `answer`, then reply/send.ts `sendSingle`) writes for the same reply: a reply small
+ * enough to render at once goes out with its headers in one write; a larger one takes
+ * `sendSingle` itself (streamed with backpressure).
+ */
+export class DirectAnswer extends DirectReceiver {
+  private readonly replies = new RequestReplies(this.p);
+
+  protected answer(result: Exchange): void {
+    const reply = this.replies.explainOne(result.replies[0] as Reply);
     const token = this.kv.syncToken();
     if (!renderableAtOnce(reply)) {
       const headers = this.kv.headers(token);
-      sendSingle(this.kv.out(this.res), reply, this.format, headers, "POST").then(
-        () => this.finish(),
-        (err: unknown) => this.failed(err instanceof Error ? err : new Error(String(err))),
-      );
+      this.finishAfter(sendSingle(this.kv.out(this.res), reply, this.format, headers, "POST"));
       return;
     }
     const status = reply.kind === "error" ? errorStatus(reply.value) : 200;
@@ -74,13 +96,5 @@ export class DirectAnswer implements ExchangeReceiver {
     const lines = `${this.kv.headerLines(token)}content-type: ${typeOf(this.format)}\r\n`;
     this.res.endWhole(status, lines, body);
     this.finish();
-  }
-
-  /**
-   * The answer is over: the request's body goes back to the budget (LaneResponse.hold), the
-   * connection reads on.
-   */
-  private finish(): void {
-    this.res.done();
   }
 }

@@ -25,6 +25,7 @@ import {
 } from "../reply/send.js";
 import { openStream, type StreamKind } from "./sse.js";
 import { DirectAnswer, type DirectContext } from "./direct.js";
+import { sendPipelineDirect } from "./direct-pipeline.js";
 import { sendDirect } from "../fast/single.js";
 import { parseUrl, type UrlParts } from "../parse/url-args.js";
 import type { Interrupts } from "../commands/blocking.js";
@@ -149,6 +150,7 @@ export class KvHttpHandler {
     if (format === undefined || !this.opts.bodies.take(r.body.length)) return false;
     res.hold(() => this.opts.bodies.give(r.body.length));
     if (!r.pipeline && this.sentDirect(principal, r.body, format, res)) return true;
+    if (r.pipeline && this.sentPipelineDirect(principal, r.body, format, res)) return true;
     const headers = this.responseHeaders();
     if (r.pipeline) res.label = { label: "pipeline", unverified: false };
     const request: Answerable = {
@@ -184,6 +186,20 @@ export class KvHttpHandler {
     if (label === undefined) return false;
     res.label = label;
     return true;
+  }
+
+  /**
+   * A `/pipeline` body runEncodedPipeline would send, sent so without a promise
+   * (direct-pipeline.ts); false, with nothing sent, for any other.
+   */
+  private sentPipelineDirect(
+    p: Principal,
+    body: Buffer,
+    format: Format,
+    res: LaneResponse,
+  ): boolean {
+    res.label = { label: "pipeline", unverified: false };
+    return sendPipelineDirect(this.direct, p, body, format, res);
   }
 
   /** A fresh opaque `upstash-sync-token` value. */

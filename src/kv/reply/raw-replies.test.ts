@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { renderList, renderRaw } from "./reply-bytes.js";
-import { rawRenderableAtOnce, renderableAtOnce } from "./reply.js";
+import { rawRenderableAtOnce, renderableAtOnce, renderItem } from "./reply.js";
 import { RawReplies, rawResp2 } from "../../shared/redis/raw-replies.js";
 import { RAW_NIL, RespParser, serializeReply, type Reply } from "../../shared/redis/resp.js";
 
@@ -126,6 +126,32 @@ describe("RawReplies", () => {
         );
         expect(rawResp2(raw).equals(Buffer.concat(objects.map(serializeReply)))).toBe(true);
         expect(rawRenderableAtOnce(raw)).toBe(renderableAtOnce({ kind: "array", value: objects }));
+      }
+    },
+  );
+
+  it.each([false, true])(
+    "render as the string rendering does, growing and giving back the scratch (base64 %s)",
+    (base64) => {
+      const asStrings = (replies: Reply[]): string =>
+        `[${replies.map((r) => renderItem(r, base64)).join(",")}]`;
+      // Short lists, then lists past the 16 KiB scratch (many short values; long escaped ones
+      // rendered by renderItem; over 256 KiB, after which the scratch is dropped), then short again.
+      const streams = [
+        replyStream(50, 10),
+        Buffer.from("$64\r\n" + "x".repeat(64) + "\r\n")
+          .toString("latin1")
+          .repeat(2000),
+        ("$40000\r\n" + '"\x01'.repeat(20_000) + "\r\n").repeat(3),
+        replyStream(51, 10),
+        replyStream(52, 400),
+      ].map((s) => (typeof s === "string" ? Buffer.from(s, "latin1") : s));
+      for (const [i, stream] of streams.entries()) {
+        const objects = parseObjects(stream, Infinity, i).replies;
+        const { raw } = parseRaw(stream, Infinity, i);
+        expect(renderRaw(raw, base64).toString("latin1")).toBe(
+          Buffer.from(asStrings(objects)).toString("latin1"),
+        );
       }
     },
   );

@@ -1,13 +1,5 @@
-import {
-  RAW_BULK,
-  RAW_INT,
-  RAW_NIL,
-  RAW_OBJECT,
-  RAW_SIMPLE,
-  type RawKind,
-  type Reply,
-} from "../../shared/redis/resp.js";
-import { valueReply, type RawReplies } from "../../shared/redis/raw-replies.js";
+import { RAW_INT, RAW_NIL, RAW_OBJECT, type Reply } from "../../shared/redis/resp.js";
+import type { RawReplies } from "../../shared/redis/raw-replies.js";
 import { renderItem } from "./reply.js";
 
 /**
@@ -134,66 +126,89 @@ function writeBytes(out: Buffer, at: number, bytes: Buffer): number {
 
 /**
  * RawReplies (from a pipeline's exchange) rendered as JSON straight into one Buffer: byte for
- * byte `renderList(raw.toReplies(), base64)`, without the Reply objects. A short string that
- * needs no escaping is copied from the socket chunk it came in, an integer's digits likewise;
- * anything else is rendered from its Reply object as renderList does.
+ * byte `renderList(raw.toReplies(), base64)`, without the Reply objects, in one pass. The items
+ * are written into a scratch buffer kept between calls (nothing awaits while it is in use), then
+ * copied out at their size: measuring every item first, as renderList does, cost as much as
+ * writing it. A short string that needs no escaping is copied from the socket chunk it came in,
+ * checked byte by byte as it is copied (one that turns out to need escaping is written again
+ * by renderItem), an integer's digits likewise; anything else is rendered by renderItem from
+ * its Reply object and its text copied in.
  */
 export function renderRaw(raw: RawReplies, base64: boolean): Buffer {
-  let other: (string | undefined)[] | undefined;
-  let size = 1 + raw.length; // [ , … ]
-  for (let i = 0; i < raw.length; i++) {
-    const n = rawSize(raw, i, base64);
-    if (n >= 0) {
-      size += n;
-      continue;
-    }
-    const text = renderItem(rawReply(raw, i), base64);
-    (other ??= [])[i] = text;
-    size += Buffer.byteLength(text);
-  }
-  const out = Buffer.allocUnsafe(Math.max(size, 2));
+  const e = raw.entries;
+  let out = rawScratch;
   let at = 0;
   out[at++] = 0x5b; // [
   for (let i = 0; i < raw.length; i++) {
+    // The largest direct item: a SHORT string as base64, its `{"result":""}`, and a comma.
+    if (at + 2 * SHORT + ITEM + 8 > out.length) out = grown(out, at, 2 * SHORT + ITEM + 8);
     if (i > 0) out[at++] = 0x2c; // ,
-    const text = other?.[i];
-    at = text === undefined ? writeRaw(out, at, raw, i, base64) : writeText(out, at, text);
+    const kind = e[4 * i];
+    const next = kind === RAW_OBJECT ? -1 : writeRawItem(out, at, raw, i, base64);
+    if (next >= 0) {
+      at = next;
+      continue;
+    }
+    const text = renderItem(raw.reply(i), base64);
+    const most = 3 * text.length;
+    if (at + most + 1 > out.length) out = grown(out, at, most + 1);
+    at += out.write(text, at, "utf8");
   }
   out[at++] = 0x5d; // ]
-  return out.subarray(0, at);
+  const body = Buffer.allocUnsafe(at);
+  out.copy(body, 0, 0, at);
+  rawScratch = out.length > SCRATCH_KEEP ? Buffer.allocUnsafeSlow(SCRATCH_START) : out;
+  return body;
 }
 
-/** The rendered size of entry `i` if writeRaw can write it, else -1. */
-function rawSize(raw: RawReplies, i: number, base64: boolean): number {
-  const kind = raw.kinds[i];
-  const start = raw.starts[i] as number;
-  const end = raw.ends[i] as number;
-  if (kind === RAW_BULK || kind === RAW_SIMPLE)
-    return stringSize(raw.chunks[i] as Buffer, start, end, base64);
-  if (kind === RAW_INT) return ITEM + end - start;
-  if (kind === RAW_NIL) return ITEM + NULL.length;
-  return -1;
+/** renderRaw's scratch: SCRATCH_START bytes, grown for a larger list, kept up to SCRATCH_KEEP. */
+const SCRATCH_START = 16 * 1024;
+const SCRATCH_KEEP = 256 * 1024;
+let rawScratch: Buffer = Buffer.allocUnsafeSlow(SCRATCH_START);
+
+/** A copy of `out`'s first `used` bytes in a buffer with room for `more` after them. */
+function grown(out: Buffer, used: number, more: number): Buffer {
+  const bigger: Buffer = Buffer.allocUnsafeSlow(Math.max(2 * out.length, used + more));
+  out.copy(bigger, 0, 0, used);
+  return bigger;
 }
 
-/** Writes `{"result":…}` for an entry rawSize accepted; returns the position after it. */
-function writeRaw(out: Buffer, at: number, raw: RawReplies, i: number, base64: boolean): number {
-  const kind = raw.kinds[i];
+/**
+ * Writes `{"result":…}` for entry `i` at `at` when it is a nil, an integer, or a short string
+ * sent as base64 or needing no escaping; returns the position after it, or -1 (the bytes from
+ * `at` are then left for the caller to overwrite).
+ */
+function writeRawItem(
+  out: Buffer,
+  at: number,
+  raw: RawReplies,
+  i: number,
+  base64: boolean,
+): number {
+  const e = raw.entries;
+  const kind = e[4 * i];
   if (kind === RAW_NIL) return writeNil(out, at);
-  const chunk = raw.chunks[i] as Buffer;
-  const start = raw.starts[i] as number;
-  const end = raw.ends[i] as number;
-  if (kind !== RAW_INT) return writeString(out, at, chunk, start, end, base64);
+  const chunk = raw.chunk(i);
+  const start = e[4 * i + 2] as number;
+  const end = e[4 * i + 3] as number;
   at = writeStart(out, at);
-  for (let j = start; j < end; j++) out[at++] = chunk[j] as number;
+  if (kind === RAW_INT) {
+    for (let j = start; j < end; j++) out[at++] = chunk[j] as number;
+  } else {
+    if (end - start > SHORT) return -1;
+    out[at++] = 0x22; // "
+    if (encodesBase64(chunk, start, end, base64)) at = writeBase64(out, at, chunk, start, end);
+    else {
+      for (let j = start; j < end; j++) {
+        const c = chunk[j] as number;
+        if (c < 0x20 || c > 0x7f || c === 0x22 || c === 0x5c) return -1; // see plainBytes
+        out[at++] = c;
+      }
+    }
+    out[at++] = 0x22;
+  }
   out[at] = 0x7d; // }
   return at + 1;
-}
-
-/** Entry `i` as its Reply object (for the entries renderItem renders). */
-function rawReply(raw: RawReplies, i: number): Reply {
-  const kind = raw.kinds[i] as RawKind;
-  if (kind === RAW_OBJECT) return raw.objects[i] as Reply;
-  return valueReply(kind, raw.chunks[i], raw.starts[i] as number, raw.ends[i] as number);
 }
 
 /** Whether a top-level string is sent as base64: all are, except exactly `OK` (reply.ts). */

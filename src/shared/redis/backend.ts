@@ -51,6 +51,8 @@ export interface ReceivingConnection {
     opts: ExchangeOptions,
     to: ExchangeReceiver,
   ): void;
+  /** `exchangeTo` of commands already encoded (a `/pipeline` body, kv/fast/encoded-pipeline.ts). */
+  exchangeEncodedTo(encoded: EncodedCommands, opts: ExchangeOptions, to: ExchangeReceiver): void;
 }
 
 /** The part of RedisConnection that callers of `acquire` use. */

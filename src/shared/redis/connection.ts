@@ -242,11 +242,14 @@ export class RedisConnection {
 
   /** `exchange` of commands already encoded (see EncodedCommands), their bytes sent as they are. */
   exchangeEncoded(encoded: EncodedCommands, opts: ExchangeOptions = {}): Promise<Exchange> {
-    return this.owe(encoded.count, opts, () => {
-      this.outbox.push(encoded);
-      this.hasEncoded = true;
-      this.scheduleFlush();
-    });
+    return this.owe(encoded.count, opts, () => this.writeEncoded(encoded));
+  }
+
+  /** Queues encoded commands for this turn's flush (see `write`). */
+  private writeEncoded(encoded: EncodedCommands): void {
+    this.outbox.push(encoded);
+    this.hasEncoded = true;
+    this.scheduleFlush();
   }
 
   /**
@@ -263,6 +266,12 @@ export class RedisConnection {
     if (this.closedError) to.failed(unavailable(this.closedError));
     else if (commands.length === 0) to.replied({ replies: [], bytes: 0 });
     else this.enqueue(commands.length, opts, to, () => this.write(commands));
+  }
+
+  /** `exchangeTo` of commands already encoded (see `exchangeEncoded`). */
+  exchangeEncodedTo(encoded: EncodedCommands, opts: ExchangeOptions, to: ExchangeReceiver): void {
+    if (this.closedError) to.failed(unavailable(this.closedError));
+    else this.enqueue(encoded.count, opts, to, () => this.writeEncoded(encoded));
   }
 
   /** Queues a call owed `expected` replies, then runs `send`, which writes its commands. */

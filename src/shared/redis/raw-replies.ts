@@ -29,10 +29,14 @@ const NIL: Reply = { kind: "nil", array: false };
  * what rendering those objects writes.
  */
 export class RawReplies {
-  readonly kinds: RawKind[] = [];
-  readonly chunks: (Buffer | undefined)[] = [];
-  readonly starts: number[] = [];
-  readonly ends: number[] = [];
+  /**
+   * Four numbers per entry, in one array (one growing array of small integers costs less than
+   * four): its kind, the index of its chunk in `chunks` (-1 for none), and its value's start and
+   * end in that chunk.
+   */
+  readonly entries: number[] = [];
+  /** The socket chunks the values are in, each once (consecutive replies share a chunk). */
+  readonly chunks: Buffer[] = [];
   /** The RAW_OBJECT entries' replies, at their index (holes elsewhere). */
   readonly objects: (Reply | undefined)[] = [];
   /** Whether an entry is an error, or an array with an error among its items. */
@@ -43,9 +47,10 @@ export class RawReplies {
    */
   elementBytes = 0;
   private built: Reply[] | undefined;
+  private lastChunk: Buffer | undefined;
 
   get length(): number {
-    return this.kinds.length;
+    return this.entries.length >> 2;
   }
 
   /** A bulk (RAW_BULK), simple (RAW_SIMPLE) or integer (RAW_INT) value: `chunk[start, end)`. */
@@ -55,46 +60,54 @@ export class RawReplies {
     start: number,
     end: number,
   ): void {
-    this.kinds.push(kind);
-    this.chunks.push(chunk);
-    this.starts.push(start);
-    this.ends.push(end);
+    if (chunk !== this.lastChunk) {
+      this.chunks.push(chunk);
+      this.lastChunk = chunk;
+    }
+    this.entries.push(kind, this.chunks.length - 1, start, end);
     this.elementBytes += kind === RAW_INT ? 1 : 1 + end - start;
   }
 
   addNil(): void {
-    this.kinds.push(RAW_NIL);
-    this.chunks.push(undefined);
-    this.starts.push(0);
-    this.ends.push(0);
+    this.entries.push(RAW_NIL, -1, 0, 0);
     this.elementBytes += 1;
   }
 
   addObject(reply: Reply): void {
-    this.objects[this.kinds.length] = reply;
-    this.kinds.push(RAW_OBJECT);
-    this.chunks.push(undefined);
-    this.starts.push(0);
-    this.ends.push(0);
+    this.objects[this.length] = reply;
+    this.entries.push(RAW_OBJECT, -1, 0, 0);
     this.elementBytes += elementBytes(reply);
     if (reply.kind === "error") this.hasErrors = true;
     else if (reply.kind === "array" && reply.value.some((r) => r.kind === "error"))
       this.hasErrors = true;
   }
 
+  /** The kind of entry `i`. */
+  kind(i: number): RawKind {
+    return this.entries[4 * i] as RawKind;
+  }
+
+  /** The chunk holding entry `i`'s value (RAW_BULK, RAW_SIMPLE, RAW_INT entries). */
+  chunk(i: number): Buffer {
+    return this.chunks[this.entries[4 * i + 1] as number] as Buffer;
+  }
+
   /** The Reply objects RespParser would have made (built once). */
   toReplies(): Reply[] {
     if (this.built) return this.built;
-    const out = new Array<Reply>(this.kinds.length);
+    const out = new Array<Reply>(this.length);
     for (let i = 0; i < out.length; i++) out[i] = this.reply(i);
     this.built = out;
     return out;
   }
 
-  private reply(i: number): Reply {
-    const kind = this.kinds[i] as RawKind;
+  /** Entry `i` as its Reply object. */
+  reply(i: number): Reply {
+    const kind = this.kind(i);
     if (kind === RAW_OBJECT) return this.objects[i] as Reply;
-    return valueReply(kind, this.chunks[i], this.starts[i] as number, this.ends[i] as number);
+    if (kind === RAW_NIL) return NIL;
+    const e = this.entries;
+    return valueReply(kind, this.chunk(i), e[4 * i + 2] as number, e[4 * i + 3] as number);
   }
 }
 
@@ -112,41 +125,66 @@ export function valueReply(
 
 /**
  * The RESP2 bytes of the replies, each as `serializeReply` writes its Reply object: what
- * `Upstash-Response-Format: resp2` returns for a pipeline.
+ * `Upstash-Response-Format: resp2` returns for a pipeline. Values are copied by a JS loop up to
+ * SHORT bytes (a native copy's fixed cost is more), by Buffer#copy beyond.
  */
 export function rawResp2(raw: RawReplies): Buffer {
   const objects: (Buffer | undefined)[] = [];
+  const e = raw.entries;
   let size = 0;
   for (let i = 0; i < raw.length; i++) {
-    const kind = raw.kinds[i];
-    const n = (raw.ends[i] as number) - (raw.starts[i] as number);
+    const kind = e[4 * i] as RawKind;
+    const n = (e[4 * i + 3] as number) - (e[4 * i + 2] as number);
     if (kind === RAW_OBJECT) {
       const bytes = serializeReply(raw.objects[i] as Reply);
       objects[i] = bytes;
       size += bytes.length;
-    } else if (kind === RAW_BULK) size += 5 + String(n).length + n;
+    } else if (kind === RAW_BULK) size += 5 + digitCount(n) + n;
     else size += kind === RAW_NIL ? 5 : 3 + n;
   }
   const out = Buffer.allocUnsafe(size);
   let at = 0;
   for (let i = 0; i < raw.length; i++) {
-    const kind = raw.kinds[i];
+    const kind = e[4 * i] as RawKind;
     if (kind === RAW_OBJECT) {
       at += (objects[i] as Buffer).copy(out, at);
       continue;
     }
     if (kind === RAW_NIL) {
-      at += out.write("$-1\r\n", at, "latin1");
-      continue;
+      out[at++] = 0x24; // $
+      out[at++] = 0x2d; // -
+      out[at++] = 0x31; // 1
+    } else {
+      const chunk = raw.chunk(i);
+      const start = e[4 * i + 2] as number;
+      const end = e[4 * i + 3] as number;
+      if (kind === RAW_BULK) {
+        out[at++] = 0x24; // $
+        at = writeDigits(out, at, end - start);
+      } else out[at++] = kind === RAW_INT ? 0x3a : 0x2b; // : or +
+      if (end - start > SHORT) at += chunk.copy(out, at, start, end);
+      else for (let j = start; j < end; j++) out[at++] = chunk[j] as number;
     }
-    const chunk = raw.chunks[i] as Buffer;
-    const start = raw.starts[i] as number;
-    const end = raw.ends[i] as number;
-    if (kind === RAW_BULK) at += out.write(`$${end - start}\r\n`, at, "latin1");
-    else out[at++] = kind === RAW_INT ? 0x3a : 0x2b; // : or +
-    at += chunk.copy(out, at, start, end);
     out[at++] = 0x0d;
     out[at++] = 0x0a;
   }
   return out;
+}
+
+/** Values up to this many bytes are copied by a JS loop (see rawResp2). */
+const SHORT = 64;
+
+function digitCount(n: number): number {
+  let digits = 1;
+  for (; n >= 10; n = Math.floor(n / 10)) digits++;
+  return digits;
+}
+
+/** Writes `n` in decimal followed by CRLF at `at`; returns the position after them. */
+function writeDigits(out: Buffer, at: number, n: number): number {
+  const end = at + digitCount(n);
+  for (let i = end - 1; i >= at; i--, n = Math.floor(n / 10)) out[i] = 0x30 + (n % 10);
+  out[end] = 0x0d;
+  out[end + 1] = 0x0a;
+  return end + 2;
 }

@@ -103,7 +103,7 @@ export function encodeCommandPieces(
 }
 
 /**
- * Commands already encoded as RESP (`encodeRanges`), sent as they are: `count` commands, so
+ * Commands already encoded as RESP (kv/fast/encoded-pipeline.ts), sent as they are: `count` commands, so
  * `count` replies are owed for them (RedisConnection.exchangeEncoded).
  */
 export class EncodedCommands {
@@ -111,50 +111,6 @@ export class EncodedCommands {
     readonly bytes: Buffer,
     readonly count: number,
   ) {}
-}
-
-/**
- * Encodes `commands` commands whose arguments are byte ranges of `src`: command i has
- * `argCounts[i]` arguments, argument k (counted across commands) is `src[ranges[2k],
- * ranges[2k+1])`. Bytes are copied as they are, so this is for arguments already in the bytes
- * Redis should get (kv/fast/encoded-pipeline.ts: unescaped JSON strings). Argument lengths below 10
- * and command sizes below 10 take the one-digit path of writeDigits.
- */
-export function encodeRanges(
-  src: Buffer,
-  ranges: Int32Array,
-  argCounts: Int32Array,
-  commands: number,
-): EncodedCommands {
-  let size = 0;
-  let k = 0;
-  for (let i = 0; i < commands; i++) {
-    const argc = argCounts[i] as number;
-    size += 3 + digitCount(argc);
-    for (let j = 0; j < argc; j++, k += 2) {
-      const n = (ranges[k + 1] as number) - (ranges[k] as number);
-      size += 5 + digitCount(n) + n;
-    }
-  }
-  const out = Buffer.allocUnsafe(size);
-  let at = 0;
-  k = 0;
-  for (let i = 0; i < commands; i++) {
-    const argc = argCounts[i] as number;
-    out[at++] = 0x2a; // *
-    at = writeDigits(out, at, argc);
-    for (let j = 0; j < argc; j++, k += 2) {
-      const from = ranges[k] as number;
-      const to = ranges[k + 1] as number;
-      out[at++] = 0x24; // $
-      at = writeDigits(out, at, to - from);
-      if (to - from > SHORT_STRING) at += src.copy(out, at, from, to);
-      else for (let b = from; b < to; b++) out[at++] = src[b] as number;
-      out[at++] = CR;
-      out[at++] = LF;
-    }
-  }
-  return new EncodedCommands(out, commands);
 }
 
 /**
