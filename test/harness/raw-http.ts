@@ -89,20 +89,29 @@ export class RawClient {
     return out;
   }
 
-  /** The next `count` responses, whole, as raw bytes each. */
-  async responses(count: number): Promise<Buffer[]> {
-    return eventually(() => {
-      const out: Buffer[] = [];
-      let at = 0;
-      for (let i = 0; i < count; i++) {
-        const end = responseEnd(this.buf, at);
-        if (end === undefined) throw new Error(`${out.length} of ${count} responses so far`);
-        out.push(this.buf.subarray(at, end));
-        at = end;
-      }
-      this.buf = this.buf.subarray(at);
-      return out;
-    });
+  /**
+   * The next `count` responses, whole, as raw bytes each. Responses are taken off the buffer as
+   * they complete, so each poll joins only what came since: the server under test runs in this
+   * process, and re-joining megabytes of answers on every poll starved it (the test for a client
+   * that stops reading then reads 31 MiB).
+   */
+  async responses(count: number, timeoutMs = 5_000): Promise<Buffer[]> {
+    const out: Buffer[] = [];
+    return eventually(
+      () => {
+        const buf = this.buf;
+        let at = 0;
+        for (let end = responseEnd(buf, at); out.length < count && end !== undefined;) {
+          out.push(buf.subarray(at, end));
+          at = end;
+          end = responseEnd(buf, at);
+        }
+        this.buf = buf.subarray(at);
+        if (out.length < count) throw new Error(`${out.length} of ${count} responses so far`);
+        return out;
+      },
+      { timeoutMs },
+    );
   }
 }
 
