@@ -118,6 +118,32 @@ describe("cron schedules", () => {
     await client.schedules.delete(scheduleId);
   });
 
+  it("keeps a fire's state after more log events than a scan reads (the message's log index)", async () => {
+    const rx = await receiver();
+    const { scheduleId } = await client.schedules.create({
+      destination: `${rx.url}/long-ago`,
+      cron: "* * * * *",
+    });
+    nextMinute();
+    await eventually(() => expect(rx.requests).toHaveLength(1));
+    await client.schedules.pause({ schedule: scheduleId });
+    const messageId = String(rx.requests[0]?.headers["upstash-message-id"]);
+    // 600 other messages: at least 1,200 newer log events than the fire's, more than the 500
+    // the listing once scanned for a finished fire's state.
+    const other = await receiver();
+    const items = Array.from({ length: 600 }, (_, i) => ({ destination: `${other.url}/${i}` }));
+    const res = await api("/v2/batch", { method: "POST", body: JSON.stringify(items) });
+    expect(res.ok).toBe(true);
+    await eventually(() => expect(other.requests).toHaveLength(600), { timeoutMs: 20_000 });
+    await eventually(async () => {
+      const s = await client.schedules.get(scheduleId);
+      expect((s as Schedule & { lastScheduleStates: unknown }).lastScheduleStates).toEqual({
+        [messageId]: "SUCCESS",
+      });
+    });
+    await client.schedules.delete(scheduleId);
+  });
+
   it("stores a tick's messages ahead of it (the lead), delivered only once the tick comes", async () => {
     const rx = await receiver();
     const { scheduleId } = await client.schedules.create({

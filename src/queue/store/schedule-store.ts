@@ -1,3 +1,4 @@
+import type { Reply } from "../../shared/redis/resp.js";
 import type { Partition, Partitions } from "./partitions.js";
 import { AppError } from "../../shared/errors.js";
 import type { PublishOptions } from "../domain/publish-options.js";
@@ -184,22 +185,39 @@ export class ScheduleStore {
   }
 
   /**
-   * Final states (DELIVERED, FAILED, CANCELED) of finished messages among `ids`, from the newest
-   * `scan` log events of each partition only: a bounded read, so a message finished long ago is
-   * not found. Every partition's log is read (a fire's messages are placed by their queue,
-   * flow-control or dedup key, not by the schedule).
+   * Final states (DELIVERED, FAILED, CANCELED) of finished messages among `ids`. Each message's
+   * last event is read through its log index (`<p>msglog:<id>`: LINDEX -1, then that one
+   * stream entry), so a fire that finished long ago is found however many events came since.
+   * Ids with no index key (stored before the index existed) are looked for among the newest
+   * `scan` log events of each partition, as before the index. Every partition is asked (a fire's
+   * messages are placed by their queue, flow-control or dedup key, not by the schedule).
    */
   async finalStates(ids: ReadonlySet<string>, scan = 500): Promise<Map<string, string>> {
     const out = new Map<string, string>();
     if (ids.size === 0) return out;
+    const wanted = [...ids];
+    const indexed = new Set<string>();
+    await this.parts.each(async (p) => {
+      for (const [id, state] of await lastIndexedStates(p, wanted)) {
+        indexed.add(id);
+        if (FINAL.has(state)) out.set(id, state);
+      }
+    });
+    const rest = new Set(wanted.filter((id) => !indexed.has(id)));
+    if (rest.size > 0)
+      for (const [id, state] of await this.scanFinal(rest, scan)) out.set(id, state);
+    return out;
+  }
+
+  /** finalStates among the newest `scan` events of each partition's log (no index read). */
+  private async scanFinal(ids: ReadonlySet<string>, scan: number): Promise<Map<string, string>> {
+    const out = new Map<string, string>();
     const logs = await this.parts.each(async ({ redis, keys }) => {
       const reply = await redis.exec(["XREVRANGE", keys.log, "+", "-", "COUNT", String(scan)]);
       return asArray(checked(reply, "log"));
     });
     for (const entry of logs.flat()) {
-      const flat = asArray(asArray(entry)[1] ?? { kind: "nil", array: true });
-      const id = asText(flat[1]) ?? "";
-      const state = asText(flat[3]) ?? "";
+      const [id, state] = idAndState(entry);
       if (ids.has(id) && !out.has(id) && FINAL.has(state)) out.set(id, state);
     }
     return out;
@@ -216,6 +234,33 @@ export class ScheduleStore {
     const min = Math.min(...each);
     return min === Infinity ? undefined : min;
   }
+}
+
+/** A log entry's message id and state (its fields are messageId, state, ... in that order). */
+function idAndState(entry: Reply): [string, string] {
+  const flat = asArray(asArray(entry)[1] ?? { kind: "nil", array: true });
+  return [asText(flat[1]) ?? "", asText(flat[3]) ?? ""];
+}
+
+/**
+ * The state of the last event of each of `ids` that has a log index in partition `p`: the
+ * index's last stream id (LINDEX -1), then that entry, two pipelined rounds for all of them.
+ */
+async function lastIndexedStates(p: Partition, ids: string[]): Promise<Map<string, string>> {
+  const lasts = await p.redis.execMany(ids.map((id) => ["LINDEX", p.keys.messageLog(id), "-1"]));
+  const found = ids.flatMap((id, i): [string, string][] => {
+    const streamId = asText(checked(lasts[i] as Reply, "log index"));
+    return streamId ? [[id, streamId]] : [];
+  });
+  const out = new Map<string, string>();
+  if (found.length === 0) return out;
+  const entries = await p.redis.execMany(found.map(([, sid]) => ["XRANGE", p.keys.log, sid, sid]));
+  entries.forEach((reply, i) => {
+    const [entry] = asArray(checked(reply, "log"));
+    const id = found[i]?.[0];
+    if (entry && id !== undefined) out.set(id, idAndState(entry)[1]);
+  });
+  return out;
 }
 
 function parse(f: ReturnType<typeof asArray>): StoredSchedule | undefined {
