@@ -539,3 +539,55 @@ describe("the request-body budget when Redis drops under a promise-free pipeline
     }
   });
 });
+
+describe("ACL-user tokens on a promise-free pipeline", () => {
+  /** An ACL RESTTOKEN of the user `piper` (GET, SET, PING on p:acl:* only) from gateway `s`. */
+  async function mint(s: TestStashd): Promise<string> {
+    const res = await once(s, request("/", '["ACL","RESTTOKEN","piper","secret"]', auth(s)));
+    return (JSON.parse(bodyOf(res).toString()) as { result: string }).result;
+  }
+
+  it("run as their user, refused as on the general path, and leave the other tokens' rights alone", async () => {
+    const setuser = '["ACL","SETUSER","piper","on",">secret","~p:acl:*","+get","+set","+ping"]';
+    expect(bodyOf(await once(lane(), request("/", setuser, auth(lane())))).toString()).toBe(
+      '{"result":"OK"}',
+    );
+    const tokens = new Map([
+      [lane(), await mint(lane())],
+      [plain(), await mint(plain())],
+    ]);
+    // Plain commands only (the promise-free path), then with FLUSHALL (rewritten: the general one).
+    const body = JSON.stringify([
+      ["SET", "p:acl:1", "v"],
+      ["GET", "p:acl:1"],
+      ["SET", "p:other", "x"],
+      ["GET", "p:other"],
+      ["PING"],
+    ]);
+    const flush = JSON.stringify([["GET", "p:acl:1"], ["FLUSHALL"], ["PING"]]);
+    for (const pipeline of [body, flush]) {
+      const r = await both("/pipeline", pipeline, (s) => ({
+        Authorization: `Bearer ${tokens.get(s)}`,
+      }));
+      expect(comparable(r.lane)).toBe(comparable(r.node));
+      expect(bodyOf(r.lane).toString()).toMatch(/NOPERM/);
+    }
+    // Interleaved on the lane: the standard token's pipelines still run as the standard user.
+    const mixed = [lane(), lane(), lane()].map((s, i) =>
+      once(
+        s,
+        request(
+          "/pipeline",
+          i === 1 ? body : `[["SET","p:std:${i}","s"],["GET","p:std:${i}"]]`,
+          i === 1 ? { Authorization: `Bearer ${tokens.get(lane())}` } : auth(s),
+        ),
+      ),
+    );
+    const answers = (await Promise.all(mixed)).map((a) => bodyOf(a).toString());
+    expect(answers[0]).toBe('[{"result":"OK"},{"result":"s"}]');
+    expect(answers[2]).toBe('[{"result":"OK"},{"result":"s"}]');
+    expect(answers[1]).toMatch(/NOPERM/);
+    const exists = await once(lane(), request("/", '["EXISTS","p:other","p:std:0"]', auth(lane())));
+    expect(bodyOf(exists).toString()).toBe('{"result":1}');
+  });
+});
