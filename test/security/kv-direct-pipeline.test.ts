@@ -591,3 +591,25 @@ describe("ACL-user tokens on a promise-free pipeline", () => {
     expect(bodyOf(exists).toString()).toBe('{"result":1}');
   });
 });
+
+describe("format headers on a pipeline", () => {
+  const HEADERS: Record<string, string>[] = [
+    { "Upstash-Encoding": "base64", "Upstash-Response-Format": "resp2" },
+    { "Upstash-Encoding": " BASE64 " },
+    { "Upstash-Response-Format": "JSON" },
+    { "Upstash-Response-Format": "resp3" },
+    { "Upstash-Encoding": "gzip" },
+    { "Upstash-Sync-Token": "someone-else-1" },
+  ];
+
+  it("are read as on the general path", async () => {
+    await setAll({ "p:fmt": Buffer.from([0xc3, 0x28, 0x41]) });
+    const body = '[["GET","p:fmt"],["GET","p:fmt:none"],["INCR","p:fmt"]]';
+    for (const headers of HEADERS) {
+      const r = await both("/pipeline", body, (s) => ({ ...auth(s), ...headers }));
+      const name = JSON.stringify(headers);
+      // A refused header hands the request to node:http, which keeps the connection (comparable).
+      expect(`${name} ${comparable(r.lane, true)}`).toBe(`${name} ${comparable(r.node, true)}`);
+    }
+  });
+});
