@@ -408,9 +408,8 @@ describe("limits on a promise-free pipeline", () => {
     backend = await startRedis();
     for (const kvFastLane of [true, false]) {
       const options = { kvRedisUrl: backend.url, services: ["kv" as const], kvFastLane };
-      gateways.push(
-        await startStashd({ ...options, kvDailyRequestLimit: 7, kvMaxCommandsPerRequest: 3 }),
-      );
+      const limits = { kvDailyRequestLimit: 8, kvMaxCommandsPerRequest: 3, kvPoolSize: 1 };
+      gateways.push(await startStashd({ ...options, ...limits }));
     }
   });
   afterAll(async () => {
@@ -432,6 +431,8 @@ describe("limits on a promise-free pipeline", () => {
 
   it("the daily limit counts each command, per-request limits refuse, as on the general path", async () => {
     const [withLane, nodeOnly] = gateways as [TestStashd, TestStashd];
+    // One command each, so the command table is loaded and the lane takes its promise-free path.
+    for (const s of gateways) await once(s, request("/pipeline", '[["PING"]]', auth(s)));
     const three = gets(["a", "b", "c"]);
     const bodies = [three, gets(["a", "b", "c", "d"]), three, gets(["a", "b"]), gets(["a"])];
     const viaLane = await limited(withLane, bodies);
@@ -502,6 +503,7 @@ describe("the request-body budget when Redis drops under a promise-free pipeline
       kvRedisUrl: backend.url,
       services: ["kv"],
       maxInflightBodyBytes: Buffer.byteLength(PIPELINE),
+      kvPoolSize: 1,
     });
   });
   afterAll(async () => {
@@ -610,6 +612,51 @@ describe("format headers on a pipeline", () => {
       const name = JSON.stringify(headers);
       // A refused header hands the request to node:http, which keeps the connection (comparable).
       expect(`${name} ${comparable(r.lane, true)}`).toBe(`${name} ${comparable(r.node, true)}`);
+    }
+  });
+});
+
+describe("promise-free pipelines past the command timeout", () => {
+  let backend: TestRedis | undefined;
+  let gateway: TestStashd | undefined;
+  beforeAll(async () => {
+    backend = await startRedis();
+    gateway = await startStashd({
+      kvRedisUrl: backend.url,
+      services: ["kv"],
+      kvCommandTimeoutMs: 300,
+      kvPoolSize: 1, // one shared connection, open after the first request: the lane's path
+    });
+  });
+  afterAll(async () => {
+    await gateway?.stop();
+    await backend?.stop();
+  });
+
+  it("each get a JSON error when their connection is given up, then the next are served", async () => {
+    const s = gateway as TestStashd;
+    await once(s, request("/pipeline", '[["PING"]]', auth(s))); // the command table loaded
+    const pool = testPool((backend as TestRedis).url, 1);
+    const clients = Array.from({ length: 3 }, () => new RawClient(portOf(s)));
+    try {
+      await pool.exec(["CLIENT", "PAUSE", "3000", "WRITE"]);
+      clients.forEach((c, i) =>
+        c.write(request("/pipeline", `[["GET","t"],["PSETEX","t:${i}","9","v"]]`, auth(s))),
+      );
+      for (const c of clients) {
+        const [res] = await c.responses(1);
+        expect(statusOf(res)).toBeGreaterThanOrEqual(500);
+        expect(JSON.parse(bodyOf(res).toString())).toEqual({ error: expect.any(String) });
+      }
+      await pool.exec(["CLIENT", "UNPAUSE"]);
+      await eventually(async () => {
+        const res = await once(s, request("/pipeline", '[["ECHO","back"]]', auth(s)));
+        expect(bodyOf(res).toString()).toBe('[{"result":"back"}]');
+      });
+    } finally {
+      await pool.exec(["CLIENT", "UNPAUSE"]).catch(() => undefined);
+      await pool.close();
+      for (const c of clients) c.destroy();
     }
   });
 });
