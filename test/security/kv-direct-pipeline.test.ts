@@ -660,3 +660,40 @@ describe("promise-free pipelines past the command timeout", () => {
     }
   });
 });
+
+describe("a client that does not read its pipelines' answers", () => {
+  it("gets no more answered until it reads, then all of them in order", async () => {
+    await setAll({ "p:reply": Buffer.from("r".repeat(32 * 1024)) });
+    const client = new RawClient(portOf(lane()));
+    try {
+      client.reading(false);
+      const count = 1000; // 31 MiB of answers, each rendered at once (under one piece)
+      const answeredBefore = await laneCount("answered");
+      client.write(
+        Buffer.concat(
+          Array.from({ length: count }, (_, i) =>
+            request("/pipeline", `[["ECHO","${i}"],["GET","p:reply"]]`, auth(lane())),
+          ),
+        ),
+      );
+      // Answered until the socket's buffers are full, then no more: the count settles.
+      let last = -1;
+      await eventually(
+        async () => {
+          const now = (await laneCount("answered")) - answeredBefore;
+          const settled = now === last && now > 0;
+          last = now;
+          expect(settled).toBe(true);
+        },
+        { intervalMs: 200 },
+      );
+      expect(last).toBeLessThan(count / 4);
+      client.reading(true);
+      const answers = await client.responses(count, 20_000);
+      const echoed = answers.map((r) => /^\[\{"result":"(\d+)"\}/.exec(bodyOf(r).toString())?.[1]);
+      expect(echoed).toEqual(Array.from({ length: count }, (_, i) => String(i)));
+    } finally {
+      client.destroy();
+    }
+  });
+});
