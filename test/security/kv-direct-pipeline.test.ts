@@ -8,11 +8,13 @@ import {
   portOf,
   RawClient,
   request,
+  settledLaneAnswers,
   useLaneAndNode,
 } from "../harness/raw-http.js";
 import type { RedisPool } from "../../src/shared/redis/pool.js";
 import { startRedis, testPool, type TestRedis } from "../harness/redis.js";
 import { startStashd, type TestStashd } from "../harness/stashd.js";
+import type { StartOptions } from "../../src/index.js";
 
 /**
  * An adversarial review of the KV fast lane's promise-free `/pipeline` path
@@ -49,6 +51,58 @@ const statusOf = (r: Buffer | undefined): number =>
 async function clientList(pool: RedisPool): Promise<string> {
   const reply = await pool.exec(["CLIENT", "LIST"]);
   return reply.kind === "bulk" ? reply.value.toString() : "";
+}
+
+/** A KV gateway of its own on a Redis of its own, started for the enclosing describe. */
+function useKvGateway(options: StartOptions): { gateway: () => TestStashd; url: () => string } {
+  let backend: TestRedis | undefined;
+  let gateway: TestStashd | undefined;
+  beforeAll(async () => {
+    backend = await startRedis();
+    gateway = await startStashd({ ...options, kvRedisUrl: backend.url, services: ["kv"] });
+  });
+  afterAll(async () => {
+    await gateway?.stop();
+    await backend?.stop();
+  });
+  return { gateway: () => gateway as TestStashd, url: () => (backend as TestRedis).url };
+}
+
+/** Each client's one answer is a JSON error (5xx). */
+async function failedEach(clients: RawClient[]): Promise<void> {
+  for (const c of clients) {
+    const [res] = await c.responses(1);
+    expect(statusOf(res)).toBeGreaterThanOrEqual(500);
+    expect(JSON.parse(bodyOf(res).toString())).toEqual({ error: expect.any(String) });
+  }
+}
+
+/** `s` serves pipelines again (once its Redis connection is back). */
+async function servedAgain(s: TestStashd): Promise<void> {
+  await eventually(async () => {
+    const res = await once(s, request("/pipeline", '[["ECHO","again"]]', auth(s)));
+    expect(bodyOf(res).toString()).toBe('[{"result":"again"}]');
+  });
+}
+
+/** Runs `body` while the test Redis holds writes (CLIENT PAUSE WRITE), with a pool of one. */
+async function whilePaused<T>(body: (pool: RedisPool) => Promise<T>): Promise<T> {
+  const pool = testPool(redis().url, 1); // one connection: CLIENT KILL … SKIPME yes spares it
+  try {
+    await pool.exec(["CLIENT", "PAUSE", "5000", "WRITE"]);
+    return await body(pool);
+  } finally {
+    await pool.exec(["CLIENT", "UNPAUSE"]).catch(() => undefined);
+    await pool.close();
+  }
+}
+
+/**
+ * Until Redis holds a PSETEX: a command no other test here sends, since CLIENT LIST shows the
+ * last command of every connection (an idle one's `cmd=set` would match at once).
+ */
+async function held(pool: RedisPool): Promise<void> {
+  await eventually(async () => expect(await clientList(pool)).toMatch(/cmd=psetex /));
 }
 
 /** Sets each key to its value on the test Redis. */
@@ -95,16 +149,9 @@ describe("a promise-free pipeline and its Redis connection", () => {
       await eventually(async () => expect(await clientList(pool)).toMatch(/cmd=psetex /));
       await pool.exec(["CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"]);
       await pool.exec(["CLIENT", "UNPAUSE"]);
-      for (const c of clients) {
-        const [res] = await c.responses(1);
-        expect(statusOf(res)).toBeGreaterThanOrEqual(500);
-        expect(JSON.parse(bodyOf(res).toString())).toEqual({ error: expect.any(String) });
-      }
+      await failedEach(clients);
       expect((await laneCount("answered")) - answeredBefore).toBe(4);
-      await eventually(async () => {
-        const res = await once(lane(), request("/pipeline", '[["ECHO","again"]]', auth(lane())));
-        expect(bodyOf(res).toString()).toBe('[{"result":"again"}]');
-      });
+      await servedAgain(lane());
     } finally {
       await pool.exec(["CLIENT", "UNPAUSE"]).catch(() => undefined);
       await pool.close();
@@ -343,19 +390,17 @@ describe("one connection, several pipelines", () => {
 
   /** What a client gets for a pipeline waiting in Redis, then another, then its FIN. */
   async function halfClosed(s: TestStashd, key: string): Promise<string[]> {
-    const pool = testPool(redis().url, 1);
     const client = new RawClient(portOf(s));
     try {
-      await pool.exec(["CLIENT", "PAUSE", "5000", "WRITE"]);
-      client.write(request("/pipeline", `[["SET","${key}","v"]]`, auth(s)));
-      client.write(request("/pipeline", `[["GET","${key}"]]`, auth(s)));
-      await eventually(async () => expect(await clientList(pool)).toMatch(/cmd=set /));
-      client.end();
-      await pool.exec(["CLIENT", "UNPAUSE"]);
-      return (await client.untilClosed()).map((r) => `${statusOf(r)} ${bodyOf(r).toString()}`);
+      return await whilePaused(async (pool) => {
+        client.write(request("/pipeline", `[["PSETEX","${key}","100000","v"]]`, auth(s)));
+        client.write(request("/pipeline", `[["GET","${key}"]]`, auth(s)));
+        await held(pool);
+        client.end();
+        await pool.exec(["CLIENT", "UNPAUSE"]);
+        return (await client.untilClosed()).map((r) => `${statusOf(r)} ${bodyOf(r).toString()}`);
+      });
     } finally {
-      await pool.exec(["CLIENT", "UNPAUSE"]).catch(() => undefined);
-      await pool.close();
       client.destroy();
     }
   }
@@ -495,26 +540,15 @@ describe("the request-body budget when Redis drops under a promise-free pipeline
   const PIPELINE = '[["SET","p:budget","v"]]';
   /** As long as PIPELINE, with a command CLIENT LIST can tell from the SET before it. */
   const HELD = '[["PSETEX","b","9","v"]]';
-  let backend: TestRedis | undefined;
-  let gateway: TestStashd | undefined;
-  beforeAll(async () => {
-    backend = await startRedis();
-    gateway = await startStashd({
-      kvRedisUrl: backend.url,
-      services: ["kv"],
-      maxInflightBodyBytes: Buffer.byteLength(PIPELINE),
-      kvPoolSize: 1,
-    });
-  });
-  afterAll(async () => {
-    await gateway?.stop();
-    await backend?.stop();
+  const { gateway, url } = useKvGateway({
+    maxInflightBodyBytes: Buffer.byteLength(PIPELINE),
+    kvPoolSize: 1,
   });
 
   it("is given back: the next pipelines are answered on the lane", async () => {
-    const s = gateway as TestStashd;
+    const s = gateway();
     await once(s, request("/pipeline", PIPELINE, auth(s))); // the command table loaded
-    const pool = testPool((backend as TestRedis).url, 1);
+    const pool = testPool(url(), 1);
     const client = new RawClient(portOf(s));
     try {
       await pool.exec(["CLIENT", "PAUSE", "5000", "WRITE"]);
@@ -617,42 +651,22 @@ describe("format headers on a pipeline", () => {
 });
 
 describe("promise-free pipelines past the command timeout", () => {
-  let backend: TestRedis | undefined;
-  let gateway: TestStashd | undefined;
-  beforeAll(async () => {
-    backend = await startRedis();
-    gateway = await startStashd({
-      kvRedisUrl: backend.url,
-      services: ["kv"],
-      kvCommandTimeoutMs: 300,
-      kvPoolSize: 1, // one shared connection, open after the first request: the lane's path
-    });
-  });
-  afterAll(async () => {
-    await gateway?.stop();
-    await backend?.stop();
-  });
+  // One shared connection, open after the first request: the lane's promise-free path.
+  const { gateway, url } = useKvGateway({ kvCommandTimeoutMs: 300, kvPoolSize: 1 });
 
   it("each get a JSON error when their connection is given up, then the next are served", async () => {
-    const s = gateway as TestStashd;
+    const s = gateway();
     await once(s, request("/pipeline", '[["PING"]]', auth(s))); // the command table loaded
-    const pool = testPool((backend as TestRedis).url, 1);
+    const pool = testPool(url(), 1);
     const clients = Array.from({ length: 3 }, () => new RawClient(portOf(s)));
     try {
       await pool.exec(["CLIENT", "PAUSE", "3000", "WRITE"]);
       clients.forEach((c, i) =>
         c.write(request("/pipeline", `[["GET","t"],["PSETEX","t:${i}","9","v"]]`, auth(s))),
       );
-      for (const c of clients) {
-        const [res] = await c.responses(1);
-        expect(statusOf(res)).toBeGreaterThanOrEqual(500);
-        expect(JSON.parse(bodyOf(res).toString())).toEqual({ error: expect.any(String) });
-      }
+      await failedEach(clients);
       await pool.exec(["CLIENT", "UNPAUSE"]);
-      await eventually(async () => {
-        const res = await once(s, request("/pipeline", '[["ECHO","back"]]', auth(s)));
-        expect(bodyOf(res).toString()).toBe('[{"result":"back"}]');
-      });
+      await servedAgain(s);
     } finally {
       await pool.exec(["CLIENT", "UNPAUSE"]).catch(() => undefined);
       await pool.close();
@@ -676,18 +690,7 @@ describe("a client that does not read its pipelines' answers", () => {
           ),
         ),
       );
-      // Answered until the socket's buffers are full, then no more: the count settles.
-      let last = -1;
-      await eventually(
-        async () => {
-          const now = (await laneCount("answered")) - answeredBefore;
-          const settled = now === last && now > 0;
-          last = now;
-          expect(settled).toBe(true);
-        },
-        { intervalMs: 200 },
-      );
-      expect(last).toBeLessThan(count / 4);
+      expect(await settledLaneAnswers(answeredBefore)).toBeLessThan(count / 4);
       client.reading(true);
       const answers = await client.responses(count, 20_000);
       const echoed = answers.map((r) => /^\[\{"result":"(\d+)"\}/.exec(bodyOf(r).toString())?.[1]);
