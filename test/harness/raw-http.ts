@@ -143,6 +143,24 @@ export async function laneCount(outcome: "answered" | "handed_over"): Promise<nu
   return metric?.values.find((v) => v.labels.outcome === outcome)?.value ?? 0;
 }
 
+/**
+ * The lane's answers since `answeredBefore` (laneCount) once their count stops growing: for a
+ * client that does not read, answered until the socket's buffers are full, then no more.
+ */
+export async function settledLaneAnswers(answeredBefore: number): Promise<number> {
+  let last = -1;
+  await eventually(
+    async () => {
+      const now = (await laneCount("answered")) - answeredBefore;
+      const settled = now === last && now > 0;
+      last = now;
+      if (!settled) throw new Error(`${now} answered, still changing`);
+    },
+    { intervalMs: 200 },
+  );
+  return last;
+}
+
 /** Two KV gateways on one test Redis: `lane` with the fast lane, `plain` node:http alone. */
 export function useLaneAndNode(options: StartOptions): {
   lane: () => TestStashd;
