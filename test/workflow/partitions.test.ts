@@ -231,6 +231,9 @@ describe("workflow runs over 3 queue partitions", () => {
     const again = await w.api(`/v2/trigger/${quick}`, { method: "POST", headers, body: "{}" });
     expect(again.status).toBe(409);
     expect(await partitionsOf(runId)).toEqual([parts.ofName(first).index]);
+    // Cancelled once the endpoint has answered its first call: a step still in flight would
+    // publish its sleep under the reused id into the new run (docs/workflow.md §6).
+    await eventually(() => expect(w.app.hitsOf("/sleepy-again")[0]?.status).toBe(200));
     expect(await w.client.cancel({ ids: runId })).toEqual({ cancelled: 1 });
     // Ended: the id starts afresh in the second key's partition, the old record removed.
     await w.client.trigger({ url: quick, workflowRunId: given(runId), flowControl: fc(second) });
