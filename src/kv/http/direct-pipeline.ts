@@ -28,8 +28,8 @@ export function sendPipelineDirect(
 /**
  * The answer to such a pipeline, written when its replies come, in the socket event that brought
  * the last of them, with the bytes the general path (http.ts `answer`, then reply/send.ts
- * `sendList`) writes: RawReplies small enough to render at once go out with the headers in one
- * write; anything else (an error among the replies, a list too large for one piece) takes
+ * `sendList`) writes: RawReplies small enough to render at once are rendered behind the
+ * headers, into the one buffer that is written (LaneResponse.endHeaded); anything else (an error among the replies, a list too large for one piece) takes
  * `sendList` itself.
  */
 class DirectPipelineAnswer extends DirectReceiver {
@@ -51,9 +51,12 @@ class DirectPipelineAnswer extends DirectReceiver {
       this.finishAfter(sendList(this.kv.out(this.res), list, this.format, headers, "POST"));
       return;
     }
-    const body = this.format.resp2 ? rawResp2(list) : renderRaw(list, this.format.base64);
     const lines = `${this.kv.headerLines(token)}content-type: ${typeOf(this.format)}\r\n`;
-    this.res.endWhole(200, lines, body);
+    const head = (length: number): string => this.res.wholeHead(200, lines, length);
+    const whole = this.format.resp2
+      ? rawResp2(list, head)
+      : renderRaw(list, this.format.base64, head);
+    this.res.endHeaded(200, whole);
     this.finish();
   }
 }

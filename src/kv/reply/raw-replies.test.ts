@@ -156,6 +156,29 @@ describe("RawReplies", () => {
     },
   );
 
+  it.each([false, true])(
+    "render behind a head given the body's length, the same body after it (base64 %s)",
+    (base64) => {
+      const head = (length: number): string =>
+        `HTTP/1.1 200 OK\r\ncontent-length: ${length}\r\n\r\n`;
+      for (const [seed, n] of [
+        [60, 0],
+        [61, 1],
+        [62, 40],
+        [63, 600],
+      ] as const) {
+        const stream = replyStream(seed, n);
+        const { raw } = parseRaw(stream, Infinity, seed);
+        for (const [alone, headed] of [
+          [renderRaw(raw, base64), renderRaw(raw, base64, head)],
+          [rawResp2(raw), rawResp2(raw, head)],
+        ]) {
+          expect(headed.toString("latin1")).toBe(head(alone.length) + alone.toString("latin1"));
+        }
+      }
+    },
+  );
+
   it("renders an empty list as the Reply objects do", () => {
     const raw = new RawReplies();
     expect(renderRaw(raw, false).toString()).toBe("[]");

@@ -407,9 +407,33 @@ export class LaneResponse implements ReplySink {
     if (this.ended) return;
     this.statusCode = status;
     const length = typeof body === "string" ? Buffer.byteLength(body) : body.length;
-    this.head = `${statusLine(status)}${lines}content-length: ${length}\r\n${headEnd(this.conn.keepAliveMs)}`;
+    this.head = this.wholeHead(status, lines, length);
     this.ended = true;
     if (this.conn.socket.writable) this.writeWhole(body, length);
+    this.done();
+  }
+
+  /**
+   * The head `endWhole(status, lines, body)` writes before a body of `length` bytes (ASCII), for
+   * a caller that renders the body behind it in one buffer and ends with `endHeaded`.
+   */
+  wholeHead(status: number, lines: string, length: number): string {
+    return `${statusLine(status)}${lines}content-length: ${length}\r\n${headEnd(this.conn.keepAliveMs)}`;
+  }
+
+  /**
+   * `endWhole` of a response already whole in `bytes`: the head from `wholeHead(status, …)`
+   * followed by the body it announces. Written as it is, in one write: no copy of the body.
+   */
+  endHeaded(status: number, bytes: Buffer): void {
+    if (this.ended) return;
+    this.statusCode = status;
+    this.ended = true;
+    if (this.conn.socket.writable) {
+      this.headersSent = true;
+      this.bytesWritten += bytes.length;
+      this.conn.socket.write(bytes);
+    }
     this.done();
   }
 

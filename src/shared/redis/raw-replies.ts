@@ -126,9 +126,10 @@ export function valueReply(
 /**
  * The RESP2 bytes of the replies, each as `serializeReply` writes its Reply object: what
  * `Upstash-Response-Format: resp2` returns for a pipeline. Values are copied by a JS loop up to
- * SHORT bytes (a native copy's fixed cost is more), by Buffer#copy beyond.
+ * SHORT bytes (a native copy's fixed cost is more), by Buffer#copy beyond. With `head`, after
+ * `head(n)` for their n bytes, as kv/reply/reply-bytes.ts `renderRaw` does.
  */
-export function rawResp2(raw: RawReplies): Buffer {
+export function rawResp2(raw: RawReplies, head?: (bodyLength: number) => string): Buffer {
   const objects: (Buffer | undefined)[] = [];
   const e = raw.entries;
   let size = 0;
@@ -142,8 +143,8 @@ export function rawResp2(raw: RawReplies): Buffer {
     } else if (kind === RAW_BULK) size += 5 + digitCount(n) + n;
     else size += kind === RAW_NIL ? 5 : 3 + n;
   }
-  const out = Buffer.allocUnsafe(size);
-  let at = 0;
+  const out = bufferAfter(head?.(size) ?? "", size);
+  let at = out.length - size;
   for (let i = 0; i < raw.length; i++) {
     const kind = e[4 * i] as RawKind;
     if (kind === RAW_OBJECT) {
@@ -187,4 +188,15 @@ function writeDigits(out: Buffer, at: number, n: number): number {
   out[end] = 0x0d;
   out[end + 1] = 0x0a;
   return end + 2;
+}
+
+/**
+ * A buffer of `head` (ASCII, written) followed by room for `size` bytes, which the caller writes:
+ * a response rendered behind its HTTP head in the one buffer that is sent (`rawResp2`, and
+ * kv/reply/reply-bytes.ts `renderRaw`).
+ */
+export function bufferAfter(head: string, size: number): Buffer {
+  const out = Buffer.allocUnsafe(head.length + size);
+  if (head.length > 0) out.write(head, 0, "latin1");
+  return out;
 }
