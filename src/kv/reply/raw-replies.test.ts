@@ -169,10 +169,11 @@ describe("RawReplies", () => {
       ] as const) {
         const stream = replyStream(seed, n);
         const { raw } = parseRaw(stream, Infinity, seed);
-        for (const [alone, headed] of [
+        const pairs: [Buffer, Buffer][] = [
           [renderRaw(raw, base64), renderRaw(raw, base64, head)],
           [rawResp2(raw), rawResp2(raw, head)],
-        ]) {
+        ];
+        for (const [alone, headed] of pairs) {
           expect(headed.toString("latin1")).toBe(head(alone.length) + alone.toString("latin1"));
         }
       }
