@@ -29,8 +29,8 @@ export function sendPipelineDirect(
  * The answer to such a pipeline, written when its replies come, in the socket event that brought
  * the last of them, with the bytes the general path (http.ts `answer`, then reply/send.ts
  * `sendList`) writes: RawReplies small enough to render at once are rendered behind the
- * headers, into the one buffer that is written (LaneResponse.endHeaded); anything else (an error among the replies, a list too large for one piece) takes
- * `sendList` itself.
+ * headers, into the one buffer that is written (LaneResponse.endHeaded); anything else (an
+ * error among the replies, a list too large for one piece) takes `sendList` itself.
  */
 class DirectPipelineAnswer extends DirectReceiver {
   constructor(
