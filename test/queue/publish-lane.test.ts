@@ -1,7 +1,13 @@
 import { Client } from "@upstash/qstash";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { comparable, laneCount, onceOn, RawClient, request } from "../harness/raw-http.js";
-import { queueEnv, received, TEST_KEYS, TEST_TOKEN, type QueueTestEnv } from "./setup.js";
+import {
+  queuePort,
+  received,
+  TEST_TOKEN,
+  useQueueLaneAndNode,
+  type QueueTestEnv,
+} from "./setup.js";
 import type { TestReceiver } from "./receiver.js";
 
 /**
@@ -18,30 +24,11 @@ import type { TestReceiver } from "./receiver.js";
  */
 
 const MAX_MESSAGE = 4096;
-const fixed = {
-  queueToken: TEST_TOKEN,
-  queueCurrentSigningKey: TEST_KEYS.current,
-  queueNextSigningKey: TEST_KEYS.next,
-  queueMaxMessageBytes: MAX_MESSAGE,
-};
-
-let lane: QueueTestEnv;
-let plain: QueueTestEnv;
-let rx: TestReceiver;
-
-beforeAll(async () => {
-  [lane, plain] = await Promise.all([
-    queueEnv(fixed),
-    queueEnv({ ...fixed, queueFastLane: false }),
-  ]);
-  rx = await lane.receiver();
-});
-afterAll(async () => {
-  await lane?.close();
-  await plain?.close();
-});
-
-const portOf = (env: QueueTestEnv): number => Number(new URL(env.stashd.queue.url).port);
+const both = useQueueLaneAndNode({ queueMaxMessageBytes: MAX_MESSAGE });
+const lane = (): QueueTestEnv => both().lane;
+const plain = (): QueueTestEnv => both().plain;
+const rx = (): TestReceiver => both().rx;
+const portOf = queuePort;
 const auth = { Authorization: `Bearer ${TEST_TOKEN}` };
 
 /** comparable() without the message ids, which differ between any two publishes. */
@@ -132,18 +119,18 @@ const CASES: Case[] = [
 describe("the queue's fast lane answers as node:http does", () => {
   for (const [name, path, body, headers, taken] of CASES) {
     it(`${name} (${taken ? "the lane" : "node:http"})`, async () => {
-      const bytes = request(path(rx.url), body, headers);
+      const bytes = request(path(rx().url), body, headers);
       const answeredBefore = await laneCount("answered", "queue");
-      const viaLane = await onceOn(portOf(lane), bytes);
+      const viaLane = await onceOn(portOf(lane()), bytes);
       const answered = (await laneCount("answered", "queue")) - answeredBefore;
-      const viaNode = await onceOn(portOf(plain), bytes);
+      const viaNode = await onceOn(portOf(plain()), bytes);
       expect(same(viaLane, !taken)).toBe(same(viaNode, !taken));
       expect(answered).toBe(taken ? 1 : 0);
     });
   }
 
   it("answers a deduplicated publish as node:http does (201, then 202 with the first id)", async () => {
-    const bytes = request(`/v2/publish/${rx.url}/dedup`, "same", {
+    const bytes = request(`/v2/publish/${rx().url}/dedup`, "same", {
       ...auth,
       "Upstash-Deduplication-Id": "lane-dedup",
       "Upstash-Delay": "1d",
@@ -157,20 +144,20 @@ describe("the queue's fast lane answers as node:http does", () => {
         client.destroy();
       }
     };
-    const viaLane = await answers(lane);
+    const viaLane = await answers(lane());
     expect(viaLane[0]).toMatch(/^HTTP\/1\.1 201 /);
     expect(viaLane[1]).toMatch(/^HTTP\/1\.1 202 [^]*"deduplicated":true/);
-    expect(viaLane).toEqual(await answers(plain));
+    expect(viaLane).toEqual(await answers(plain()));
   });
 
   it("serves what it declines on the same connection, in order", async () => {
-    const client = new RawClient(portOf(lane));
+    const client = new RawClient(portOf(lane()));
     try {
       client.write(
         Buffer.concat([
-          request(`/v2/publish/${rx.url}/p1`, "1", { ...auth, "Upstash-Delay": "1d" }),
-          request(`/v2/publish/${rx.url}/p2`, "2", { Authorization: "Bearer nope" }),
-          request(`/v2/publish/${rx.url}/p3`, "3", { ...auth, "Upstash-Delay": "1d" }),
+          request(`/v2/publish/${rx().url}/p1`, "1", { ...auth, "Upstash-Delay": "1d" }),
+          request(`/v2/publish/${rx().url}/p2`, "2", { Authorization: "Bearer nope" }),
+          request(`/v2/publish/${rx().url}/p3`, "3", { ...auth, "Upstash-Delay": "1d" }),
         ]),
       );
       const [a, b, c] = (await client.responses(3)).map((r) => r.toString("latin1"));
@@ -193,37 +180,45 @@ describe("messages published through the lane", () => {
       "Upstash-Header-Forward": "true",
       "X-Own": "own",
     };
-    const seen = rx.requests.length;
-    await onceOn(portOf(lane), request(`/v2/publish/${rx.url}/deliver`, "body", headers));
-    await onceOn(portOf(plain), request(`/v2/publish/${rx.url}/deliver`, "body", headers));
-    await received(rx, seen + 1);
-    const [a, b] = rx.requests.slice(seen).map((r) => {
-      const kept = Object.entries(r.headers).filter(
-        ([name]) => !/^(upstash-signature|upstash-message-id|traceparent)$/.test(name),
-      );
-      return { method: r.method, url: r.url, body: r.body, headers: Object.fromEntries(kept) };
-    });
+    const seen = rx().requests.length;
+    await onceOn(portOf(lane()), request(`/v2/publish/${rx().url}/deliver`, "body", headers));
+    await onceOn(portOf(plain()), request(`/v2/publish/${rx().url}/deliver`, "body", headers));
+    await received(rx(), seen + 1);
+    const [a, b] = rx()
+      .requests.slice(seen)
+      .map((r) => {
+        const kept = Object.entries(r.headers).filter(
+          ([name]) => !/^(upstash-signature|upstash-message-id|traceparent)$/.test(name),
+        );
+        return { method: r.method, url: r.url, body: r.body, headers: Object.fromEntries(kept) };
+      });
     expect(a).toEqual(b);
     expect(a?.method).toBe("PATCH");
     expect(a?.headers["x-thing"]).toBe("forwarded");
     expect(a?.headers["x-own"]).toBe("own");
-    expect(rx.requests.slice(seen).every((r) => r.signatureError === undefined)).toBe(true);
+    expect(
+      rx()
+        .requests.slice(seen)
+        .every((r) => r.signatureError === undefined),
+    ).toBe(true);
   });
 
   it("are published by the official client", async () => {
-    const client = new Client({ baseUrl: lane.stashd.queue.url, token: TEST_TOKEN });
+    const client = new Client({ baseUrl: lane().stashd.queue.url, token: TEST_TOKEN });
     const answeredBefore = await laneCount("answered", "queue");
-    const seen = rx.requests.length;
-    const res = await client.publishJSON({ url: `${rx.url}/sdk`, body: { via: "lane" } });
+    const seen = rx().requests.length;
+    const res = await client.publishJSON({ url: `${rx().url}/sdk`, body: { via: "lane" } });
     const queued = await client.queue({ queueName: "lane-sdk" }).enqueueJSON({
-      url: `${rx.url}/sdk-queue`,
+      url: `${rx().url}/sdk-queue`,
       body: { via: "enqueue" },
     });
     expect(res.messageId).toMatch(/^msg_/);
     expect(queued.messageId).toMatch(/^msg_/);
     expect((await laneCount("answered", "queue")) - answeredBefore).toBe(2);
-    await received(rx, seen + 1);
-    const bodies = rx.requests.slice(seen).map((r) => r.body);
+    await received(rx(), seen + 1);
+    const bodies = rx()
+      .requests.slice(seen)
+      .map((r) => r.body);
     expect(bodies.sort()).toEqual(['{"via":"enqueue"}', '{"via":"lane"}']);
   });
 });

@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { laneCount, RawClient, request, unchunk } from "../harness/raw-http.js";
-import { queueEnv, TEST_KEYS, TEST_TOKEN, type QueueTestEnv } from "../queue/setup.js";
+import { queuePort, TEST_TOKEN, useQueueLaneAndNode, type QueueTestEnv } from "../queue/setup.js";
 import type { TestReceiver } from "../queue/receiver.js";
 
 /**
@@ -15,36 +15,19 @@ import type { TestReceiver } from "../queue/receiver.js";
 const MAX_MESSAGE = 4096;
 /** STASHD_MAX_INFLIGHT_BODY_BYTES: two 3 KiB bodies do not fit at once. */
 const BUDGET = 5000;
-const fixed = {
-  queueToken: TEST_TOKEN,
-  queueCurrentSigningKey: TEST_KEYS.current,
-  queueNextSigningKey: TEST_KEYS.next,
+const both = useQueueLaneAndNode({
   queueMaxMessageBytes: MAX_MESSAGE,
   maxInflightBodyBytes: BUDGET,
-};
-
-let lane: QueueTestEnv;
-let plain: QueueTestEnv;
-let rx: TestReceiver;
-
-beforeAll(async () => {
-  [lane, plain] = await Promise.all([
-    queueEnv(fixed),
-    queueEnv({ ...fixed, queueFastLane: false }),
-  ]);
-  rx = await lane.receiver();
 });
-afterAll(async () => {
-  await lane?.close();
-  await plain?.close();
-});
-
-const portOf = (env: QueueTestEnv): number => Number(new URL(env.stashd.queue.url).port);
+const lane = (): QueueTestEnv => both().lane;
+const plain = (): QueueTestEnv => both().plain;
+const rx = (): TestReceiver => both().rx;
+const portOf = queuePort;
 
 const BODY = "hello";
 /** A whole publish hidden in a body: stored only by a parser that frames it so. */
 const hidden = (): string =>
-  `POST /v2/publish/${rx.url}/hidden HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TEST_TOKEN}\r\nContent-Length: 1\r\n\r\nh`;
+  `POST /v2/publish/${rx().url}/hidden HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TEST_TOKEN}\r\nContent-Length: 1\r\n\r\nh`;
 
 function raw(lines: string[], body = BODY): string {
   return `${lines.join("\r\n")}\r\n\r\n${body}`;
@@ -124,11 +107,11 @@ const AUTH_ATTACKS: [string, string[]][] = [
 async function answers(env: QueueTestEnv, bytes: string): Promise<string[]> {
   const client = new RawClient(portOf(env));
   try {
-    const own = bytes.replaceAll("HIDDEN", hidden()).replaceAll("RX", rx.url);
+    const own = bytes.replaceAll("HIDDEN", hidden()).replaceAll("RX", rx().url);
     const delayed = { Authorization: `Bearer ${TEST_TOKEN}`, "Upstash-Delay": "1d" };
     client.write(Buffer.from(own, "latin1"));
-    client.write(request(`/v2/publish/${rx.url}/canary`, "c", delayed));
-    client.write(request(`/v2/publish/${rx.url}/last`, "l", { ...delayed, Connection: "close" }));
+    client.write(request(`/v2/publish/${rx().url}/canary`, "c", delayed));
+    client.write(request(`/v2/publish/${rx().url}/last`, "l", { ...delayed, Connection: "close" }));
     return (await client.untilClosed()).map((r) => {
       const text = r.toString("latin1");
       const status = text.slice(9, 12);
@@ -150,20 +133,20 @@ async function answers(env: QueueTestEnv, bytes: string): Promise<string[]> {
 function sameAnswers(viaLane: string[], viaNode: string[]): void {
   expect(viaLane.slice(0, viaNode.length)).toEqual(viaNode);
   const following = [
-    `201 {"messageId":"msg_*","url":"${rx.url}/canary"}`,
-    `201 {"messageId":"msg_*","url":"${rx.url}/last"}`,
+    `201 {"messageId":"msg_*","url":"${rx().url}/canary"}`,
+    `201 {"messageId":"msg_*","url":"${rx().url}/last"}`,
   ];
   const more = viaLane.slice(viaNode.length);
   expect(more).toEqual(following.slice(following.length - more.length));
 }
 
 /** Whether the publish hidden in a body reached the receiver. */
-const hiddenArrived = (): boolean => rx.requests.some((r) => r.url.endsWith("/hidden"));
+const hiddenArrived = (): boolean => rx().requests.some((r) => r.url.endsWith("/hidden"));
 
 describe("the queue's lane frames and refuses publishes as node:http does", () => {
   for (const [name, bytes] of ATTACKS) {
     it(name, async () => {
-      sameAnswers(await answers(lane, bytes), await answers(plain, bytes));
+      sameAnswers(await answers(lane(), bytes), await answers(plain(), bytes));
       expect(hiddenArrived()).toBe(false);
     });
   }
@@ -173,7 +156,7 @@ describe("the queue's lane authenticates as node:http does", () => {
   for (const [name, lines] of AUTH_ATTACKS) {
     it(name, async () => {
       const bytes = raw(["POST /v2/publish/RX/auth HTTP/1.1", "Host: x", ...lines, CL]);
-      sameAnswers(await answers(lane, bytes), await answers(plain, bytes));
+      sameAnswers(await answers(lane(), bytes), await answers(plain(), bytes));
     });
   }
 
@@ -184,7 +167,7 @@ describe("the queue's lane authenticates as node:http does", () => {
         "Host: x",
         CL,
       ]);
-      sameAnswers(await answers(lane, bytes), await answers(plain, bytes));
+      sameAnswers(await answers(lane(), bytes), await answers(plain(), bytes));
     }
   });
 });
@@ -192,12 +175,12 @@ describe("the queue's lane authenticates as node:http does", () => {
 describe("the body budget on the queue's lane", () => {
   it("is given back after each answer: publishes pipelined past the budget are all stored", async () => {
     const body = "b".repeat(3000);
-    const one = request(`/v2/publish/${rx.url}/budget`, body, {
+    const one = request(`/v2/publish/${rx().url}/budget`, body, {
       Authorization: `Bearer ${TEST_TOKEN}`,
       "Upstash-Delay": "1d",
     });
     const answeredBefore = await laneCount("answered", "queue");
-    const client = new RawClient(portOf(lane));
+    const client = new RawClient(portOf(lane()));
     try {
       client.write(Buffer.concat(Array.from({ length: 20 }, () => one)));
       const statuses = (await client.responses(20)).map((r) => r.toString("latin1").slice(9, 12));
