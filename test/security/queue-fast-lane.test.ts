@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { laneCount, RawClient, request, unchunk } from "../harness/raw-http.js";
+import { eventually } from "../harness/eventually.js";
+import { laneCount, onceOn, RawClient, request, unchunk } from "../harness/raw-http.js";
 import { queuePort, TEST_TOKEN, useQueueLaneAndNode, type QueueTestEnv } from "../queue/setup.js";
 import type { TestReceiver } from "../queue/receiver.js";
 
@@ -189,5 +190,34 @@ describe("the body budget on the queue's lane", () => {
     } finally {
       client.destroy();
     }
+  });
+
+  it("leaves a publish that does not fit the budget to node:http (503, the same bytes)", async () => {
+    const probe = request(`/v2/publish/${rx().url}/probe`, "p".repeat(3000), {
+      Authorization: `Bearer ${TEST_TOKEN}`,
+      "Upstash-Delay": "1d",
+    });
+    /** node:http's answer to `probe` while a chunked body of 3000 bytes holds the budget. */
+    const refused = async (env: QueueTestEnv): Promise<string> => {
+      const holder = new RawClient(portOf(env));
+      try {
+        holder.write(
+          `POST /v2/publish/${rx().url}/hold HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TEST_TOKEN}\r\n` +
+            `Transfer-Encoding: chunked\r\n\r\nbb8\r\n${"h".repeat(3000)}\r\n`,
+        );
+        return await eventually(async () => {
+          const text = (await onceOn(portOf(env), probe)).toString("latin1");
+          expect(text).toMatch(/^HTTP\/1\.1 503 /);
+          return text.replace(/\r\ndate: [^\r]*/i, "");
+        });
+      } finally {
+        holder.destroy();
+      }
+    };
+    const handedBefore = await laneCount("handed_over", "queue");
+    const viaLane = await refused(lane());
+    expect(await laneCount("handed_over", "queue")).toBeGreaterThan(handedBefore);
+    expect(viaLane).toBe(await refused(plain()));
+    expect(viaLane).toMatch(/retry-after: 1/i);
   });
 });
