@@ -358,6 +358,7 @@ export class LaneResponse implements ReplySink {
   /**
    * Header lines (`name: value` and CRLF each) `writeHead` writes first, before its own: the ones
    * a node:http handler sets with `setHeader` before its `writeHead` (the queue's CORS headers).
+   * Not used by `endWhole`, whose callers give every line.
    */
   leadingLines = "";
   private head = "";
