@@ -74,6 +74,12 @@ export const SETTINGS = {
     default: true,
     doc: "true: the KV gateway answers whole `POST /` and `POST /pipeline` requests on its own HTTP/1.1 fast lane, in front of node:http, which serves everything else (docs/decisions.md, KV fast lane). false: node:http serves every request.",
   },
+  queueFastLane: {
+    env: "STASHD_QUEUE_FAST_LANE",
+    kind: "bool",
+    default: true,
+    doc: "true: the queue answers whole `POST /v2/publish/...` and `POST /v2/enqueue/...` requests on the HTTP/1.1 fast lane in front of node:http, which serves everything else (docs/decisions.md, Queue publishes on the fast lane). false: node:http serves every request.",
+  },
   kvClusterFailoverWindowMs: {
     env: "STASHD_KV_CLUSTER_FAILOVER_WINDOW_MS",
     kind: "int",

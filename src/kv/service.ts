@@ -1,5 +1,6 @@
 import type { Config } from "../config/schema.js";
 import { BodyBudget } from "../shared/http/body.js";
+import { KV_SHAPE } from "../shared/http/lane-parse.js";
 import { listen, type RunningHttpServer } from "../shared/http/server.js";
 import { instrument, meterLane, RequestMeter, requestLogging } from "../shared/instrument.js";
 import type { Logger } from "../shared/log.js";
@@ -40,7 +41,7 @@ export async function startKvService(
       requestTimeoutMs: config.requestTimeoutMs,
       errorPrefix: "ERR ",
       ...(config.kvFastLane
-        ? { lane: { take: handler.serveLane, answered: meterLane(meter) } }
+        ? { lane: { shape: KV_SHAPE, take: handler.serveLane, answered: meterLane(meter) } }
         : {}),
     });
   } catch (err) {

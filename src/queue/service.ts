@@ -5,7 +5,8 @@ import { BodyBudget } from "../shared/http/body.js";
 import { Cors } from "../shared/http/cors.js";
 import { waitAtMost } from "../shared/wait.js";
 import { listen } from "../shared/http/server.js";
-import { instrument, requestLogging } from "../shared/instrument.js";
+import { instrument, meterLane, RequestMeter, requestLogging } from "../shared/instrument.js";
+import { QUEUE_SHAPE } from "../shared/http/lane-parse.js";
 import type { Logger } from "../shared/log.js";
 import { parseRedisUrl, type RedisEndpoint } from "../shared/redis/connection.js";
 import { ManagedRedis } from "../shared/redis/managed.js";
@@ -13,6 +14,7 @@ import { loadQueueCredentials, saveSigningKeys } from "./credentials.js";
 import { Dispatcher } from "./delivery/dispatcher.js";
 import { destinationPolicy, noteQueueListener } from "./delivery/destination-policy.js";
 import { HttpClient } from "./delivery/http-client.js";
+import { createQueueLane } from "./routes/lane.js";
 import { createQueueHandler } from "./routes/router.js";
 import { Scheduler, systemClock, type Clock } from "./scheduler/scheduler.js";
 import { DlqStore } from "./store/dlq-store.js";
@@ -187,16 +189,24 @@ async function assemble(
     bodies,
   };
   dispatcher.useHooks(new WorkflowDelivery(ctx));
+  const metering = { service: "queue", logger: log, ...requestLogging(config) };
+  const meter = new RequestMeter(metering);
+  const token = (): string => tokens.current();
   const server = await listen(
-    instrument(QUEUE_CORS.wrap(createQueueHandler(ctx, () => tokens.current())), {
-      service: "queue",
-      logger: log,
-      ...requestLogging(config),
-    }),
+    instrument(QUEUE_CORS.wrap(createQueueHandler(ctx, token)), metering, meter),
     {
       host: config.host,
       port: config.queuePort,
       requestTimeoutMs: config.requestTimeoutMs,
+      ...(config.queueFastLane
+        ? {
+            lane: {
+              shape: QUEUE_SHAPE,
+              take: createQueueLane(ctx, token, QUEUE_CORS.headerLines()),
+              answered: meterLane(meter),
+            },
+          }
+        : {}),
     },
   );
   noteQueueListener(config, server.port);

@@ -166,6 +166,20 @@ const kvFastLane: Counter = new Counter({
   registers: [registry],
   collect: (): void => laneCounts.flush(kvFastLane),
 });
+const queueLaneCounts = new PendingCounts();
+const queueFastLane: Counter = new Counter({
+  name: "stashd_queue_fast_lane_total",
+  help: "Queue publishes and enqueues answered by the fast lane, and connections it handed to node:http.",
+  labelNames: ["outcome"],
+  registers: [registry],
+  collect: (): void => queueLaneCounts.flush(queueFastLane),
+});
+
+/** One outcome of a fast lane (shared/http/lane.ts), on its service's counter. */
+function laneOutcome(service: "kv" | "queue", outcome: "answered" | "handed_over"): void {
+  const counts = service === "kv" ? laneCounts : queueLaneCounts;
+  if (!counts.add(outcome)) counts.start(outcome, { outcome });
+}
 
 type DeliveryListener = (outcome: DeliveryOutcome, detail: DeliveryDetail) => void;
 const deliveryListeners = new Set<DeliveryListener>();
@@ -189,13 +203,13 @@ export const metrics = {
     httpDuration.observe({ service, route }, seconds);
     if (status >= 500) backendErrors.inc({ service });
   },
-  /** A request the KV fast lane answered (shared/http/lane.ts). */
-  laneAnswered(): void {
-    if (!laneCounts.add("answered")) laneCounts.start("answered", { outcome: "answered" });
+  /** A request a fast lane answered (shared/http/lane.ts). */
+  laneAnswered(service: "kv" | "queue"): void {
+    laneOutcome(service, "answered");
   },
-  /** A connection the KV fast lane gave to node:http. */
-  laneHandedOver(): void {
-    if (!laneCounts.add("handed_over")) laneCounts.start("handed_over", { outcome: "handed_over" });
+  /** A connection a fast lane gave to node:http. */
+  laneHandedOver(service: "kv" | "queue"): void {
+    laneOutcome(service, "handed_over");
   },
   sseOpened(): void {
     sseOpen.inc();

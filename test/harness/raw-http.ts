@@ -7,7 +7,7 @@ import { startRedis, type TestRedis } from "./redis.js";
 import { startStashd, type TestStashd } from "./stashd.js";
 
 /**
- * Raw HTTP/1.1 on a socket, for tests of the KV fast lane (src/shared/http/lane.ts) and of what
+ * Raw HTTP/1.1 on a socket, for tests of the fast lanes (src/shared/http/lane.ts) and of what
  * node:http does with the same bytes: requests built byte by byte, whole responses read back.
  */
 
@@ -137,9 +137,12 @@ export function responseEnd(buf: Buffer, at: number): number | undefined {
   }
 }
 
-/** The lane's counter of requests it answered or handed over (this process's gateways). */
-export async function laneCount(outcome: "answered" | "handed_over"): Promise<number> {
-  const metric = await registry.getSingleMetric("stashd_kv_fast_lane_total")?.get();
+/** A lane's counter of requests it answered or handed over (this process's listeners). */
+export async function laneCount(
+  outcome: "answered" | "handed_over",
+  service: "kv" | "queue" = "kv",
+): Promise<number> {
+  const metric = await registry.getSingleMetric(`stashd_${service}_fast_lane_total`)?.get();
   return metric?.values.find((v) => v.labels.outcome === outcome)?.value ?? 0;
 }
 
@@ -226,8 +229,13 @@ export function comparable(raw: Buffer, handedOver = false): string {
 }
 
 /** One request on a fresh connection, its raw response. */
-export async function once(s: TestStashd, bytes: Buffer): Promise<Buffer> {
-  const client = new RawClient(portOf(s));
+export function once(s: TestStashd, bytes: Buffer): Promise<Buffer> {
+  return onceOn(portOf(s), bytes);
+}
+
+/** One request on a fresh connection to `port`, its raw response. */
+export async function onceOn(port: number, bytes: Buffer): Promise<Buffer> {
+  const client = new RawClient(port);
   try {
     client.write(bytes);
     const [res] = await client.responses(1);

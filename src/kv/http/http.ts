@@ -62,9 +62,7 @@ const CORS = new Cors({
 });
 
 /** CORS.headers as header lines (DirectContext.headerLines). */
-const CORS_LINES = Object.entries(CORS.headers)
-  .map(([name, value]) => `${name}: ${value}\r\n`)
-  .join("");
+const CORS_LINES = CORS.headerLines();
 
 /** The format when the request names none (nearly every request). */
 const JSON_FORMAT: Format = { base64: false, resp2: false };

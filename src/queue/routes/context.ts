@@ -47,6 +47,8 @@ export interface QueueContext {
 export interface QueueRequest {
   req: IncomingMessage;
   res: ServerResponse;
+  /** `req.headers` (what the publish-like routes read, publish-request.ts). */
+  headers: IncomingMessage["headers"];
   method: string;
   /** Path segments after `/v2/`, raw (not decoded). */
   segments: string[];

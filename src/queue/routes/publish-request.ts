@@ -13,7 +13,10 @@ import { decode } from "./util.js";
 const GROUP_NAME = /^[A-Za-z0-9_.-]+$/;
 
 /** The destination URL (path remainder + non-config query) or a URL group name. */
-export function parseDestination(r: QueueRequest): { destination: string; group?: string } {
+export function parseDestination(r: Pick<QueueRequest, "rawPath" | "rawQuery">): {
+  destination: string;
+  group?: string;
+} {
   let rest = r.rawPath.slice(r.rawPath.indexOf("/") + 1);
   if (/^https?%3a/i.test(rest)) rest = decode(rest);
   if (/^https?:\/\//i.test(rest)) {
@@ -42,7 +45,10 @@ const isConfigKey = (key: string): boolean => {
 };
 
 /** Group defaults, overridden by `upstash-*` query parameters, overridden by request headers. */
-export function configValues(r: QueueRequest, defaults?: Record<string, string[]>): ConfigValues {
+export function configValues(
+  r: Pick<QueueRequest, "query" | "headers">,
+  defaults?: Record<string, string[]>,
+): ConfigValues {
   const cfg: ConfigValues = new Map();
   for (const [name, values] of Object.entries(defaults ?? {})) {
     cfg.set(name.toLowerCase(), (Array.isArray(values) ? values : [values]).join(","));
@@ -51,7 +57,7 @@ export function configValues(r: QueueRequest, defaults?: Record<string, string[]
     if (isConfigKey(name) && name.toLowerCase() !== "qstash_token")
       cfg.set(name.toLowerCase(), value);
   }
-  for (const [name, value] of Object.entries(r.req.headers)) {
+  for (const [name, value] of Object.entries(r.headers)) {
     if (value === undefined) continue;
     if (name.startsWith("upstash-") || name === "content-type") {
       cfg.set(name, Array.isArray(value) ? value.join(",") : value);

@@ -1,7 +1,8 @@
+import { sendJson, type ReplySink } from "../../shared/http/respond.js";
 import type { Handler, QueueContext, QueueRequest } from "./context.js";
 import { configValues, parseDestination } from "./publish-request.js";
 import { submit } from "./submit.js";
-import { readRaw, reply } from "./util.js";
+import { readRaw } from "./util.js";
 import { isWorkflowPublish } from "../workflow/engine/produce.js";
 import { publishWorkflow } from "../workflow/http/routes.js";
 
@@ -12,7 +13,7 @@ import { publishWorkflow } from "../workflow/http/routes.js";
  * `deduplicated: true`.
  */
 export const publish: Handler = (ctx, r) =>
-  isWorkflowPublish(r.req.headers) ? publishWorkflow(ctx, r) : submitRequest(ctx, r, r);
+  isWorkflowPublish(r.headers) ? publishWorkflow(ctx, r) : submitRequest(ctx, r, r);
 
 /**
  * Stores the request's body as a publish to the destination named by `target`'s path (the
@@ -21,19 +22,38 @@ export const publish: Handler = (ctx, r) =>
 export async function submitRequest(
   ctx: QueueContext,
   r: QueueRequest,
-  target: QueueRequest,
+  target: Pick<QueueRequest, "rawPath" | "rawQuery">,
   queue?: string,
 ): Promise<void> {
-  const { destination, group } = parseDestination(target);
+  const to = parseDestination(target);
   const body = await readRaw(ctx, r);
+  await storePublish(ctx, { ...r, callerIP: r.req.socket.remoteAddress }, to, body, queue);
+}
+
+/** What storePublish reads of a publish request, from node:http or the fast lane (lane.ts). */
+export interface PublishParts {
+  query: URLSearchParams;
+  headers: QueueRequest["headers"];
+  callerIP: string | undefined;
+  res: ReplySink;
+}
+
+/** Stores a publish (or, with `queue`, an enqueue) whose body is read, and answers it. */
+export async function storePublish(
+  ctx: QueueContext,
+  p: PublishParts,
+  to: { destination: string; group?: string },
+  body: Buffer,
+  queue: string | undefined,
+): Promise<void> {
   const result = await submit(ctx, {
-    destination,
-    group,
-    config: (defaults) => configValues(r, defaults),
-    requestHeaders: r.req.headers,
+    destination: to.destination,
+    group: to.group,
+    config: (defaults) => configValues(p, defaults),
+    requestHeaders: p.headers,
     body,
     ...(queue === undefined ? {} : { queue }),
-    callerIP: r.req.socket.remoteAddress,
+    callerIP: p.callerIP,
   });
-  reply(r.res, result.status, result.value);
+  sendJson(p.res, result.status, JSON.stringify(result.value));
 }

@@ -9,11 +9,24 @@ import { decode, notFound, readJsonObject, reply } from "./util.js";
  * queue, created with parallelism 1 on first use. Same headers, body and responses as publish.
  */
 export const enqueue: Handler = async (ctx, r) => {
-  const queue = checkQueueName(decode(r.segments[1] ?? ""));
-  // parseDestination takes the path after its first segment: drop `enqueue/`.
-  const rest = { ...r, rawPath: r.rawPath.slice(r.rawPath.indexOf("/") + 1) };
-  await submitRequest(ctx, r, rest, queue);
+  const { queue, target } = enqueueTarget(r);
+  await submitRequest(ctx, r, target, queue);
 };
+
+/**
+ * The queue an enqueue names, and its target as parseDestination takes it (the path after its
+ * first segment: `enqueue/` dropped); 400 for a bad queue name.
+ */
+export function enqueueTarget(r: Pick<QueueRequest, "segments" | "rawPath" | "rawQuery">): {
+  queue: string;
+  target: Pick<QueueRequest, "rawPath" | "rawQuery">;
+} {
+  const queue = checkQueueName(decode(r.segments[1] ?? ""));
+  return {
+    queue,
+    target: { rawPath: r.rawPath.slice(r.rawPath.indexOf("/") + 1), rawQuery: r.rawQuery },
+  };
+}
 
 /**
  * POST /v2/queues `{"queueName", "parallelism", "paused"}` (docs/qstash-protocol.md §2.5): upsert.

@@ -1,7 +1,7 @@
 import { timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { AppError, isAppError } from "../../shared/errors.js";
-import { closingIfUnread, sendError } from "../../shared/http/respond.js";
+import { closingIfUnread, sendError, type ReplySink } from "../../shared/http/respond.js";
 import { labelRequest } from "../../shared/instrument.js";
 import type { Handler, QueueContext, QueueRequest } from "./context.js";
 import * as dlq from "./dlq.js";
@@ -92,10 +92,21 @@ export function createQueueHandler(ctx: QueueContext, token: () => string) {
     // An error before the body was read (no token, no route, a bad header) leaves it unread:
     // the answer closes the connection instead of reading the body (closingIfUnread).
     handle(ctx, token(), req, res).catch((err: unknown) => {
-      if (isAppError(err) && err.code === "hop_limit") ctx.log.warn(err.message, { url: req.url });
-      sendError(res, err, ctx.log, closingIfUnread(req));
+      sendFailure(ctx, res, err, req.url, closingIfUnread(req));
     });
   };
+}
+
+/** The answer to a request that failed (its error's JSON); a hop limit is also logged. */
+export function sendFailure(
+  ctx: QueueContext,
+  res: ReplySink,
+  err: unknown,
+  url: string | undefined,
+  headers?: Record<string, string>,
+): void {
+  if (isAppError(err) && err.code === "hop_limit") ctx.log.warn(err.message, { url });
+  sendError(res, err, ctx.log, headers);
 }
 
 async function handle(
@@ -104,36 +115,85 @@ async function handle(
   req: IncomingMessage,
   res: ServerResponse,
 ): Promise<void> {
-  const url = req.url ?? "/";
-  const q = url.indexOf("?");
-  const rawPathFull = q === -1 ? url : url.slice(0, q);
-  const rawQuery = q === -1 ? "" : url.slice(q + 1);
-  const query = new URLSearchParams(rawQuery);
-  if (!isPublicPath(rawPathFull)) authorize(req, query, token);
-  if (!/^\/v2\//i.test(rawPathFull)) throw new AppError("not_found", "not found");
-  const rawPath = rawPathFull.slice(4);
-  const segments = rawPath.split("/");
-  if (segments.length > 1 && segments[segments.length - 1] === "") segments.pop();
+  const target = parseTarget(req.url ?? "/");
+  if (!isPublicPath(target.rawPathFull)) authorize(req.headers.authorization, target.query, token);
   const method = (req.method ?? "GET").toUpperCase();
-  const route = ROUTES.find(([pattern]) => match(pattern, method, segments));
-  if (!route) throw new AppError("not_found", `no route for ${method} /v2/${rawPath}`);
+  const { route, segments, rawPath } = findRoute(method, target.rawPathFull);
   labelRequest(req, route[0]);
   // While the queue's Redis may lose what it acknowledges, nothing new is accepted; reads and
   // deletions still answer.
   if (method !== "GET" && method !== "DELETE") ctx.safety.assertWritable();
-  const r: QueueRequest = { req, res, method, segments, rawPath, rawQuery, query };
+  const { rawQuery, query } = target;
+  const r: QueueRequest = {
+    req,
+    res,
+    headers: req.headers,
+    method,
+    segments,
+    rawPath,
+    rawQuery,
+    query,
+  };
   await route[1](ctx, r);
 }
 
-/** `Authorization: Bearer <token>` or `?qstash_token=`; 401 JSON error otherwise. */
-function authorize(req: IncomingMessage, query: URLSearchParams, token: string): void {
-  const header = req.headers.authorization ?? "";
-  const given = /^bearer\s+/i.test(header)
-    ? header.replace(/^bearer\s+/i, "").trim()
+/** A request target split as the routes read it: raw path and query kept as sent. */
+export interface Target {
+  /** The path with its `/v2/` prefix. */
+  rawPathFull: string;
+  rawQuery: string;
+  query: URLSearchParams;
+}
+
+export function parseTarget(url: string): Target {
+  const q = url.indexOf("?");
+  const rawQuery = q === -1 ? "" : url.slice(q + 1);
+  return {
+    rawPathFull: q === -1 ? url : url.slice(0, q),
+    rawQuery,
+    query: new URLSearchParams(rawQuery),
+  };
+}
+
+/** The route of `METHOD path`, with the path after `/v2/` and its segments; 404 for none. */
+export function findRoute(
+  method: string,
+  rawPathFull: string,
+): { route: [string, Handler]; segments: string[]; rawPath: string } {
+  if (!/^\/v2\//i.test(rawPathFull)) throw new AppError("not_found", "not found");
+  const rawPath = rawPathFull.slice(4);
+  const segments = rawPath.split("/");
+  if (segments.length > 1 && segments[segments.length - 1] === "") segments.pop();
+  const route = ROUTES.find(([pattern]) => match(pattern, method, segments));
+  if (!route) throw new AppError("not_found", `no route for ${method} /v2/${rawPath}`);
+  return { route, segments, rawPath };
+}
+
+/**
+ * The token a request gives: `Authorization: Bearer <token>`, else `?qstash_token=`; empty for
+ * none.
+ */
+function givenToken(header: string | undefined, query: URLSearchParams): string {
+  const value = header ?? "";
+  return /^bearer\s+/i.test(value)
+    ? value.replace(/^bearer\s+/i, "").trim()
     : (query.get("qstash_token") ?? "");
-  const a = Buffer.from(given);
+}
+
+/** Whether a request gives the token (givenToken), compared in constant time. */
+export function tokenMatches(
+  header: string | undefined,
+  query: URLSearchParams,
+  token: string,
+): boolean {
+  const a = Buffer.from(givenToken(header, query));
   const b = Buffer.from(token);
-  if (a.length !== b.length || !timingSafeEqual(a, b)) {
-    throw new AppError("unauthorized", given === "" ? "missing token" : "invalid token");
-  }
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+/** `Authorization: Bearer <token>` or `?qstash_token=`; 401 JSON error otherwise. */
+function authorize(header: string | undefined, query: URLSearchParams, token: string): void {
+  if (tokenMatches(header, query, token)) return;
+  const given = givenToken(header, query);
+  throw new AppError("unauthorized", given === "" ? "missing token" : "invalid token");
 }

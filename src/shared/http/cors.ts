@@ -48,6 +48,13 @@ export class Cors {
     };
   }
 
+  /** `headers` as header lines (`name: value` and CRLF each), as node:http writes them. */
+  headerLines(): string {
+    return Object.entries(this.headers)
+      .map(([name, value]) => `${name}: ${value}\r\n`)
+      .join("");
+  }
+
   /** The headers of the 204 answer to preflight `req`. */
   preflightHeaders(req: IncomingMessage): Record<string, string> {
     if (this.rules.allowHeaders !== "requested") {

@@ -1,18 +1,59 @@
 /**
- * The fast lane's request parser (lane.ts): one strict spelling of `POST /` and `POST /pipeline`
- * over HTTP/1.1, whole in the bytes read so far. Anything it does not read exactly so is left to
+ * The fast lane's request parser (lane.ts): one strict spelling of a `POST` over HTTP/1.1, whole
+ * in the bytes read so far, to the targets of one service (LaneShape: the KV gateway's `/` and
+ * `/pipeline`, the queue's publish and enqueue). Anything it does not read exactly so is left to
  * node:http (undefined), so the two never frame a request differently; WAIT when the bytes are
  * the start of a request the lane would take.
  */
 /** A request the lane parsed; the handler decides whether it takes it. */
 export interface LaneRequest {
-  /** `POST /pipeline` (else `POST /`). */
+  /** `POST /pipeline` (else `POST /`: the KV shape). */
   readonly pipeline: boolean;
+  /** The request target as sent (path and query). */
+  readonly target: string;
   readonly authorization: string | undefined;
   readonly encoding: string | undefined;
   readonly responseFormat: string | undefined;
+  /**
+   * Every field, as node:http's `req.headers` holds it (lower-case names, values without the
+   * spaces and tabs around them), for the shapes that read all of them (`allFields`); empty else.
+   */
+  readonly headers: Record<string, string>;
   readonly body: Buffer;
 }
+
+/**
+ * Which requests a service's lane takes: the exact request lines of `lines`, or (with
+ * `prefixes`) any target that starts with one of them and holds only URL bytes (URL_BYTES).
+ */
+export interface LaneShape {
+  /** Whose lane (its metric: `stashd_kv_fast_lane_total`, `stashd_queue_fast_lane_total`). */
+  readonly service: "kv" | "queue";
+  /** Whole request lines (`POST /` and CRLF...), or the start of them when `prefixes`. */
+  readonly lines: readonly Buffer[];
+  readonly prefixes: boolean;
+  /** Collect every field into `LaneRequest.headers`. */
+  readonly allFields: boolean;
+}
+
+/** The KV gateway's lane: `POST /` and `POST /pipeline`. */
+export const KV_SHAPE: LaneShape = {
+  service: "kv",
+  lines: [
+    Buffer.from("POST / HTTP/1.1\r\n", "latin1"),
+    Buffer.from("POST /pipeline HTTP/1.1\r\n", "latin1"),
+  ],
+  prefixes: false,
+  allFields: false,
+};
+
+/** The queue's lane: `POST /v2/publish/...` and `POST /v2/enqueue/...` (lower case, as the SDKs send). */
+export const QUEUE_SHAPE: LaneShape = {
+  service: "queue",
+  lines: [Buffer.from("POST /v2/publish/", "latin1"), Buffer.from("POST /v2/enqueue/", "latin1")],
+  prefixes: true,
+  allFields: true,
+};
 
 /** Longest request head the lane reads; a longer one goes to node:http (and its limits). */
 export const MAX_HEAD = 8 * 1024;
@@ -23,8 +64,8 @@ const MAX_HEADER_LINES = 64;
 
 /** parseRequest: the request's first bytes are there, the rest is still to come. */
 export const WAIT = Symbol("wait");
-const ROOT = Buffer.from("POST / HTTP/1.1\r\n", "latin1");
-const PIPELINE = Buffer.from("POST /pipeline HTTP/1.1\r\n", "latin1");
+const PIPELINE_LINE = KV_SHAPE.lines[1] as Buffer;
+const VERSION = Buffer.from(" HTTP/1.1\r\n", "latin1");
 const BLANK_LINE = Buffer.from("\r\n\r\n", "latin1");
 const CR = 0x0d;
 const LF = 0x0a;
@@ -39,6 +80,14 @@ const COLON = 0x3a;
 const TOKEN_BYTES = new Uint8Array(256);
 for (const c of "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
   TOKEN_BYTES[c.charCodeAt(0)] = 1;
+/**
+ * 1 for the bytes a target the lane takes may hold: RFC 3986's unreserved and reserved characters
+ * and `%`, without `#` (a fragment). node:http takes more (`"`, `{`, `|`...); such a target is
+ * left to it.
+ */
+const URL_BYTES = new Uint8Array(256);
+for (const c of "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~:/?[]@!$&'()*+,;=%")
+  URL_BYTES[c.charCodeAt(0)] = 1;
 
 /**
  * A whole request at the start of `buf` and where it ends; WAIT when `buf` is the start of one
@@ -46,28 +95,49 @@ for (const c of "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKL
  */
 export function parseRequest(
   buf: Buffer,
+  shape: LaneShape = KV_SHAPE,
 ): { request: LaneRequest; end: number } | typeof WAIT | undefined {
-  const pipeline = startsWith(buf, PIPELINE);
-  if (!pipeline && !startsWith(buf, ROOT)) {
-    return isPrefix(buf, ROOT) || isPrefix(buf, PIPELINE) ? WAIT : undefined;
-  }
-  const start = pipeline ? PIPELINE.length : ROOT.length;
+  const start = requestLineEnd(buf, shape);
+  if (start === WAIT) return buf.length <= MAX_HEAD ? WAIT : undefined;
+  if (start === undefined) return undefined;
   const headEnd = buf.indexOf(BLANK_LINE, start - 2);
   if (headEnd === -1) return buf.length <= MAX_HEAD ? WAIT : undefined;
   if (headEnd > MAX_HEAD) return undefined;
-  const fields = headEnd < start ? undefined : readFields(buf, start, headEnd);
+  const fields = headEnd < start ? undefined : readFields(buf, start, headEnd, shape.allFields);
   if (fields === undefined) return undefined;
   const bodyStart = headEnd + 4;
   const end = bodyStart + fields.length;
   if (end > buf.length) return WAIT;
   const request: LaneRequest = {
-    pipeline,
+    pipeline: !shape.prefixes && startsWith(buf, PIPELINE_LINE),
+    target: buf.toString("latin1", 5, start - VERSION.length),
     authorization: fields.authorization,
     encoding: fields.encoding,
     responseFormat: fields.responseFormat,
+    headers: fields.headers,
     body: buf.subarray(bodyStart, end),
   };
   return { request, end };
+}
+
+/**
+ * Where the request line of a request `shape` takes ends (after its CRLF); WAIT when `buf` is the
+ * start of one; undefined when it is not one.
+ */
+function requestLineEnd(buf: Buffer, shape: LaneShape): number | typeof WAIT | undefined {
+  let line: Buffer | undefined;
+  for (const l of shape.lines) {
+    if (startsWith(buf, l)) line = l;
+    else if (isPrefix(buf, l)) return WAIT;
+  }
+  if (line === undefined) return undefined;
+  if (!shape.prefixes) return line.length;
+  let at = line.length;
+  while (at < buf.length && URL_BYTES[buf[at] as number] === 1) at++;
+  if (at === buf.length) return WAIT;
+  const rest = buf.subarray(at);
+  if (startsWith(rest, VERSION)) return at + VERSION.length;
+  return isPrefix(rest, VERSION) ? WAIT : undefined;
 }
 
 interface Fields {
@@ -75,7 +145,11 @@ interface Fields {
   authorization: string | undefined;
   encoding: string | undefined;
   responseFormat: string | undefined;
+  headers: Record<string, string>;
 }
+
+/** What LaneRequest.headers is for the shapes that do not collect fields. */
+const NO_FIELDS: Record<string, string> = Object.freeze({}) as Record<string, string>;
 
 /**
  * The header fields the lane reads, from the field lines in `buf` between `from` and `to` (the
@@ -85,14 +159,16 @@ interface Fields {
  *
  * Each line must be `name:value` with a token name (TOKEN_BYTES) and a value of visible ASCII,
  * spaces and tabs only (tested before the spaces and tabs around it are trimmed), lines ending in
- * CRLF. Read byte by byte, without a string per line: this runs for every request.
+ * CRLF. Read byte by byte, without a string per line: this runs for every request. With `all`,
+ * every field is also kept in `headers` (collect).
  */
-function readFields(buf: Buffer, from: number, to: number): Fields | undefined {
+function readFields(buf: Buffer, from: number, to: number, all: boolean): Fields | undefined {
   const f: Fields = {
     length: -1,
     authorization: undefined,
     encoding: undefined,
     responseFormat: undefined,
+    headers: all ? {} : NO_FIELDS,
   };
   let host = false;
   let lines = 0;
@@ -115,6 +191,7 @@ function readFields(buf: Buffer, from: number, to: number): Fields | undefined {
       at += 2;
     }
     if (name !== OTHER && !readField(f, name, buf, valueStart, valueEnd)) return undefined;
+    if (all && !collect(f.headers, buf, nameStart, valueStart - 1, valueEnd)) return undefined;
     if (name === HOST) {
       if (host) return undefined;
       host = true;
@@ -122,6 +199,24 @@ function readFields(buf: Buffer, from: number, to: number): Fields | undefined {
   }
   if (!host || f.length < 0 || f.length > LANE_MAX_BODY) return undefined;
   return f;
+}
+
+/**
+ * Adds a field to `headers` as node:http's `req.headers` would hold it; false (node:http's to
+ * serve) for a name seen before (node:http joins some repeated fields and drops others) and for
+ * `__proto__`, which node:http's headers object does not keep as a field.
+ */
+function collect(
+  headers: Record<string, string>,
+  buf: Buffer,
+  nameStart: number,
+  nameEnd: number,
+  valueEnd: number,
+): boolean {
+  const name = buf.toString("latin1", nameStart, nameEnd).toLowerCase();
+  if (name === "__proto__" || Object.hasOwn(headers, name)) return false;
+  headers[name] = trimmed(buf, nameEnd + 1, valueEnd);
+  return true;
 }
 
 /** Takes one field the lane reads into `f`; false when the lane leaves the request to node:http. */

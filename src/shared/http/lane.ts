@@ -2,12 +2,20 @@ import http from "node:http";
 import type { Socket } from "node:net";
 import type { RequestLabel } from "../instrument.js";
 import { metrics } from "../metrics.js";
-import { LANE_MAX_BODY, MAX_HEAD, parseRequest, WAIT, type LaneRequest } from "./lane-parse.js";
+import {
+  LANE_MAX_BODY,
+  MAX_HEAD,
+  parseRequest,
+  WAIT,
+  type LaneRequest,
+  type LaneShape,
+} from "./lane-parse.js";
 import type { ReplySink } from "./respond.js";
 
 /**
- * A fast lane in front of node:http for the one request shape that makes up nearly all of a busy
- * KV gateway's traffic: `POST /` or `POST /pipeline`, HTTP/1.1, arriving whole (headers and a
+ * A fast lane in front of node:http for the request shape that makes up nearly all of a busy
+ * service's traffic (its LaneShape, lane-parse.ts): the KV gateway's `POST /` and
+ * `POST /pipeline`, the queue's publishes and enqueues; HTTP/1.1, arriving whole (headers and a
  * Content-Length body) in what the connection has read. Such a request is parsed here and
  * answered on the socket directly, with the bytes node:http would write. Anything else (another
  * method or path, a chunked or partial body, `Expect`, `Upgrade`, `Connection: close`, an odd
@@ -16,7 +24,8 @@ import type { ReplySink } from "./respond.js";
  *
  * Why: node:http's per-request objects (IncomingMessage, ServerResponse, their header objects,
  * events and checks) cost about 33 µs of CPU per request here, where the service's own work is
- * under 10 µs and a bare `net` server answers in 17 µs (docs/decisions.md, "KV fast lane").
+ * under 10 µs and a bare `net` server answers in 17 µs (docs/decisions.md, "KV fast lane" and
+ * "Queue publishes on the fast lane").
  *
  * Kept from node:http: keep-alive with its idle timeout (`Keep-Alive: timeout=N` as node:http
  * words it), requests pipelined on one connection answered in order (the next one read once
@@ -42,6 +51,8 @@ export type LaneHandler = (req: LaneRequest, res: LaneResponse) => boolean;
 
 /** What a service puts on the lane (server.ts). */
 export interface LaneService {
+  /** The requests the lane parses for it (lane-parse.ts: KV_SHAPE, QUEUE_SHAPE). */
+  shape: LaneShape;
   take: LaneHandler;
   /** Each request taken, once its answer is over (its metrics and log line). */
   answered(res: LaneResponse): void;
@@ -216,7 +227,7 @@ class LaneConnection {
    */
   private serveNext(): void {
     const buf = this.pending as Buffer;
-    const parsed = parseRequest(buf);
+    const parsed = parseRequest(buf, this.service.shape);
     if (parsed === WAIT) {
       const now = Date.now();
       this.arrivingSince ||= now;
@@ -236,7 +247,7 @@ class LaneConnection {
 
   /** Gives the connection, with `unread` bytes, to node:http. */
   private leave(unread: Buffer): void {
-    metrics.laneHandedOver();
+    metrics.laneHandedOver(this.service.shape.service);
     this.forget();
     const s = this.socket;
     s.off("data", this.onData);
@@ -344,6 +355,12 @@ export class LaneResponse implements ReplySink {
   readonly started = performance.now();
   /** Bytes written on the connection for this response so far. */
   bytesWritten = 0;
+  /**
+   * Header lines (`name: value` and CRLF each) `writeHead` writes first, before its own: the ones
+   * a node:http handler sets with `setHeader` before its `writeHead` (the queue's CORS headers).
+   * Not used by `endWhole`, whose callers give every line.
+   */
+  leadingLines = "";
   private head = "";
   private chunked = false;
   private closeAfter = false;
@@ -374,7 +391,7 @@ export class LaneResponse implements ReplySink {
 
   writeHead(status: number, headers: Record<string, string | number> | string[]): this {
     this.statusCode = status;
-    let text = statusLine(status);
+    let text = statusLine(status) + this.leadingLines;
     let length = false;
     const add = (name: string, value: string | number): void => {
       const lower = name.toLowerCase();
@@ -505,7 +522,7 @@ export class LaneResponse implements ReplySink {
     const release = this.held;
     this.held = undefined;
     release?.();
-    metrics.laneAnswered();
+    metrics.laneAnswered(this.conn.service.shape.service);
     this.conn.service.answered(this);
     this.conn.answered(this.closeAfter);
   }

@@ -1,0 +1,223 @@
+import { describe, expect, it } from "vitest";
+import { eventually } from "../harness/eventually.js";
+import { laneCount, onceOn, RawClient, request, unchunk } from "../harness/raw-http.js";
+import { queuePort, TEST_TOKEN, useQueueLaneAndNode, type QueueTestEnv } from "../queue/setup.js";
+import type { TestReceiver } from "../queue/receiver.js";
+
+/**
+ * An adversarial review of the queue's fast lane (src/queue/routes/lane.ts on the hand-written
+ * parser of src/shared/http/lane-parse.ts, QUEUE_SHAPE) on the public queue port. node:http alone
+ * (STASHD_QUEUE_FAST_LANE=false) is the reference: each attack on a publish, followed by a
+ * harmless publish and one that closes the connection, must get the same answers (status, and
+ * body but for the message ids) from both, every refusal a JSON `{"error"}`, and no message
+ * hidden in a body may be stored. Then the body budget the lane holds per request.
+ */
+
+const MAX_MESSAGE = 4096;
+/** STASHD_MAX_INFLIGHT_BODY_BYTES: two 3 KiB bodies do not fit at once. */
+const BUDGET = 5000;
+const both = useQueueLaneAndNode({
+  queueMaxMessageBytes: MAX_MESSAGE,
+  maxInflightBodyBytes: BUDGET,
+});
+const lane = (): QueueTestEnv => both().lane;
+const plain = (): QueueTestEnv => both().plain;
+const rx = (): TestReceiver => both().rx;
+const portOf = queuePort;
+
+const BODY = "hello";
+/** A whole publish hidden in a body: stored only by a parser that frames it so. */
+const hidden = (): string =>
+  `POST /v2/publish/${rx().url}/hidden HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TEST_TOKEN}\r\nContent-Length: 1\r\n\r\nh`;
+
+function raw(lines: string[], body = BODY): string {
+  return `${lines.join("\r\n")}\r\n\r\n${body}`;
+}
+
+/** A publish's head to the receiver (`PATH` in `first` stands for its URL), then `extra`. */
+function head(extra: string[], first = "POST /v2/publish/RX/a HTTP/1.1"): string[] {
+  return [first, "Host: x", `Authorization: Bearer ${TEST_TOKEN}`, ...extra];
+}
+
+const CL = "Content-Length: 5";
+
+/** [attack, its bytes (RX: the receiver's URL, HIDDEN: a publish hidden in a body)] */
+const ATTACKS: [string, string][] = [
+  ["two Content-Length", raw(head([CL, "Content-Length: 0"])) + "HIDDEN"],
+  ["Content-Length with a sign", raw(head(["Content-Length: +5"]))],
+  ["Content-Length then a vertical tab", raw(head(["Content-Length: 5\x0b"]))],
+  [
+    "Content-Length and Transfer-Encoding",
+    raw(head(["Content-Length: 3", "Transfer-Encoding: chunked"]), `5\r\n${BODY}\r\n0\r\n\r\n`),
+  ],
+  ["an obs-fold line", raw(head(["X-A: a", " folded", CL]))],
+  ["bare LF line ends", `${head([CL]).join("\n")}\n\n${BODY}`],
+  ["a bare CR inside a value", raw(head(["Upstash-Forward-A: a\rb", CL]))],
+  ["NUL in a value", raw(head(["Upstash-Forward-A: a\x00b", CL]))],
+  ["a byte over 0x7f in a value", raw(head(["Upstash-Forward-A: caf\xe9", CL]))],
+  ["a space before the colon", raw(head(["Upstash-Delay : 1d", CL]))],
+  [
+    "a forwarded header twice in two cases",
+    raw(head(["Upstash-Forward-A: 1", "upstash-forward-a: 2", CL])),
+  ],
+  ["__proto__ as a header", raw(head(["__proto__: x", CL]))],
+  ["constructor as a header", raw(head(["constructor: x", "Upstash-Delay: 1d", CL]))],
+  [
+    "values with spaces and tabs around",
+    raw(head(["Upstash-Forward-A: \t a b \t", "Upstash-Delay: 1d", CL])),
+  ],
+  ["an empty forwarded value", raw(head(["Upstash-Forward-A:", "Upstash-Delay: 1d", CL]))],
+  ["a workflow run id in capitals", raw(head(["UPSTASH-WORKFLOW-RUNID: wfr_x", CL]))],
+  ["a fragment in the target", raw(head([CL], "POST /v2/publish/RX/a#frag HTTP/1.1"))],
+  ["NUL escaped in the target", raw(head([CL], "POST /v2/publish/RX/a%00b HTTP/1.1"))],
+  ["a bad escape in the target", raw(head([CL], "POST /v2/publish/RX/a%zz HTTP/1.1"))],
+  ["dot segments in the target", raw(head([CL], "POST /v2/publish/../keys HTTP/1.1"))],
+  ["a tab in the target", raw(head([CL], "POST /v2/publish/RX/a\tb HTTP/1.1"))],
+  ["a long target", raw(head([CL], `POST /v2/publish/RX/${"a".repeat(9000)} HTTP/1.1`))],
+  ["HTTP/1.0", raw(head([CL], "POST /v2/publish/RX/a HTTP/1.0"))],
+  ["two spaces before the version", raw(head([CL], "POST /v2/publish/RX/a  HTTP/1.1"))],
+  ["a group name", raw(head([CL], "POST /v2/publish/no-group HTTP/1.1"))],
+  ["an enqueue without a destination", raw(head([CL], "POST /v2/enqueue/q1 HTTP/1.1"))],
+  ["an enqueue to a bad queue name", raw(head([CL], "POST /v2/enqueue/a%20b/RX/x HTTP/1.1"))],
+  [
+    "a body over the message size",
+    raw(head([`Content-Length: ${MAX_MESSAGE + 1}`]), "b".repeat(MAX_MESSAGE + 1)),
+  ],
+  ["a body longer than its Content-Length", raw(head([CL]), `${BODY}junk`)],
+  ["no Host", raw(["POST /v2/publish/RX/a HTTP/1.1", `Authorization: Bearer ${TEST_TOKEN}`, CL])],
+  ["Expect: 100-continue", raw(head(["Expect: 100-continue", CL]))],
+  ["Connection: close", raw(head(["Connection: close", CL]))],
+];
+
+/** [attack on the token, its lines] */
+const AUTH_ATTACKS: [string, string[]][] = [
+  ["no Authorization", []],
+  ["lowercase bearer", [`Authorization: bearer ${TEST_TOKEN}`]],
+  ["a tab", [`Authorization: Bearer\t${TEST_TOKEN}`]],
+  ["a trailing vertical tab", [`Authorization: Bearer ${TEST_TOKEN}\x0b`]],
+  ["a token prefix", [`Authorization: Bearer ${TEST_TOKEN.slice(0, -1)}`]],
+  ["a token and more", [`Authorization: Bearer ${TEST_TOKEN}x`]],
+  ["no scheme", [`Authorization: ${TEST_TOKEN}`]],
+  [
+    "a good then a bad Authorization",
+    [`Authorization: Bearer ${TEST_TOKEN}`, "Authorization: Bearer nope"],
+  ],
+];
+
+/** What a queue answers to `bytes`, a harmless publish and one closing the connection. */
+async function answers(env: QueueTestEnv, bytes: string): Promise<string[]> {
+  const client = new RawClient(portOf(env));
+  try {
+    const own = bytes.replaceAll("HIDDEN", hidden()).replaceAll("RX", rx().url);
+    const delayed = { Authorization: `Bearer ${TEST_TOKEN}`, "Upstash-Delay": "1d" };
+    client.write(Buffer.from(own, "latin1"));
+    client.write(request(`/v2/publish/${rx().url}/canary`, "c", delayed));
+    client.write(request(`/v2/publish/${rx().url}/last`, "l", { ...delayed, Connection: "close" }));
+    return (await client.untilClosed()).map((r) => {
+      const text = r.toString("latin1");
+      const status = text.slice(9, 12);
+      const sent = text.slice(text.indexOf("\r\n\r\n") + 4);
+      const body = /\r\ntransfer-encoding: chunked/i.test(text) ? unchunk(sent) : sent;
+      if (Number(status) >= 400) expect(JSON.parse(body)).toEqual({ error: expect.any(String) });
+      return `${status} ${body.replace(/msg_[A-Za-z0-9]+/g, "msg_*")}`;
+    });
+  } finally {
+    client.destroy();
+  }
+}
+
+/**
+ * The lane's answers are node:http's, but for the connection kept where node:http closes it (a
+ * refusal before the body was read): then what follows is the answers to the publishes sent after
+ * the attack, and nothing else.
+ */
+function sameAnswers(viaLane: string[], viaNode: string[]): void {
+  expect(viaLane.slice(0, viaNode.length)).toEqual(viaNode);
+  const following = [
+    `201 {"messageId":"msg_*","url":"${rx().url}/canary"}`,
+    `201 {"messageId":"msg_*","url":"${rx().url}/last"}`,
+  ];
+  const more = viaLane.slice(viaNode.length);
+  expect(more).toEqual(following.slice(following.length - more.length));
+}
+
+/** Whether the publish hidden in a body reached the receiver. */
+const hiddenArrived = (): boolean => rx().requests.some((r) => r.url.endsWith("/hidden"));
+
+describe("the queue's lane frames and refuses publishes as node:http does", () => {
+  for (const [name, bytes] of ATTACKS) {
+    it(name, async () => {
+      sameAnswers(await answers(lane(), bytes), await answers(plain(), bytes));
+      expect(hiddenArrived()).toBe(false);
+    });
+  }
+});
+
+describe("the queue's lane authenticates as node:http does", () => {
+  for (const [name, lines] of AUTH_ATTACKS) {
+    it(name, async () => {
+      const bytes = raw(["POST /v2/publish/RX/auth HTTP/1.1", "Host: x", ...lines, CL]);
+      sameAnswers(await answers(lane(), bytes), await answers(plain(), bytes));
+    });
+  }
+
+  it("takes the token in the query as node:http does, and a wrong one not", async () => {
+    for (const token of [TEST_TOKEN, "nope"]) {
+      const bytes = raw([
+        "POST /v2/publish/RX/qt?qstash_token=" + token + " HTTP/1.1",
+        "Host: x",
+        CL,
+      ]);
+      sameAnswers(await answers(lane(), bytes), await answers(plain(), bytes));
+    }
+  });
+});
+
+describe("the body budget on the queue's lane", () => {
+  it("is given back after each answer: publishes pipelined past the budget are all stored", async () => {
+    const body = "b".repeat(3000);
+    const one = request(`/v2/publish/${rx().url}/budget`, body, {
+      Authorization: `Bearer ${TEST_TOKEN}`,
+      "Upstash-Delay": "1d",
+    });
+    const answeredBefore = await laneCount("answered", "queue");
+    const client = new RawClient(portOf(lane()));
+    try {
+      client.write(Buffer.concat(Array.from({ length: 20 }, () => one)));
+      const statuses = (await client.responses(20)).map((r) => r.toString("latin1").slice(9, 12));
+      expect(statuses).toEqual(Array.from({ length: 20 }, () => "201"));
+      expect((await laneCount("answered", "queue")) - answeredBefore).toBe(20);
+    } finally {
+      client.destroy();
+    }
+  });
+
+  it("leaves a publish that does not fit the budget to node:http (503, the same bytes)", async () => {
+    const probe = request(`/v2/publish/${rx().url}/probe`, "p".repeat(3000), {
+      Authorization: `Bearer ${TEST_TOKEN}`,
+      "Upstash-Delay": "1d",
+    });
+    /** node:http's answer to `probe` while a chunked body of 3000 bytes holds the budget. */
+    const refused = async (env: QueueTestEnv): Promise<string> => {
+      const holder = new RawClient(portOf(env));
+      try {
+        holder.write(
+          `POST /v2/publish/${rx().url}/hold HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TEST_TOKEN}\r\n` +
+            `Transfer-Encoding: chunked\r\n\r\nbb8\r\n${"h".repeat(3000)}\r\n`,
+        );
+        return await eventually(async () => {
+          const text = (await onceOn(portOf(env), probe)).toString("latin1");
+          expect(text).toMatch(/^HTTP\/1\.1 503 /);
+          return text.replace(/\r\ndate: [^\r]*/i, "");
+        });
+      } finally {
+        holder.destroy();
+      }
+    };
+    const handedBefore = await laneCount("handed_over", "queue");
+    const viaLane = await refused(lane());
+    expect(await laneCount("handed_over", "queue")).toBeGreaterThan(handedBefore);
+    expect(viaLane).toBe(await refused(plain()));
+    expect(viaLane).toMatch(/retry-after: 1/i);
+  });
+});
