@@ -76,6 +76,13 @@ describe("direct replies in every format", () => {
   }
 });
 
+/**
+ * A CLIENT LIST line of a connection whose SET waits in Redis (`flags=b`: held by CLIENT PAUSE
+ * WRITE). `cmd=` alone names a connection's last command, so an idle connection that last sent a
+ * SET would match before the test's own request reached Redis.
+ */
+const WAITING_SET = /flags=b .*cmd=set /;
+
 describe("direct commands and their Redis connection", () => {
   it("never wait behind a blocking command (one shared connection)", async () => {
     const blocked = new RawClient(portOf(lane()));
@@ -109,7 +116,7 @@ describe("direct commands and their Redis connection", () => {
       await pool.exec(["CLIENT", "PAUSE", "5000", "WRITE"]);
       clients.forEach((c, i) => c.write(request("/", `["SET","d:drop:${i}","v"]`, auth(lane()))));
       await eventually(async () => {
-        expect(await clientList(pool)).toMatch(/cmd=set /);
+        expect(await clientList(pool)).toMatch(WAITING_SET);
       });
       await pool.exec(["CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"]);
       await pool.exec(["CLIENT", "UNPAUSE"]);
@@ -139,7 +146,7 @@ describe("a client that half-closes while its direct reply is owed", () => {
       await pool.exec(["CLIENT", "PAUSE", "5000", "WRITE"]);
       client.write(request("/", `["SET","${key}","v"]`, auth(s)));
       client.write(request("/", `["GET","${key}"]`, auth(s)));
-      await eventually(async () => expect(await clientList(pool)).toMatch(/cmd=set /));
+      await eventually(async () => expect(await clientList(pool)).toMatch(WAITING_SET));
       client.end();
       await pool.exec(["CLIENT", "UNPAUSE"]);
       return (await client.untilClosed()).map((r) => `${statusOf(r)} ${bodyOf(r)}`);
@@ -184,7 +191,7 @@ describe("the request counters of direct commands", () => {
       // A write waiting in Redis (CLIENT PAUSE WRITE) when its client goes: answered to no one.
       await pool.exec(["CLIENT", "PAUSE", "5000", "WRITE"]);
       gone.write(request("/", '["SET","d:gone","v"]', auth(lane())));
-      await eventually(async () => expect(await clientList(pool)).toMatch(/cmd=set /));
+      await eventually(async () => expect(await clientList(pool)).toMatch(WAITING_SET));
       gone.destroy();
       await pool.exec(["CLIENT", "UNPAUSE"]);
       await eventually(async () => {
