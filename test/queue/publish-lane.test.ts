@@ -1,13 +1,8 @@
 import { Client } from "@upstash/qstash";
 import { describe, expect, it } from "vitest";
 import { comparable, laneCount, onceOn, RawClient, request } from "../harness/raw-http.js";
-import {
-  queuePort,
-  received,
-  TEST_TOKEN,
-  useQueueLaneAndNode,
-  type QueueTestEnv,
-} from "./setup.js";
+import { useQueueLaneAndNode } from "./lane-setup.js";
+import { queuePort, received, TEST_TOKEN, type QueueTestEnv } from "./setup.js";
 import type { TestReceiver } from "./receiver.js";
 
 /**

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { eventually } from "../harness/eventually.js";
 import { laneCount, onceOn, RawClient, request, unchunk } from "../harness/raw-http.js";
-import { queuePort, TEST_TOKEN, useQueueLaneAndNode, type QueueTestEnv } from "../queue/setup.js";
+import { useQueueLaneAndNode } from "../queue/lane-setup.js";
+import { queuePort, TEST_TOKEN, type QueueTestEnv } from "../queue/setup.js";
 import type { TestReceiver } from "../queue/receiver.js";
 
 /**
