@@ -122,7 +122,7 @@ describe("exclusive connections", () => {
     }
     // The rest: the read-only token's, which Redis's ACL refuses MULTI (after they took a slot).
     for (const o of outcomes.filter((x) => x.status !== 200 && !waitedTooLong.includes(x))) {
-      expect(o).toMatchObject({ token: 1, status: 400 });
+      expect(o, JSON.stringify(o)).toMatchObject({ token: 1, status: 400 });
       expect(JSON.parse(o.body)).toEqual({ error: expect.stringMatching(/NOPERM/) });
     }
     // The pooled path kept answering during the flood, and still does.

@@ -191,7 +191,10 @@ describe("the request counters of direct commands", () => {
       // A write waiting in Redis (CLIENT PAUSE WRITE) when its client goes: answered to no one.
       await pool.exec(["CLIENT", "PAUSE", "5000", "WRITE"]);
       gone.write(request("/", '["SET","d:gone","v"]', auth(lane())));
-      await eventually(async () => expect(await clientList(pool)).toMatch(WAITING_SET));
+      await eventually(async () => {
+        const list = await clientList(pool);
+        expect(list, list).toMatch(WAITING_SET);
+      });
       gone.destroy();
       await pool.exec(["CLIENT", "UNPAUSE"]);
       await eventually(async () => {
