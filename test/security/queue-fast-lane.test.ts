@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { eventually } from "../harness/eventually.js";
-import { laneCount, onceOn, RawClient, request, unchunk } from "../harness/raw-http.js";
+import { comparable, laneCount, onceOn, RawClient, request, unchunk } from "../harness/raw-http.js";
 import { useQueueLaneAndNode } from "../queue/lane-setup.js";
 import { queuePort, TEST_TOKEN, type QueueTestEnv } from "../queue/setup.js";
 import type { TestReceiver } from "../queue/receiver.js";
@@ -220,5 +220,92 @@ describe("the body budget on the queue's lane", () => {
     expect(await laneCount("handed_over", "queue")).toBeGreaterThan(handedBefore);
     expect(viaLane).toBe(await refused(plain()));
     expect(viaLane).toMatch(/retry-after: 1/i);
+  });
+});
+
+/**
+ * A publish whose head came whole and whose body is still arriving (a slow or stalled client).
+ * node:http runs the route at the head: a stranger is refused at once (401, connection closed,
+ * nothing of the body kept), and a token holder's declared body is counted in the budget until
+ * its answer is over. The lane must do the same while it waits for such a body (it used to hold
+ * up to 64 KiB per connection, counted nowhere, for anyone: holes found in the second review).
+ */
+describe("publishes whose body is still arriving on the queue's lane", () => {
+  /** A publish's head declaring 3000 bytes, and the first 1000 of them. */
+  const partial = (headers: Record<string, string>): Buffer =>
+    request(`/v2/publish/${rx().url}/partial`, "p".repeat(3000), headers).subarray(0, -2000);
+  const withToken = { Authorization: `Bearer ${TEST_TOKEN}`, "Upstash-Delay": "1d" };
+  const probe = (): Buffer => request(`/v2/publish/${rx().url}/probe`, "p".repeat(3000), withToken);
+  const statusOf = (r: Buffer): string => r.toString("latin1").slice(9, 12);
+  /**
+   * Within this, what node:http answers from the head is seen before the lane would stop waiting
+   * for the body (the keep-alive timeout, 5 s) and hand the request over anyway.
+   */
+  const BEFORE_HANDOVER_MS = 2_500;
+
+  it("are refused at once without a token, as node:http refuses them", async () => {
+    const refusal = async (env: QueueTestEnv): Promise<string> => {
+      const client = new RawClient(portOf(env));
+      try {
+        client.write(partial({}));
+        // node:http answers from the head: well before the lane's wait for the body (5 s) ends.
+        const [res] = await client.untilClosed(BEFORE_HANDOVER_MS);
+        return comparable(res as Buffer);
+      } finally {
+        client.destroy();
+      }
+    };
+    const viaLane = await refusal(lane());
+    expect(viaLane).toBe(await refusal(plain()));
+    expect(viaLane).toMatch(/^HTTP\/1\.1 401 /);
+  });
+
+  /** The probe's status while a token holder's body of 3000 bytes is still arriving. */
+  async function probedWhileArriving(env: QueueTestEnv): Promise<string> {
+    const holder = new RawClient(portOf(env));
+    try {
+      holder.write(partial(withToken));
+      return await eventually(
+        async () => {
+          const status = statusOf(await onceOn(portOf(env), probe()));
+          expect(status).toBe("503");
+          return status;
+        },
+        { timeoutMs: BEFORE_HANDOVER_MS },
+      );
+    } finally {
+      holder.destroy();
+    }
+  }
+
+  it("count their declared body in the budget, as node:http does", async () => {
+    expect(await probedWhileArriving(lane())).toBe(await probedWhileArriving(plain()));
+  });
+
+  it("give the budget back when the body completes or the client leaves", async () => {
+    for (const env of [lane(), plain()]) {
+      const holder = new RawClient(portOf(env));
+      try {
+        holder.write(partial(withToken));
+        await eventually(
+          async () => expect(statusOf(await onceOn(portOf(env), probe()))).toBe("503"),
+          { timeoutMs: BEFORE_HANDOVER_MS },
+        );
+        holder.write("p".repeat(2000));
+        const [answer] = await holder.responses(1);
+        expect(statusOf(answer as Buffer)).toBe("201");
+        expect(statusOf(await onceOn(portOf(env), probe()))).toBe("201");
+        holder.write(partial(withToken));
+        await eventually(
+          async () => expect(statusOf(await onceOn(portOf(env), probe()))).toBe("503"),
+          { timeoutMs: BEFORE_HANDOVER_MS },
+        );
+      } finally {
+        holder.destroy();
+      }
+      await eventually(async () =>
+        expect(statusOf(await onceOn(portOf(env), probe()))).toBe("201"),
+      );
+    }
   });
 });
