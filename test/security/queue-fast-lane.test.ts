@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { eventually } from "../harness/eventually.js";
+import { testPool } from "../harness/redis.js";
+import type { RedisPool } from "../../src/shared/redis/pool.js";
 import { comparable, laneCount, onceOn, RawClient, request, unchunk } from "../harness/raw-http.js";
 import { useQueueLaneAndNode } from "../queue/lane-setup.js";
 import { queuePort, received, TEST_TOKEN, type QueueTestEnv } from "../queue/setup.js";
@@ -276,6 +278,41 @@ describe("the queue's lane frames and refuses publishes as node:http does", () =
   }
 });
 
+describe("a client that half-closes behind its publishes", () => {
+  it("gets what node:http gives it: no answer, its first publish stored", async () => {
+    const delayed = { Authorization: `Bearer ${TEST_TOKEN}`, "Upstash-Delay": "1d" };
+    /** Three publishes (one declined by the lane: a bad queue name), then the client's FIN. */
+    const halfClosed = async (env: QueueTestEnv): Promise<string[]> => {
+      const client = new RawClient(portOf(env));
+      try {
+        client.write(request(`/v2/publish/${rx().url}/h1`, "1", delayed));
+        client.write(request(`/v2/enqueue/q1/${rx().url}/h2`, "2", delayed));
+        client.write(request(`/v2/enqueue/a%20b/${rx().url}/h3`, "3", delayed));
+        client.end();
+        return (await client.untilClosed()).map((r) =>
+          comparable(r, true).replace(/msg_[A-Za-z0-9]+/g, "msg_*"),
+        );
+      } finally {
+        client.destroy();
+      }
+    };
+    const viaLane = await halfClosed(lane());
+    expect(viaLane).toEqual(await halfClosed(plain()));
+    const stored = async (env: QueueTestEnv): Promise<string[]> => {
+      const res = await env.api("/v2/logs?count=1000");
+      const { logs } = (await res.json()) as { logs: { url?: string; state: string }[] };
+      return logs
+        .filter((l) => /\/h\d$/.test(l.url ?? ""))
+        .map((l) => `${l.url?.slice(-2)} ${l.state}`)
+        .sort();
+    };
+    // node:http ends such a connection at once, unanswered; what it had read may be stored
+    // (node:http also starts the pipelined publishes it parsed, the lane only the one it took).
+    expect(viaLane).toEqual([]);
+    for (const env of [lane(), plain()]) expect(await stored(env)).toContain("h1 CREATED");
+  });
+});
+
 describe("an upgrade on the queue's port", () => {
   it("is node:http's to answer (the lane declines it), and the same from both", async () => {
     const bytes = raw(head([D, "Connection: Upgrade", "Upgrade: websocket", CL]));
@@ -491,5 +528,64 @@ describe("headers named __proto__", () => {
       expect(delivered).toHaveLength(1);
     });
     expect(own.requests).toHaveLength(1);
+  });
+});
+
+describe("lane publishes while the queue's Redis is paused or drops them", () => {
+  const withToken = { Authorization: `Bearer ${TEST_TOKEN}`, "Upstash-Delay": "1d" };
+  const publishOf = (n: number): Buffer =>
+    request(`/v2/publish/${rx().url}/paused`, "p".repeat(n), withToken);
+  const waitingInRedis = async (pool: RedisPool): Promise<void> => {
+    await eventually(async () => {
+      const list = await pool.exec(["CLIENT", "LIST"]);
+      expect(list.kind === "bulk" ? list.value.toString() : "").toMatch(/flags=b /);
+    });
+  };
+
+  /**
+   * A publish waiting in Redis (CLIENT PAUSE WRITE) beside one whose client leaves meanwhile,
+   * then one whose Redis connection is killed: their answers (status and body), and a publish of
+   * nearly the whole budget after them (the budget given back).
+   */
+  async function underPause(env: QueueTestEnv): Promise<string[]> {
+    const pool = testPool(env.redis.url, 1);
+    const [waiter, leaver, dropped] = [0, 1, 2].map(() => new RawClient(portOf(env))) as [
+      RawClient,
+      RawClient,
+      RawClient,
+    ];
+    const answer = (r: Buffer | undefined): string => {
+      const text = (r as Buffer).toString("latin1");
+      const body = text.slice(text.indexOf("\r\n\r\n") + 4).replace(/msg_[A-Za-z0-9]+/g, "msg_*");
+      return `${text.slice(9, 12)} ${body}`;
+    };
+    try {
+      await pool.exec(["CLIENT", "PAUSE", "5000", "WRITE"]);
+      waiter.write(publishOf(2000));
+      leaver.write(publishOf(1000));
+      await waitingInRedis(pool);
+      leaver.destroy();
+      await pool.exec(["CLIENT", "UNPAUSE"]);
+      const out = [answer((await waiter.responses(1))[0])];
+      await pool.exec(["CLIENT", "PAUSE", "5000", "WRITE"]);
+      dropped.write(publishOf(10));
+      await waitingInRedis(pool);
+      await pool.exec(["CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"]);
+      await pool.exec(["CLIENT", "UNPAUSE"]);
+      out.push(answer((await dropped.responses(1))[0]));
+      out.push(await eventually(async () => answer(await onceOn(portOf(env), publishOf(4000)))));
+      return out;
+    } finally {
+      await pool.exec(["CLIENT", "UNPAUSE"]).catch(() => undefined);
+      await pool.close();
+      for (const c of [waiter, leaver, dropped]) c.destroy();
+    }
+  }
+
+  it("are answered as node:http answers them, and give their budget back", async () => {
+    const viaLane = await underPause(lane());
+    expect(viaLane).toEqual(await underPause(plain()));
+    expect(viaLane[0]).toMatch(/^201 /);
+    expect(viaLane[2]).toMatch(/^201 /);
   });
 });
