@@ -202,6 +202,16 @@ const ATTACKS: [string, string][] = [
   ["Connection: keep-alive, Upgrade", raw(head(["Connection: keep-alive, Upgrade", CL]))],
   ["Connection: KEEP-ALIVE", raw(head([D, "Connection: KEEP-ALIVE", CL]))],
   ["a second Host", raw(head([D, "Host: y", CL]))],
+  ["an Origin", raw(head([D, "Origin: http://evil.example", CL]))],
+  [
+    "a preflight with a body",
+    raw(
+      head(
+        ["Access-Control-Request-Headers: upstash-delay", CL],
+        "OPTIONS /v2/publish/RX/a HTTP/1.1",
+      ),
+    ),
+  ],
 ];
 
 /** [attack on the token, its lines] */
