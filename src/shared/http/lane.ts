@@ -34,7 +34,9 @@ import type { ReplySink } from "./respond.js";
  * ones after their answer). A request the lane would take that arrives in pieces is waited for,
  * bounded: past `waitMs` from its first bytes, MAX_PIECES reads, or the keep-alive timeout
  * without a byte, the connection goes to node:http with what came, and node:http's header and
- * request timeouts take it from there.
+ * request timeouts take it from there. Its body is waited for only when the service admits the
+ * request from its head (LaneService.admit: the token, the size, the body budget, which counts
+ * the declared body meanwhile), as node:http's route refuses or counts it from the head.
  *
  * Safety: the lane takes only one strict spelling of the request (lane-parse.ts) and declines
  * anything unusual to node:http, so the two never frame a request differently (request
