@@ -1,14 +1,26 @@
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { Agent, request } from "undici";
 
 /** Starting stashd as a child process for the benches, so the load generator has its own loop. */
 
+/**
+ * Polls `url` until it answers. Each probe has a connection of its own, closed after it: a
+ * probe's connection left idle in fetch's global pool was reused by the bench's first request
+ * after `spawnSync` (the credentials below, run for each child) had blocked the event loop
+ * past the server's keep-alive timeout, so that undici could not retire it in time, and that
+ * request failed with "other side closed" (kv-cluster's seed did: 419 bytes read, the probe's
+ * 401 answer; docs/benchmarks.md, Keep-alive and blocking calls).
+ */
 export async function waitForHttp(url: string): Promise<void> {
   for (let i = 0; i < 200; i++) {
+    const probe = new Agent();
     try {
-      await fetch(url);
+      await (await request(url, { dispatcher: probe })).body.dump();
       return;
     } catch {
       await new Promise((r) => setTimeout(r, 50));
+    } finally {
+      await probe.close();
     }
   }
   throw new Error(`${url} did not come up`);

@@ -36,12 +36,61 @@ export function credentialsOf<T>(dataDir: string, env: NodeJS.ProcessEnv = {}): 
   return JSON.parse(r.stdout) as T;
 }
 
+/** How a `bin/stashd` command ended, as `runStashd` reports it. */
+export interface CommandResult {
+  /** The exit code (null when a signal ended it). */
+  status: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+export interface RunOptions {
+  /** The child's whole environment (default: empty, so settings are explicit). */
+  env?: NodeJS.ProcessEnv;
+  cwd?: string;
+  /** Kills it (SIGTERM) after this long, so a hung command cannot outlive its test. */
+  timeoutMs?: number;
+}
+
+/**
+ * Runs `bin/stashd ARGS` to its end without blocking the test's event loop. Each run costs a Node
+ * start and the load of `dist/` (about half a CPU second), so a test starts the invocations that
+ * do not depend on each other together (`Promise.all`) instead of one after the other.
+ */
+export function runStashd(args: string[], options: RunOptions = {}): Promise<CommandResult> {
+  const child = spawn(process.execPath, [BIN, ...args], {
+    env: options.env ?? {},
+    cwd: options.cwd,
+    timeout: options.timeoutMs,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
+  child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+  return new Promise((resolve, reject) => {
+    child.once("error", reject);
+    child.once("close", (status) => resolve({ status, stdout, stderr }));
+  });
+}
+
+/** `credentialsOf` without blocking the event loop (`runStashd`). */
+export async function credentialsOfAsync<T>(dataDir: string): Promise<T> {
+  const r = await runStashd(["credentials", "--json", "--data-dir", dataDir]);
+  return JSON.parse(r.stdout) as T;
+}
+
 /** A spawned `bin/stashd start` whose stderr is kept for failure messages. */
 export interface StashdProcess {
   readonly child: ChildProcess;
   /** The last 4 KB of its stderr. */
   stderr(): string;
+  /** Whether its stderr has shown the "stashd is running" banner (src/cli/start.ts). */
+  bannerShown(): boolean;
 }
+
+/** The line `stashd start` writes to stderr once every listener is up. */
+const BANNER = "stashd is running";
 
 /** `spawnStashd`, keeping the tail of the process's stderr. */
 export function spawnStashdKeepingStderr(
@@ -50,14 +99,21 @@ export function spawnStashdKeepingStderr(
 ): StashdProcess {
   const child = spawnStashd(dataDir, { ...options, stdio: ["ignore", "ignore", "pipe"] });
   let tail = "";
-  child.stderr?.on("data", (d: Buffer) => (tail = (tail + d.toString()).slice(-4000)));
-  return { child, stderr: () => tail };
+  let banner = false;
+  child.stderr?.on("data", (d: Buffer) => {
+    // Looked for before the cut, so a banner split over two chunks is still seen.
+    const joined = tail + d.toString();
+    banner ||= joined.includes(BANNER);
+    tail = joined.slice(-4000);
+  });
+  return { child, stderr: () => tail, bannerShown: () => banner };
 }
 
 /**
  * `stashd credentials --json` of the data dir once `proc` reports itself running. Fails at once,
  * with the process's stderr, if it exits first (a port in use, a bad setting), and with its
- * stderr so far after `timeoutMs`.
+ * stderr so far after `timeoutMs`. Asks `credentials` only once the banner is shown: each ask is
+ * a Node start, which would take CPU from the stashd starting beside it on a 2-core machine.
  */
 export async function whenRunning<T extends { running: boolean }>(
   dataDir: string,
@@ -69,8 +125,10 @@ export async function whenRunning<T extends { running: boolean }>(
     const ended = proc.child.exitCode ?? proc.child.signalCode;
     if (ended !== null)
       throw new Error(`stashd exited (${ended}) before running: ${proc.stderr()}`);
-    const c = credentialsOf<T>(dataDir);
-    if (c.running) return c;
+    if (proc.bannerShown()) {
+      const c = await credentialsOfAsync<T>(dataDir);
+      if (c.running) return c;
+    }
     if (Date.now() > deadline) {
       throw new Error(`stashd not running after ${timeoutMs} ms; its stderr: ${proc.stderr()}`);
     }

@@ -99,7 +99,7 @@ export async function startRedis(extraArgs: string[] = [], fixedPort?: number): 
     url: `redis://127.0.0.1:${port}`,
     port,
     stop: async () => {
-      await stopChild(child);
+      await stopChild(child, REDIS_KILL_AFTER_MS);
       rmSync(dir, { recursive: true, force: true });
     },
   };
@@ -126,11 +126,21 @@ async function waitForPort(port: number, child: ChildProcess): Promise<void> {
   throw new Error(`redis-server did not start on port ${port}`);
 }
 
-export async function stopChild(child: ChildProcess): Promise<void> {
+/** How long a test redis-server gets to exit on SIGTERM before SIGKILL (see stopChild). */
+const REDIS_KILL_AFTER_MS = 5_000;
+
+/**
+ * SIGTERM, and SIGKILL after `killAfterMs` when given. A redis-server inside a script that wrote
+ * never handles SIGTERM, and a test that failed with one running must report its failure, not
+ * hang; a stashd that does not stop is a finding, so its tests give no `killAfterMs`.
+ */
+export async function stopChild(child: ChildProcess, killAfterMs?: number): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   child.kill("SIGTERM");
-  await exited;
+  const timer =
+    killAfterMs === undefined ? undefined : setTimeout(() => child.kill("SIGKILL"), killAfterMs);
+  await exited.finally(() => clearTimeout(timer));
 }
 
 /** A RedisPool on a test Redis (a URL, or an endpoint to log in differently), timeouts short. */

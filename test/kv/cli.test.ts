@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BIN, spawnStashd } from "../harness/process.js";
+import { BIN, runStashd, spawnStashd } from "../harness/process.js";
 import { eventually } from "../harness/eventually.js";
 import { stopChild } from "../harness/redis.js";
 
@@ -12,12 +12,12 @@ let dataDir: string;
 let server: ChildProcess;
 let logs = "";
 
-function cli(...args: string[]): { status: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [BIN, ...args, "--data-dir", dataDir], {
-    encoding: "utf8",
-    env: {},
-  });
-  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+/**
+ * `bin/stashd ARGS --data-dir` of the running server. Each run is a Node start (about half a CPU
+ * second), so invocations that do not depend on each other run together.
+ */
+function cli(...args: string[]) {
+  return runStashd([...args, "--data-dir", dataDir]);
 }
 
 interface Creds {
@@ -28,8 +28,8 @@ interface Creds {
   };
 }
 
-function credentials(): Creds {
-  return JSON.parse(cli("credentials", "--json").stdout) as Creds;
+async function credentials(): Promise<Creds> {
+  return JSON.parse((await cli("credentials", "--json")).stdout) as Creds;
 }
 
 async function call(
@@ -52,7 +52,9 @@ beforeAll(async () => {
     stdio: ["ignore", "ignore", "pipe"],
   });
   server.stderr?.on("data", (d: Buffer) => (logs += d.toString()));
-  await eventually(() => expect(credentials().running).toBe(true), { timeoutMs: 20_000 });
+  // The banner first, then `credentials`: asking it over and over would take CPU from the start.
+  await eventually(() => expect(logs).toContain("stashd is running"), { timeoutMs: 20_000 });
+  await eventually(async () => expect((await credentials()).running).toBe(true));
 });
 
 afterAll(async () => {
@@ -64,11 +66,11 @@ afterAll(async () => {
 
 describe("stashd CLI", () => {
   it("logs the bound URL and prints it with the tokens in .env and JSON form", async () => {
-    const creds = credentials();
+    const [creds, envForm] = await Promise.all([credentials(), cli("credentials")]);
     const port = new URL(creds.kv.url).port;
     expect(port).not.toBe("0");
     await eventually(() => expect(logs).toContain(creds.kv.url));
-    const env = cli("credentials").stdout;
+    const env = envForm.stdout;
     const db = creds.kv.databases[0];
     expect(env).toContain(`UPSTASH_REDIS_REST_URL=${creds.kv.url}`);
     expect(env).toContain(`UPSTASH_REDIS_REST_TOKEN=${db?.token}`);
@@ -80,20 +82,31 @@ describe("stashd CLI", () => {
   });
 
   it("creates, lists, resets and deletes databases while running", async () => {
-    expect(cli("db", "create", "shop").status).toBe(0);
-    expect(cli("db", "create", "shop").stderr).toContain("already exists");
-    expect(cli("db", "create", "bad name!").status).toBe(1);
-    expect(cli("db", "list").stdout).toMatch(/^shop\tmanaged\t/m);
-    const shop = credentials().kv.databases.find((d) => d.name === "shop");
-    const url = credentials().kv.url;
+    // A refused name writes nothing, so it runs beside the first create; the second create, the
+    // list and the credentials only read the registry the first one wrote.
+    const [created, badName] = await Promise.all([
+      cli("db", "create", "shop"),
+      cli("db", "create", "bad name!"),
+    ]);
+    expect(created.status).toBe(0);
+    expect(badName.status).toBe(1);
+    const [again, list, creds] = await Promise.all([
+      cli("db", "create", "shop"),
+      cli("db", "list"),
+      credentials(),
+    ]);
+    expect(again.stderr).toContain("already exists");
+    expect(list.stdout).toMatch(/^shop\tmanaged\t/m);
+    const shop = creds.kv.databases.find((d) => d.name === "shop");
+    const url = creds.kv.url;
     await eventually(
       async () => expect((await call(url, shop?.token ?? "", ["SET", "a", "1"])).status).toBe(200),
       {
         timeoutMs: 10_000,
       },
     );
-    expect(cli("db", "reset-password", "shop").status).toBe(0);
-    const fresh = credentials().kv.databases.find((d) => d.name === "shop");
+    expect((await cli("db", "reset-password", "shop")).status).toBe(0);
+    const fresh = (await credentials()).kv.databases.find((d) => d.name === "shop");
     // Each worker polls the registry on its own, so the three answers are awaited together: a
     // request may reach a worker that has not polled yet.
     await eventually(async () => {
@@ -104,33 +117,27 @@ describe("stashd CLI", () => {
         body: { result: "1" },
       });
     });
-    expect(cli("db", "delete", "shop").status).toBe(0);
+    expect((await cli("db", "delete", "shop")).status).toBe(0);
     await eventually(async () =>
       expect((await call(url, fresh?.token ?? "", ["GET", "a"])).status).toBe(401),
     );
     expect(existsSync(path.join(dataDir, "kv", "redis", "shop"))).toBe(false);
   });
 
-  it("refuses a database with an invalid Redis URL before writing it", () => {
-    const r = cli("db", "create", "broken", "--redis-url", "http://nope");
+  it("refuses a database with an invalid Redis URL before writing it", async () => {
+    const r = await cli("db", "create", "broken", "--redis-url", "http://nope");
     expect(r.status).toBe(1);
     expect(r.stderr).toContain("unsupported Redis URL scheme");
-    expect(cli("db", "list").stdout).not.toContain("broken");
+    expect((await cli("db", "list")).stdout).not.toContain("broken");
   });
 
-  it("fails clearly when the port is taken, leaving no redis-server behind", () => {
-    const taken = new URL(credentials().kv.url).port;
+  it("fails clearly when the port is taken, leaving no redis-server behind", async () => {
+    const taken = new URL((await credentials()).kv.url).port;
     const other = mkdtempSync(path.join(os.tmpdir(), "stashd-cli-busy-"));
     try {
-      const r = spawnSync(
-        process.execPath,
-        [BIN, "start", "--data-dir", other, "--kv-port", taken],
-        {
-          encoding: "utf8",
-          env: {},
-          timeout: 20_000,
-        },
-      );
+      const r = await runStashd(["start", "--data-dir", other, "--kv-port", taken], {
+        timeoutMs: 20_000,
+      });
       expect(r.status).toBe(1);
       expect(r.stderr).toContain(`cannot listen on 127.0.0.1:${taken} (in use`);
       const left = spawnSync("pgrep", ["-f", other], { encoding: "utf8" });
@@ -164,8 +171,8 @@ describe("stashd CLI", () => {
     }
   });
 
-  it("rejects unknown commands and options with usage", () => {
-    const r = cli("frobnicate");
+  it("rejects unknown commands and options with usage", async () => {
+    const r = await cli("frobnicate");
     expect(r.status).toBe(2);
     expect(r.stderr).toContain("Usage:");
   });
@@ -176,7 +183,7 @@ describe("stashd CLI", () => {
     );
     server.kill("SIGTERM");
     expect(await exited).toBe(0);
-    expect(credentials().running).toBe(false);
+    expect((await credentials()).running).toBe(false);
     const redisProcs = spawnSync("pgrep", ["-f", path.join(dataDir, "kv", "redis")], {
       encoding: "utf8",
     });

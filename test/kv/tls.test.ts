@@ -1,11 +1,10 @@
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { makeTestCerts } from "../harness/certs.js";
-import { BIN, spawnStashd } from "../harness/process.js";
-import { eventually } from "../harness/eventually.js";
+import { spawnStashdKeepingStderr, whenRunning, type StashdProcess } from "../harness/process.js";
 import { freePort, stopChild } from "../harness/redis.js";
 
 /**
@@ -14,7 +13,7 @@ import { freePort, stopChild } from "../harness/redis.js";
  */
 let dir: string;
 let redis: ChildProcess;
-let stashd: ChildProcess;
+let stashd: StashdProcess;
 
 beforeAll(async () => {
   dir = mkdtempSync(path.join(os.tmpdir(), "stashd-tls-"));
@@ -45,7 +44,7 @@ beforeAll(async () => {
     ]),
     { cwd: dir, stdio: "ignore" },
   );
-  stashd = spawnStashd(path.join(dir, "data"), {
+  stashd = spawnStashdKeepingStderr(path.join(dir, "data"), {
     env: {
       STASHD_KV_REDIS_URL: `rediss://:tls-secret@localhost:${port}`,
       NODE_EXTRA_CA_CERTS: certs.ca,
@@ -54,28 +53,18 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await Promise.all([stopChild(stashd), stopChild(redis)]);
+  await Promise.all([stopChild(stashd.child), stopChild(redis)]);
   rmSync(dir, { recursive: true, force: true });
 });
 
 describe("external Redis over TLS", () => {
   it("serves commands through a rediss:// backend", async () => {
-    const creds = await eventually(
-      () => {
-        const out = spawnSync(
-          process.execPath,
-          [BIN, "credentials", "--json", "--data-dir", path.join(dir, "data")],
-          { encoding: "utf8" },
-        );
-        const parsed = JSON.parse(out.stdout) as {
-          running: boolean;
-          kv: { url: string; databases: { token: string }[] };
-        };
-        expect(parsed.running).toBe(true);
-        return parsed;
-      },
-      { timeoutMs: 20_000, intervalMs: 100 },
-    );
+    // Running once its banner is shown and `credentials` says so (it fails at once, with its
+    // stderr, if stashd exits: a TLS setting it refused).
+    const creds = await whenRunning<{
+      running: boolean;
+      kv: { url: string; databases: { token: string }[] };
+    }>(path.join(dir, "data"), stashd);
     const post = async (argv: string[]): Promise<unknown> =>
       (
         await fetch(creds.kv.url, {

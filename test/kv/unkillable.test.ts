@@ -1,7 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { credentialsOf } from "../../src/kv/databases/database-manager.js";
 import { createDatabase } from "../../src/kv/databases/registry.js";
-import { RedisConnection, parseRedisUrl } from "../../src/shared/redis/connection.js";
+import { textOf } from "../../src/shared/redis/cluster/commands.js";
+import {
+  RedisConnection,
+  parseRedisUrl,
+  type RedisEndpoint,
+} from "../../src/shared/redis/connection.js";
 import { eventually } from "../harness/eventually.js";
 import { freePort, startRedis } from "../harness/redis.js";
 import { useGateway } from "./helpers.js";
@@ -54,14 +59,7 @@ describe("a script that wrote, then loops", () => {
 
 describe("on an external Redis whose database allows stopping it", () => {
   it("stops that Redis with SHUTDOWN NOSAVE after the grace and answers 503 saying so", async () => {
-    const own = await startRedis(["--lua-time-limit", String(LIMIT_MS)], await freePort());
-    try {
-      const record = createDatabase(stashd().dataDir, "stoppable", {
-        redisUrl: own.url,
-        stopUnkillableScripts: true,
-      });
-      const token = credentialsOf(record).token;
-      await eventually(async () => expect((await post(["PING"], token)).status).toBe(200));
+    await withStoppableDatabase("stoppable", async ({ token, url }) => {
       const started = Date.now();
       const res = await post(["EVAL", SCRIPT, "1", "uk:k"], token);
       // Answered by the shutdown, or (on a loaded machine) by the command deadline just before.
@@ -71,9 +69,7 @@ describe("on an external Redis whose database allows stopping it", () => {
       });
       expect(Date.now() - started).toBeGreaterThanOrEqual(LIMIT_MS);
       // The Redis process is gone: nothing restarts an external one but its own supervisor.
-      await eventually(() =>
-        expect(RedisConnection.open(parseRedisUrl(own.url), 500)).rejects.toThrow(),
-      );
+      await eventually(() => expect(RedisConnection.open(url, 500)).rejects.toThrow());
       expect(await post(["GET", "uk:k"], token)).toEqual({
         status: 503,
         body: {
@@ -82,11 +78,77 @@ describe("on an external Redis whose database allows stopping it", () => {
           ),
         },
       });
-    } finally {
-      await own.stop();
-    }
+    });
+  });
+
+  it("tries again when its first kill reached Redis before the script started", async () => {
+    await withStoppableDatabase("paused", async ({ token, url }) => {
+      // CLIENT PAUSE WRITE holds the EVAL but not SCRIPT KILL: the first kill, at the time
+      // limit, finds no script (NOTBUSY). The request's wait goes on, and so do the kills.
+      const operator = await RedisConnection.open(url, 2000);
+      await operator.send(["CLIENT", "PAUSE", String(LIMIT_MS * 2.5), "WRITE"]);
+      operator.destroy();
+      const res = await post(["EVAL", SCRIPT, "1", "uk:k"], token);
+      expect(res.status).toBe(503);
+      await eventually(() => expect(RedisConnection.open(url, 500)).rejects.toThrow());
+    });
+  });
+
+  it("tries again on the next BUSY answer when Redis stalled past the kill's reply deadline", async () => {
+    await withStoppableDatabase("stalled", async ({ token, url, pid }) => {
+      const looping = post(["EVAL", SCRIPT, "1", "uk:k"], token);
+      await new Promise((r) => setTimeout(r, LIMIT_MS / 4));
+      // Stopped past the command deadline: the first kill and the EVAL both get no reply.
+      process.kill(pid, "SIGSTOP");
+      await new Promise((r) => setTimeout(r, COMMAND_TIMEOUT_MS + LIMIT_MS * 2));
+      process.kill(pid, "SIGCONT");
+      expect(await looping).toEqual({
+        status: 503,
+        body: { error: expect.stringMatching(/no reply within/) },
+      });
+      // Nothing waits on the script any more; the traffic it answers BUSY starts the next kill.
+      await eventually(
+        async () => {
+          const other = await post(["GET", "uk:other"], token);
+          expect(other.status).toBe(503);
+          await expect(RedisConnection.open(url, 500)).rejects.toThrow();
+        },
+        { intervalMs: LIMIT_MS / 2 },
+      );
+    });
   });
 });
+
+/**
+ * Runs `body` with a database on its own external Redis that allows SHUTDOWN NOSAVE, and makes
+ * sure that Redis is gone afterwards (SHUTDOWN NOSAVE works even inside an unkillable script,
+ * where SIGTERM is never handled).
+ */
+async function withStoppableDatabase(
+  name: string,
+  body: (db: { token: string; url: RedisEndpoint; pid: number }) => Promise<void>,
+): Promise<void> {
+  const own = await startRedis(["--lua-time-limit", String(LIMIT_MS)], await freePort());
+  const url = parseRedisUrl(own.url);
+  try {
+    const operator = await RedisConnection.open(url, 2000);
+    const info = await operator.send(["INFO", "server"]);
+    operator.destroy();
+    const pid = Number(/process_id:(\d+)/.exec(textOf(info) ?? "")?.[1]);
+    const record = createDatabase(stashd().dataDir, name, {
+      redisUrl: own.url,
+      stopUnkillableScripts: true,
+    });
+    const token = credentialsOf(record).token;
+    await eventually(async () => expect((await post(["PING"], token)).status).toBe(200));
+    await body({ token, url, pid });
+  } finally {
+    const operator = await RedisConnection.open(url, 500).catch(() => undefined);
+    await operator?.send(["SHUTDOWN", "NOSAVE"]).catch(() => undefined);
+    operator?.destroy();
+    await own.stop();
+  }
+}
 
 async function loopAndCheck(script: string): Promise<void> {
   const started = Date.now();

@@ -1,4 +1,3 @@
-import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import net from "node:net";
@@ -9,8 +8,9 @@ import { Client as WorkflowClient, serve } from "@upstash/workflow";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { DEV_CREDENTIALS } from "../../src/dev.js";
 import { eventually } from "../harness/eventually.js";
+import { runStashd } from "../harness/process.js";
 import { startApp, type App } from "../workflow/harness.js";
-import { BIN, spawnStashd, type Spawned } from "./helpers.js";
+import { spawnStashd, type Spawned } from "./helpers.js";
 
 /**
  * `stashd dev` in the place of the vendor's QStash dev server: an app whose only setting is
@@ -99,7 +99,7 @@ describe("stashd dev", () => {
     }).toEqual(DEV_CREDENTIALS);
   });
 
-  it("prints the .env lines and listens on loopback only", () => {
+  it("prints the .env lines and listens on loopback only", async () => {
     const out = dev.output();
     expect(out).toContain(`QSTASH_DEV_PORT=${port}`);
     expect(out).toMatch(/^UPSTASH_REDIS_REST_URL=http:\/\/127\.0\.0\.1:\d+$/m);
@@ -108,10 +108,7 @@ describe("stashd dev", () => {
     expect(out).toContain(`# QSTASH_TOKEN=${DEV_CREDENTIALS.token}`);
     expect(out).not.toContain("0.0.0.0");
     const creds = JSON.parse(
-      spawnSync(process.execPath, [BIN, "credentials", "--json", "--data-dir", dataDir], {
-        encoding: "utf8",
-        env: {},
-      }).stdout,
+      (await runStashd(["credentials", "--json", "--data-dir", dataDir])).stdout,
     ) as { queue: { url: string; token: string; currentSigningKey: string } };
     expect(creds.queue).toMatchObject({
       url: `http://127.0.0.1:${port}`,
@@ -194,7 +191,7 @@ describe("stashd dev", () => {
     });
   });
 
-  it("refuses a data dir of `stashd start` and an external queue Redis", () => {
+  it("refuses a data dir of `stashd start` and an external queue Redis", async () => {
     const other = mkdtempSync(path.join(os.tmpdir(), "stashd-dev-other-"));
     try {
       const keys = { currentSigningKey: "sig_a", nextSigningKey: "sig_b" };
@@ -203,18 +200,18 @@ describe("stashd dev", () => {
         JSON.stringify({ token: "cHJvZA==", ...keys }),
       );
       const args = ["dev", "--data-dir", other, "--kv-port", "0", "--admin-port", "0"];
-      const refused = spawnSync(process.execPath, [BIN, ...args], {
-        encoding: "utf8",
-        env: { QSTASH_DEV_PORT: "0" },
-      });
+      // Both are refused before anything is written (the first only reads the credentials file
+      // under its lock; the second fails on its settings), so they run together.
+      const [refused, external] = await Promise.all([
+        runStashd(args, { env: { QSTASH_DEV_PORT: "0" } }),
+        runStashd(args, {
+          env: { QSTASH_DEV_PORT: "0", STASHD_QUEUE_REDIS_URL: "redis://127.0.0.1:1" },
+        }),
+      ]);
       expect(refused.status).toBe(1);
       expect(refused.stderr).toContain(
         "holds the queue credentials of a `stashd start` deployment",
       );
-      const external = spawnSync(process.execPath, [BIN, ...args], {
-        encoding: "utf8",
-        env: { QSTASH_DEV_PORT: "0", STASHD_QUEUE_REDIS_URL: "redis://127.0.0.1:1" },
-      });
       expect(external.status).toBe(1);
       expect(external.stderr).toContain("STASHD_QUEUE_REDIS_URL is set");
     } finally {

@@ -1,7 +1,7 @@
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { eventually } from "../harness/eventually.js";
 import { endOrphanedRedis } from "../harness/process.js";
 import { startStashd } from "../harness/stashd.js";
@@ -14,12 +14,17 @@ import {
   type Spawned,
 } from "./helpers.js";
 
-/** One stashd per data dir: a lock held for the process's life, recovered after a SIGKILL. */
+/**
+ * One stashd per data dir: a lock held for the process's life, recovered after a SIGKILL. Each
+ * test works on a data dir of its own (and free ports), so the tests run together: most of their
+ * time is stashd starting, which they then wait out at once. What they started is ended after
+ * all of them.
+ */
 const running: Spawned[] = [];
 const dirs: string[] = [];
 const PORTS = ["--kv-port", "0", "--queue-port", "0", "--admin-port", "0"];
 
-afterEach(async () => {
+afterAll(async () => {
   for (const s of running.splice(0)) {
     if (s.child.exitCode === null && s.child.signalCode === null) {
       s.child.kill("SIGTERM");
@@ -48,7 +53,7 @@ function managedServers(dataDir: string): string[] {
   return redisServersIn(path.join(dataDir, "kv", "redis", "default"));
 }
 
-describe("instance lock", () => {
+describe.concurrent("instance lock", () => {
   it("refuses a second start on the same data dir, naming the running pid and URLs", async () => {
     const dataDir = tempDir();
     const first = start(dataDir);

@@ -1,9 +1,9 @@
-import { spawnSync, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BIN, spawnStashd } from "../harness/process.js";
+import { runStashd, spawnStashd, type CommandResult } from "../harness/process.js";
 import { eventually } from "../harness/eventually.js";
 import { stopChild } from "../harness/redis.js";
 
@@ -15,16 +15,9 @@ let dataDir: string;
 let server: ChildProcess;
 let logs = "";
 
-function cli(
-  args: string[],
-  env: NodeJS.ProcessEnv = {},
-  dir = dataDir,
-): { status: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [BIN, ...args, "--data-dir", dir], {
-    encoding: "utf8",
-    env,
-  });
-  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+/** `bin/stashd ARGS --data-dir DIR` (runStashd: invocations that do not depend on each other run together). */
+function cli(args: string[], env: NodeJS.ProcessEnv = {}, dir = dataDir): Promise<CommandResult> {
+  return runStashd([...args, "--data-dir", dir], { env });
 }
 
 interface QueueCreds {
@@ -32,8 +25,8 @@ interface QueueCreds {
   queue?: { url: string; token: string; currentSigningKey: string; nextSigningKey: string };
 }
 
-function credentials(): QueueCreds {
-  return JSON.parse(cli(["credentials", "--json"]).stdout) as QueueCreds;
+async function credentials(): Promise<QueueCreds> {
+  return JSON.parse((await cli(["credentials", "--json"])).stdout) as QueueCreds;
 }
 
 function credentialsFile(): string {
@@ -60,7 +53,9 @@ beforeAll(async () => {
     stdio: ["ignore", "ignore", "pipe"],
   });
   server.stderr?.on("data", (d: Buffer) => (logs += d.toString()));
-  await eventually(() => expect(credentials().running).toBe(true), { timeoutMs: 20_000 });
+  // The banner first, then `credentials`: asking it over and over would take CPU from the start.
+  await eventually(() => expect(logs).toContain("stashd is running"), { timeoutMs: 20_000 });
+  await eventually(async () => expect((await credentials()).running).toBe(true));
 });
 
 afterAll(async () => {
@@ -70,11 +65,11 @@ afterAll(async () => {
 
 describe("stashd queue reset-token", () => {
   it("revokes the old queue token on the running server and keeps the signing keys", async () => {
-    const before = credentials().queue;
+    const before = (await credentials()).queue;
     if (!before) throw new Error("no queue credentials");
     expect((await getKeys(before.url, before.token)).status).toBe(200);
 
-    const r = cli(["queue", "reset-token"]);
+    const r = await cli(["queue", "reset-token"]);
     expect(r.status).toBe(0);
     const fresh = /^QSTASH_TOKEN=(.+)$/m.exec(r.stdout)?.[1] ?? "";
     expect(fresh).not.toBe("");
@@ -82,7 +77,7 @@ describe("stashd queue reset-token", () => {
     expect(JSON.parse(Buffer.from(fresh, "base64").toString())).toMatchObject({
       UserID: "stashd",
     });
-    const after = credentials().queue;
+    const after = (await credentials()).queue;
     expect(after).toEqual({ ...before, token: fresh });
 
     await eventually(async () =>
@@ -99,9 +94,9 @@ describe("stashd queue reset-token", () => {
     expect((await getKeys(before.url, fresh, "query")).status).toBe(200);
   });
 
-  it("refuses while QSTASH_TOKEN is set, leaving the credentials file as it was", () => {
+  it("refuses while QSTASH_TOKEN is set, leaving the credentials file as it was", async () => {
     const file = credentialsFile();
-    const r = cli(["queue", "reset-token"], { QSTASH_TOKEN: "some-configured-token" });
+    const r = await cli(["queue", "reset-token"], { QSTASH_TOKEN: "some-configured-token" });
     expect(r.status).toBe(1);
     expect(r.stdout).toBe("");
     expect(r.stderr).toContain("QSTASH_TOKEN is set");
@@ -110,7 +105,7 @@ describe("stashd queue reset-token", () => {
   });
 
   it("keeps the last good token while the file is unreadable, without logging its text", async () => {
-    const creds = credentials().queue;
+    const creds = (await credentials()).queue;
     if (!creds) throw new Error("no queue credentials");
     const good = credentialsFile();
     writeFileSync(path.join(dataDir, "queue-credentials.json"), `{"token": not-json-secret}`);
@@ -130,16 +125,15 @@ describe("stashd queue reset-token", () => {
     expect(logs).not.toContain("edited-by-hand");
   });
 
-  it("refuses before the first start and rejects unknown queue subcommands", () => {
+  it("refuses before the first start and rejects unknown queue subcommands", async () => {
     const empty = mkdtempSync(path.join(os.tmpdir(), "stashd-queue-token-empty-"));
-    try {
-      const r = cli(["queue", "reset-token"], {}, empty);
-      expect(r.status).toBe(1);
-      expect(r.stderr).toContain("run `stashd start` once first");
-    } finally {
-      rmSync(empty, { recursive: true, force: true });
-    }
-    const bad = cli(["queue", "rotate"]);
+    // Neither writes anything, so the two run together.
+    const [r, bad] = await Promise.all([
+      cli(["queue", "reset-token"], {}, empty),
+      cli(["queue", "rotate"]),
+    ]).finally(() => rmSync(empty, { recursive: true, force: true }));
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain("run `stashd start` once first");
     expect(bad.status).toBe(1);
     expect(bad.stderr).toContain("usage: stashd queue reset-token");
   });

@@ -92,7 +92,7 @@ describe("direct commands and their Redis connection", () => {
       await eventually(async () => {
         const pool = testPool(redis().url);
         try {
-          expect(await clientList(pool)).toMatch(/cmd=blpop/);
+          expect(await clientList(pool)).toMatch(/flags=b .*cmd=blpop /);
         } finally {
           await pool.close();
         }

@@ -1,9 +1,9 @@
-import { spawnSync, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BIN, spawnStashd } from "../harness/process.js";
+import { credentialsOfAsync, spawnStashd } from "../harness/process.js";
 import { eventually } from "../harness/eventually.js";
 
 /**
@@ -24,12 +24,8 @@ interface Creds {
   queue?: { url: string; token: string; currentSigningKey: string; nextSigningKey: string };
 }
 
-function credentials(): Creds {
-  const r = spawnSync(process.execPath, [BIN, "credentials", "--json", "--data-dir", dataDir], {
-    encoding: "utf8",
-    env: {},
-  });
-  return JSON.parse(r.stdout) as Creds;
+function credentials(): Promise<Creds> {
+  return credentialsOfAsync<Creds>(dataDir);
 }
 
 beforeAll(async () => {
@@ -115,9 +111,11 @@ async function exercise(c: Creds): Promise<void> {
 
 describe("logs at level debug", () => {
   it("never contain a token, signing key or password", async () => {
+    // The banner first, then `credentials`: asking it over and over would take CPU from the start.
+    await eventually(() => expect(output).toContain("stashd is running"), { timeoutMs: 20_000 });
     const c = await eventually(
-      () => {
-        const got = credentials();
+      async () => {
+        const got = await credentials();
         if (!got.running || !got.queue) throw new Error("not running yet");
         return got;
       },

@@ -402,7 +402,10 @@ export class KvDatabase {
   private poolOptions(size: number): PoolOptions {
     const connection: ConnectionOptions = {
       replyTimeoutMs: this.config.kvCommandTimeoutMs,
-      stall: { afterMs: () => this.scriptTimeLimitMs, onStall: () => this.killer.killSlowScript() },
+      stall: {
+        afterMs: () => this.scriptTimeLimitMs,
+        onStall: (cause) => this.killer.killSlowScript(cause),
+      },
     };
     return {
       size,

@@ -47,6 +47,8 @@ export class ScriptKiller {
   attempts = 0;
   private readonly connections = new Map<string, Promise<RedisConnection>>();
   private running = false;
+  /** When the last attempt started (Date.now), for the `busy` trigger's spacing. */
+  private lastAttemptAt = 0;
   /**
    * `grace`: an unkillable script runs and its Redis will be stopped if it still runs after the
    * grace; `stopped`: from the SHUTDOWN until the server answers again.
@@ -60,9 +62,18 @@ export class ScriptKiller {
     private readonly logger: Logger,
   ) {}
 
-  /** Kills the running script or function; one attempt at a time, the rest are dropped. */
-  killSlowScript(): void {
+  /**
+   * Kills the running script or function; one attempt at a time, the rest are dropped. `stall`:
+   * a request has waited the time limit (again); `busy`: Redis answered a command BUSY, which
+   * starts an attempt at most once per time limit, since traffic to a busy database answers
+   * BUSY at the rate it arrives. Both repeat while the script runs, so an attempt that failed
+   * (Redis stalled past the reply deadline, or read the kill before the script) is retried.
+   */
+  killSlowScript(cause: "stall" | "busy" = "stall"): void {
     if (this.running || this.closed) return;
+    const now = Date.now();
+    if (cause === "busy" && now - this.lastAttemptAt < this.db.scriptTimeLimitMs) return;
+    this.lastAttemptAt = now;
     this.running = true;
     this.attempts++;
     void this.killEverywhere()

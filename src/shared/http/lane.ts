@@ -28,15 +28,16 @@ import type { ReplySink } from "./respond.js";
  * "Queue publishes on the fast lane").
  *
  * Kept from node:http: keep-alive with its idle timeout (`Keep-Alive: timeout=N` as node:http
- * words it), requests pipelined on one connection answered in order (the next one read once
- * the answer before it has drained to the client), a half-closed client's
- * connection ended at once, and the server's close (idle connections closed, busy
- * ones after their answer). A request the lane would take that arrives in pieces is waited for,
- * bounded: past `waitMs` from its first bytes, MAX_PIECES reads, or the keep-alive timeout
- * without a byte, the connection goes to node:http with what came, and node:http's header and
- * request timeouts take it from there. Its body is waited for only when the service admits the
- * request from its head (LaneService.admit: the token, the size, the body budget, which counts
- * the declared body meanwhile), as node:http's route refuses or counts it from the head.
+ * words it, the connection closed a second after that, as node:http does), requests pipelined
+ * on one connection answered in order (the next one read once the answer before it has drained
+ * to the client), a half-closed client's connection ended at once, and the server's close (idle
+ * connections closed, busy ones after their answer). A request the lane would take that arrives
+ * in pieces is waited for, bounded: past `waitMs` from its first bytes, MAX_PIECES reads, or the
+ * idle timeout without a byte, the connection goes to node:http with what came, and node:http's
+ * header and request timeouts take it from there. Its body is waited for only when the service
+ * admits the request from its head (LaneService.admit: the token, the size, the body budget,
+ * which counts the declared body meanwhile), as node:http's route refuses or counts it from the
+ * head.
  *
  * Safety: the lane takes only one strict spelling of the request (lane-parse.ts) and declines
  * anything unusual to node:http, so the two never frame a request differently (request
@@ -84,6 +85,16 @@ export interface LaneConnections {
  * joins and rescans what came: at most MAX_PIECES times MAX_HEAD + LANE_MAX_BODY bytes).
  */
 const MAX_PIECES = 16;
+
+/**
+ * How much longer than the keep-alive timeout it announces (`Keep-Alive: timeout=N`) an idle
+ * connection is kept, as node:http keeps its own (Node 20's HTTP_SERVER_KEEP_ALIVE_TIMEOUT_BUFFER,
+ * lib/_http_server.js). A client that reuses a connection at about the announced time (undici
+ * retires it 2 s before; one whose event loop was blocked meanwhile does not) would otherwise
+ * write its request onto a connection the server is closing: "other side closed", where
+ * node:http would have answered (test/kv/lane-keep-alive.test.ts).
+ */
+const KEEP_ALIVE_GRACE_MS = 1000;
 
 /**
  * Puts the lane in front of `server`'s connections: each new connection is read here first, and
@@ -154,7 +165,7 @@ class LaneConnection {
     socket.on("error", this.onError);
     socket.on("close", this.onClose);
     socket.on("timeout", this.onTimeout);
-    if (keepAliveMs > 0) socket.setTimeout(keepAliveMs);
+    if (keepAliveMs > 0) socket.setTimeout(keepAliveMs + KEEP_ALIVE_GRACE_MS);
   }
 
   closeWhenIdle(): void {

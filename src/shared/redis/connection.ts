@@ -71,10 +71,13 @@ export interface ConnectionOptions {
    */
   replyTimeoutMs?: number;
   /**
-   * `onStall` is called once when a reply marked `watched` has been the next one owed for
-   * `afterMs()` (read at each check, so the caller may change it while connections stay open).
+   * `onStall` is called when a reply marked `watched` has been the next one owed for `afterMs()`
+   * (read at each check, so the caller may change it while connections stay open), again each
+   * `afterMs()` while it stays owed, and whenever Redis answers a command `BUSY` (a script past
+   * its time limit runs). Repeated so that a kill that failed (sent before Redis started the
+   * script, or lost while Redis was stalled) is tried again while the script still runs.
    */
-  stall?: { afterMs: () => number; onStall: () => void };
+  stall?: { afterMs: () => number; onStall: (cause: "stall" | "busy") => void };
 }
 
 export interface ExchangeOptions {
@@ -158,7 +161,8 @@ export class RedisConnection {
   private waitingSince = 0;
   /** When the chunk being parsed arrived (one clock read per chunk, not per reply). */
   private readAt = 0;
-  private stallReported = false;
+  /** Stall reports made for the reply owed now: the next is due at (reports + 1) x afterMs. */
+  private stallReports = 0;
   private timer: NodeJS.Timeout | undefined;
 
   private constructor(
@@ -372,6 +376,8 @@ export class RedisConnection {
   }
 
   private onReply(reply: Reply, cost: number): void {
+    if (reply.kind === "error" && reply.value.startsWith("BUSY "))
+      this.options.stall?.onStall("busy");
     const batch = this.queue[this.head];
     if (!batch) {
       this.pushHandler?.(reply);
@@ -413,16 +419,16 @@ export class RedisConnection {
 
   private nextReplyOwed(now = Date.now()): void {
     this.waitingSince = now;
-    this.stallReported = false;
+    this.stallReports = 0;
   }
 
   /** One timer per connection, re-armed lazily: checks the reply deadline and the stall hook. */
   private armTimer(): void {
     if (this.timer !== undefined || this.closedError) return;
-    const { stall } = this.options;
+    const stallAfterMs = this.options.stall?.afterMs() ?? 0;
     const delays = [
       this.replyDeadline(),
-      stall && !this.stallReported ? stall.afterMs() : undefined,
+      stallAfterMs > 0 ? stallAfterMs * (this.stallReports + 1) : undefined,
     ];
     const next = Math.min(...delays.map((d) => (d === undefined ? Infinity : d)));
     if (next === Infinity) return;
@@ -442,9 +448,10 @@ export class RedisConnection {
       this.fail(new Error(`no reply within ${replyTimeoutMs} ms`));
       return;
     }
-    if (stall && !this.stallReported && waited >= stall.afterMs()) {
-      this.stallReported = true;
-      if (this.awaitsWatched()) stall.onStall();
+    const afterMs = stall?.afterMs() ?? 0;
+    if (stall && afterMs > 0 && waited >= afterMs * (this.stallReports + 1)) {
+      this.stallReports = Math.floor(waited / afterMs);
+      if (this.awaitsWatched()) stall.onStall("stall");
     }
     this.armTimer();
   };
