@@ -41,7 +41,14 @@ export async function startKvService(
       requestTimeoutMs: config.requestTimeoutMs,
       errorPrefix: "ERR ",
       ...(config.kvFastLane
-        ? { lane: { shape: KV_SHAPE, take: handler.serveLane, answered: meterLane(meter) } }
+        ? {
+            lane: {
+              shape: KV_SHAPE,
+              take: handler.serveLane,
+              admit: handler.admitLane,
+              answered: meterLane(meter),
+            },
+          }
         : {}),
     });
   } catch (err) {

@@ -202,7 +202,7 @@ async function assemble(
         ? {
             lane: {
               shape: QUEUE_SHAPE,
-              take: createQueueLane(ctx, token, QUEUE_CORS.headerLines()),
+              ...createQueueLane(ctx, token, QUEUE_CORS.headerLines()),
               answered: meterLane(meter),
             },
           }

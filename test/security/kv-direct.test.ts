@@ -249,6 +249,35 @@ describe("the request-body budget of direct commands", () => {
       client.destroy();
     }
   });
+  /**
+   * A request whose body is still arriving (found in the queue lane's second review, on the lane
+   * both share): node:http refuses a stranger's from its head and counts a token holder's declared
+   * body from it; the lane used to wait for either, counted nowhere. Within 2.5 s: before the
+   * lane's own wait (the keep-alive timeout, 5 s) would have handed it over anyway.
+   */
+  it("counts a body still arriving, and refuses a stranger's from its head", async () => {
+    const s = gateway as TestStashd;
+    const partial = (headers: Record<string, string>): Buffer =>
+      request("/pipeline", PIPELINE, headers).subarray(0, -2);
+    const quickly = { timeoutMs: 2_500 };
+    const holder = new RawClient(portOf(s));
+    const stranger = new RawClient(portOf(s));
+    try {
+      holder.write(partial(auth(s)));
+      await eventually(async () => {
+        expect(statusOf(await once(s, request("/", BODY, auth(s))))).toBe(503);
+      }, quickly);
+      holder.write(PIPELINE.slice(-2));
+      expect((await holder.responses(1)).map(bodyOf)).toEqual(['[{"result":"budget"}]']);
+      expect(bodyOf(await once(s, request("/", BODY, auth(s))))).toBe('{"result":"budget"}');
+      stranger.write(partial({}));
+      const [refused] = await stranger.untilClosed(quickly.timeoutMs);
+      expect(statusOf(refused as Buffer)).toBe(401);
+    } finally {
+      holder.destroy();
+      stranger.destroy();
+    }
+  });
 });
 
 describe("answers on one connection, the direct and the general path mixed", () => {

@@ -142,11 +142,9 @@ export class KvHttpHandler {
    * that those answers, their wording and their connection handling stay node:http's.
    */
   readonly serveLane = (r: LaneRequest, res: LaneResponse): boolean => {
-    if (r.authorization === undefined) return false;
-    const principal = this.opts.manager.authenticate(bearerToken(r.authorization));
-    if (!principal || r.body.length > principal.db.maxRequestBytes) return false;
+    const principal = this.laneable(r, r.body.length);
     const format = laneFormat(r);
-    if (format === undefined || !this.opts.bodies.take(r.body.length)) return false;
+    if (!principal || format === undefined || !this.opts.bodies.take(r.body.length)) return false;
     res.hold(() => this.opts.bodies.give(r.body.length));
     if (!r.pipeline && this.sentDirect(principal, r.body, format, res)) return true;
     if (r.pipeline && this.sentPipelineDirect(principal, r.body, format, res)) return true;
@@ -173,6 +171,23 @@ export class KvHttpHandler {
       );
     return true;
   };
+
+  /**
+   * The lane's `admit` (shared/http/lane.ts): a request whose body of `length` bytes is still
+   * arriving is waited for when serveLane would take it, its body counted in the budget from the
+   * head, as node:http's route counts it.
+   */
+  readonly admitLane = (r: LaneRequest, length: number): (() => void) | undefined => {
+    const ok = this.laneable(r, length) && laneFormat(r) !== undefined;
+    return ok && this.opts.bodies.take(length) ? () => this.opts.bodies.give(length) : undefined;
+  };
+
+  /** The principal of a lane request with a body of `length` bytes, if it may send that much. */
+  private laneable(r: LaneRequest, length: number): Principal | undefined {
+    if (r.authorization === undefined) return undefined;
+    const principal = this.opts.manager.authenticate(bearerToken(r.authorization));
+    return principal && length <= principal.db.maxRequestBytes ? principal : undefined;
+  }
 
   /**
    * A `POST /` command the guard chain would send to Redis as it came, sent so (sendDirect) and

@@ -1,6 +1,6 @@
 import { Agent, type Dispatcher } from "undici";
 import { messageOf } from "../../shared/errors.js";
-import { canonicalHeader } from "../domain/headers.js";
+import { headerKey } from "../domain/headers.js";
 import type { AttemptResult, Headers } from "../domain/message.js";
 import { AttemptAbort } from "./attempt-abort.js";
 import type { DestinationPolicy } from "./destination-policy.js";
@@ -193,8 +193,9 @@ function toHeaders(raw: Record<string, string | string[] | undefined>): Headers 
   const out: Headers = {};
   for (const name in raw) {
     const value = raw[name];
-    if (value === undefined) continue;
-    out[canonicalHeader(name)] = Array.isArray(value) ? value : [value];
+    const key = headerKey(name);
+    if (value === undefined || key === undefined) continue;
+    out[key] = Array.isArray(value) ? value : [value];
   }
   return out;
 }

@@ -29,9 +29,22 @@ export function canonicalHeader(name: string): string {
   return canonical;
 }
 
-export function addHeader(target: Headers, name: string, value: string): void {
+/**
+ * The key of header `name` in a Headers object (canonicalHeader), or undefined for `__proto__`,
+ * which on a plain object names its prototype, not a field: such a header is dropped, as
+ * node:http's `req.headers` drops it (an `Upstash-Forward-__proto__` publish header was a 500 on
+ * every route that forwards headers, and a destination's `__proto__` response header replaced
+ * the prototype of the headers kept in its log).
+ */
+export function headerKey(name: string): string | undefined {
   const key = canonicalHeader(name);
-  (target[key] ??= []).push(value);
+  return key === "__proto__" ? undefined : key;
+}
+
+/** Adds `value` to header `name` of `target` (a `__proto__` header is dropped: headerKey). */
+export function addHeader(target: Headers, name: string, value: string): void {
+  const key = headerKey(name);
+  if (key !== undefined) (target[key] ??= []).push(value);
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { LaneHandler } from "../../shared/http/lane.js";
+import type { LaneHandler, LaneService } from "../../shared/http/lane.js";
 import type { LaneRequest } from "../../shared/http/lane-parse.js";
 import type { QueueContext } from "./context.js";
 import { storePublish } from "./publish.js";
@@ -15,7 +15,8 @@ import { isWorkflowPublish } from "../workflow/engine/produce.js";
  * nothing written, node:http then serves the request) whenever the router would refuse it before
  * reading its body (no or a wrong token, no such route, the store not writable), when the body is
  * over the message size or the body budget, and for a workflow publish, so those answers stay
- * node:http's (docs/decisions.md, "Queue publishes on the fast lane").
+ * node:http's (docs/decisions.md, "Queue publishes on the fast lane"). `admit` answers the same
+ * for a publish whose body is still arriving, and counts that body in the budget meanwhile.
  *
  * `token` is asked once per request, as by the router (a reloaded token applies at once).
  */
@@ -23,19 +24,16 @@ export function createQueueLane(
   ctx: QueueContext,
   token: () => string,
   corsLines: string,
-): LaneHandler {
-  return (req, res) => {
-    const target = parseTarget(req.target);
-    if (!tokenMatches(req.authorization, target.query, token())) return false;
-    const taken = publishOf(ctx, target, req);
-    if (taken === undefined) return false;
+): Pick<LaneService, "take" | "admit"> {
+  const take: LaneHandler = (req, res) => {
     const length = req.body.length;
-    if (length > ctx.config.queueMaxMessageBytes || !ctx.bodies.take(length)) return false;
+    const taken = laneable(ctx, token(), req, length);
+    if (taken === undefined || !ctx.bodies.take(length)) return false;
     res.hold(() => ctx.bodies.give(length));
     res.label = { label: taken.label, unverified: false };
     res.leadingLines = corsLines;
     const parts = {
-      query: target.query,
+      query: taken.query,
       headers: req.headers,
       callerIP: res.socket.remoteAddress,
       res,
@@ -48,6 +46,30 @@ export function createQueueLane(
       );
     return true;
   };
+  // A body still arriving is counted from the head, as node:http's route counts it.
+  const admit = (head: LaneRequest, length: number): (() => void) | undefined =>
+    laneable(ctx, token(), head, length) !== undefined && ctx.bodies.take(length)
+      ? () => ctx.bodies.give(length)
+      : undefined;
+  return { take, admit };
+}
+
+/**
+ * The publish `req` (with a body of `length` bytes) is, when the lane may take it: the token
+ * given, a publish or enqueue the router would read the body of (publishOf), a body within the
+ * message size. The body budget aside: the caller takes it.
+ */
+function laneable(
+  ctx: QueueContext,
+  token: string,
+  req: LaneRequest,
+  length: number,
+): (LanePublish & { query: URLSearchParams }) | undefined {
+  const target = parseTarget(req.target);
+  if (!tokenMatches(req.authorization, target.query, token)) return undefined;
+  const taken = publishOf(ctx, target, req);
+  if (taken === undefined || length > ctx.config.queueMaxMessageBytes) return undefined;
+  return { ...taken, query: target.query };
 }
 
 /** A publish or enqueue the lane takes: its route's label, destination and FIFO queue. */

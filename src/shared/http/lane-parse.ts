@@ -64,6 +64,15 @@ const MAX_HEADER_LINES = 64;
 
 /** parseRequest: the request's first bytes are there, the rest is still to come. */
 export const WAIT = Symbol("wait");
+
+/**
+ * parseRequest: the head of a request the lane would take is whole, its body (`length` bytes
+ * declared) still arriving. `arriving.body` holds what came of it so far.
+ */
+export interface Arriving {
+  readonly arriving: LaneRequest;
+  readonly length: number;
+}
 const PIPELINE_LINE = KV_SHAPE.lines[1] as Buffer;
 const VERSION = Buffer.from(" HTTP/1.1\r\n", "latin1");
 const BLANK_LINE = Buffer.from("\r\n\r\n", "latin1");
@@ -91,12 +100,13 @@ for (const c of "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-
 
 /**
  * A whole request at the start of `buf` and where it ends; WAIT when `buf` is the start of one
- * the lane would take (its head, or its body, still arriving); undefined for node:http.
+ * the lane would take (its head still arriving), Arriving when its head is whole and its body
+ * still arriving; undefined for node:http.
  */
 export function parseRequest(
   buf: Buffer,
   shape: LaneShape = KV_SHAPE,
-): { request: LaneRequest; end: number } | typeof WAIT | undefined {
+): { request: LaneRequest; end: number } | Arriving | typeof WAIT | undefined {
   const start = requestLineEnd(buf, shape);
   if (start === WAIT) return buf.length <= MAX_HEAD ? WAIT : undefined;
   if (start === undefined) return undefined;
@@ -107,7 +117,6 @@ export function parseRequest(
   if (fields === undefined) return undefined;
   const bodyStart = headEnd + 4;
   const end = bodyStart + fields.length;
-  if (end > buf.length) return WAIT;
   const request: LaneRequest = {
     pipeline: !shape.prefixes && startsWith(buf, PIPELINE_LINE),
     target: buf.toString("latin1", 5, start - VERSION.length),
@@ -117,7 +126,7 @@ export function parseRequest(
     headers: fields.headers,
     body: buf.subarray(bodyStart, end),
   };
-  return { request, end };
+  return end > buf.length ? { arriving: request, length: fields.length } : { request, end };
 }
 
 /**

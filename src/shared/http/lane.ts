@@ -34,7 +34,10 @@ import type { ReplySink } from "./respond.js";
  * connections closed, busy ones after their answer). A request the lane would take that arrives
  * in pieces is waited for, bounded: past `waitMs` from its first bytes, MAX_PIECES reads, or the
  * idle timeout without a byte, the connection goes to node:http with what came, and node:http's
- * header and request timeouts take it from there.
+ * header and request timeouts take it from there. Its body is waited for only when the service
+ * admits the request from its head (LaneService.admit: the token, the size, the body budget,
+ * which counts the declared body meanwhile), as node:http's route refuses or counts it from the
+ * head.
  *
  * Safety: the lane takes only one strict spelling of the request (lane-parse.ts) and declines
  * anything unusual to node:http, so the two never frame a request differently (request
@@ -54,6 +57,17 @@ export interface LaneService {
   /** The requests the lane parses for it (lane-parse.ts: KV_SHAPE, QUEUE_SHAPE). */
   shape: LaneShape;
   take: LaneHandler;
+  /**
+   * A request whose head is whole and whose body (`length` bytes declared) is still arriving:
+   * whether the lane may wait for it. The function that gives back what the service holds for
+   * it meanwhile (its declared body counted in the body budget, as node:http's route counts it
+   * from the head), called once, when the body has come (before `take`) or the lane stops
+   * waiting; undefined when the service would not take the request (no or a wrong token, over
+   * a size, the budget full): node:http then serves it at once, from its head. Without this, a
+   * stranger could make the lane hold a body of up to LANE_MAX_BODY bytes per connection,
+   * counted nowhere, that node:http would have refused unread.
+   */
+  admit(head: LaneRequest, length: number): (() => void) | undefined;
   /** Each request taken, once its answer is over (its metrics and log line). */
   answered(res: LaneResponse): void;
 }
@@ -133,6 +147,8 @@ class LaneConnection {
    */
   private readonly later: Buffer[] = [];
   private laterBytes = 0;
+  /** Gives back what the service holds for the request whose body is arriving (`admit`). */
+  private admitted: (() => void) | undefined;
 
   constructor(
     readonly socket: Socket,
@@ -233,18 +249,23 @@ class LaneConnection {
 
   /**
    * Serves the first pending request, waits for the rest of one that is still arriving (for at
-   * most `waitMs` from its first bytes), or hands the connection over with what is pending.
+   * most `waitMs` from its first bytes; its body only when the service admits it), or hands the
+   * connection over with what is pending.
    */
   private serveNext(): void {
     const buf = this.pending as Buffer;
     const parsed = parseRequest(buf, this.service.shape);
-    if (parsed === WAIT) {
-      const now = Date.now();
-      this.arrivingSince ||= now;
-      if (now - this.arrivingSince < this.waitMs && this.pieces < MAX_PIECES) return;
+    if (parsed === WAIT || (parsed !== undefined && "arriving" in parsed)) {
+      // A body is waited for only when the service would take its request (admit).
+      if (parsed === WAIT || this.admit(parsed.arriving, parsed.length)) {
+        const now = Date.now();
+        this.arrivingSince ||= now;
+        if (now - this.arrivingSince < this.waitMs && this.pieces < MAX_PIECES) return;
+      }
     } else if (parsed !== undefined) {
       this.arrivingSince = 0;
       this.pieces = 0;
+      this.release();
       const res = new LaneResponse(this);
       this.busy = true;
       this.pending = parsed.end === buf.length ? undefined : buf.subarray(parsed.end);
@@ -255,8 +276,25 @@ class LaneConnection {
     this.leave(buf);
   }
 
+  /**
+   * Whether the lane waits for the body of the request whose head is `head`: asked of the
+   * service once per request (LaneService.admit).
+   */
+  private admit(head: LaneRequest, length: number): boolean {
+    this.admitted ??= this.service.admit(head, length);
+    return this.admitted !== undefined;
+  }
+
+  /** Gives back what `admit` holds, if anything. */
+  private release(): void {
+    const release = this.admitted;
+    this.admitted = undefined;
+    release?.();
+  }
+
   /** Gives the connection, with `unread` bytes, to node:http. */
   private leave(unread: Buffer): void {
+    this.release();
     metrics.laneHandedOver(this.service.shape.service);
     this.forget();
     const s = this.socket;
@@ -285,6 +323,7 @@ class LaneConnection {
 
   private readonly onClose = (): void => {
     this.gone = true;
+    this.release();
     this.pending = undefined;
     this.later.length = 0;
     this.forget();
