@@ -7,7 +7,7 @@ import { RedisConnection, parseRedisUrl } from "../../src/shared/redis/connectio
 import { eventually } from "../harness/eventually.js";
 import { startRedis, type TestRedis } from "../harness/redis.js";
 import { startStashd, type TestStashd } from "../harness/stashd.js";
-import { spawnStashdKeepingStderr, whenRunning } from "../harness/process.js";
+import { endOrphanedRedis, spawnStashdKeepingStderr, whenRunning } from "../harness/process.js";
 
 /**
  * SEARCH with several stashd processes on one Redis (each keeps its own index, derived from
@@ -255,6 +255,8 @@ describe("SIGKILL while indexing", () => {
       proc.child.kill("SIGKILL"); // its initial scan of 20 000 keys has just started
     } finally {
       proc.child.kill("SIGKILL");
+      // Its managed queue redis-server outlives a SIGKILLed stashd.
+      endOrphanedRedis(dataDir);
       rmSync(dataDir, { recursive: true, force: true });
     }
     const index = sdk(a).search.index({ name });

@@ -352,7 +352,9 @@ describe("index upkeep", () => {
       const index = again.sdk.search.index({ name });
       expect(await index.count({ filter: { category: "electronics" } })).toEqual({ count: 3 });
     } finally {
-      await again.stashd.stop();
+      // `again` started a redis-server of its own (unused: kvRedisUrl points at c's); both go.
+      await again.stop();
+      await c.redis.stop();
     }
     c = await startCompat();
     redis = c.sdk;
