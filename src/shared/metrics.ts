@@ -6,6 +6,7 @@ import {
   collectDefaultMetrics,
   type LabelValues,
 } from "prom-client";
+import { SeriesHistogram } from "./series-histogram.js";
 
 /**
  * The process's event metrics (Prometheus, through prom-client). Code that sees an event calls one
@@ -61,13 +62,12 @@ const httpRequests: Counter = new Counter({
   registers: [registry],
   collect: (): void => requestCounts.flush(httpRequests),
 });
-const httpDuration = new Histogram({
-  name: "stashd_http_request_duration_seconds",
-  help: "Time from a request's arrival to its response's end, by service and route or command.",
-  labelNames: ["service", "route"],
-  buckets: LATENCY_BUCKETS,
-  registers: [registry],
-});
+const httpDuration = new SeriesHistogram(
+  "stashd_http_request_duration_seconds",
+  "Time from a request's arrival to its response's end, by service and route or command.",
+  LATENCY_BUCKETS,
+  registry,
+);
 const backendErrors = new Counter({
   name: "stashd_backend_errors_total",
   help: "Requests answered 5xx (a Redis unreachable or failing, or a bug), by service.",
@@ -200,7 +200,7 @@ export const metrics = {
     const key = `${service}\n${route}\n${status}`;
     if (!requestCounts.add(key))
       requestCounts.start(key, { service, route, status: String(status) });
-    httpDuration.observe({ service, route }, seconds);
+    httpDuration.observe(`${service}\n${route}`, () => ({ service, route }), seconds);
     if (status >= 500) backendErrors.inc({ service });
   },
   /** A request a fast lane answered (shared/http/lane.ts). */
