@@ -2,12 +2,15 @@ import { RE2JS } from "re2js";
 import type { TextColumn } from "./memory-index.js";
 import { SearchError } from "./errors.js";
 import type { Deadline } from "./deadline.js";
+import type { Steps } from "./scheduler.js";
 
 /**
  * Expansions of one query term into the dictionary's terms: fuzzy (MiniSearch's radix-tree
  * `fuzzyGet`, then the optimal-string-alignment distance so a transposition may count as one
  * edit), fuzzy prefix and regular expressions (RE2JS: linear time, so no pattern can backtrack
- * for ever) by a scan of the dictionary that checks the query's deadline.
+ * for ever) by a scan of the dictionary that checks the query's deadline and yields its turn
+ * (generators: see filter.ts). MiniSearch's `fuzzyGet` is one call that cannot yield: it stays
+ * for plain fuzzy terms (a few milliseconds on 120 000 terms, docs/decisions.md).
  */
 export const MAX_FUZZY_DISTANCE = 2;
 export const MAX_REGEX_LENGTH = 1000;
@@ -19,21 +22,21 @@ export interface FuzzyOptions {
 }
 
 /** Dictionary terms within the distance of `term` (or starting with such a term, `prefix`). */
-export function fuzzyTerms(
+export function* fuzzyTerms(
   column: TextColumn,
   term: string,
   opts: FuzzyOptions,
   deadline: Deadline,
-): string[] {
+): Steps<string[]> {
   if (opts.distance < 0 || opts.distance > MAX_FUZZY_DISTANCE || !Number.isInteger(opts.distance)) {
     throw new SearchError(`ERR $fuzzy distance must be 0, 1 or 2`);
   }
-  if (opts.prefix) return fuzzyPrefixTerms(column, term, opts, deadline);
+  if (opts.prefix) return yield* fuzzyPrefixTerms(column, term, opts, deadline);
   // Levenshtein counts a transposition as two edits: ask the radix tree for one more.
   const wide = opts.transpositionCostOne ? opts.distance + 1 : opts.distance;
   const found: string[] = [];
   for (const candidate of column.dictionary.fuzzyGet(term, wide).keys()) {
-    deadline.tick();
+    if (deadline.tick()) yield;
     if (editDistance(term, candidate, opts.transpositionCostOne, false) <= opts.distance) {
       found.push(candidate);
     }
@@ -41,16 +44,16 @@ export function fuzzyTerms(
   return found;
 }
 
-function fuzzyPrefixTerms(
+function* fuzzyPrefixTerms(
   column: TextColumn,
   term: string,
   opts: FuzzyOptions,
   deadline: Deadline,
-): string[] {
+): Steps<string[]> {
   if (opts.distance === 0) return [...column.dictionary.atPrefix(term).keys()];
   const found: string[] = [];
   for (const candidate of column.postings.keys()) {
-    deadline.tick();
+    if (deadline.tick()) yield;
     if (editDistance(term, candidate, opts.transpositionCostOne, true) <= opts.distance) {
       found.push(candidate);
     }
@@ -64,7 +67,11 @@ export function prefixTerms(column: TextColumn, prefix: string): string[] {
 }
 
 /** Dictionary terms the pattern matches whole, letter case ignored (terms are lower-case). */
-export function regexTerms(column: TextColumn, pattern: string, deadline: Deadline): string[] {
+export function* regexTerms(
+  column: TextColumn,
+  pattern: string,
+  deadline: Deadline,
+): Steps<string[]> {
   if (pattern.length > MAX_REGEX_LENGTH) {
     throw new SearchError(`ERR $regex pattern longer than ${MAX_REGEX_LENGTH} characters`);
   }
@@ -76,7 +83,7 @@ export function regexTerms(column: TextColumn, pattern: string, deadline: Deadli
   }
   const found: string[] = [];
   for (const term of column.postings.keys()) {
-    deadline.tick();
+    if (deadline.tick()) yield;
     if (re.matches(term)) found.push(term);
   }
   return found;
