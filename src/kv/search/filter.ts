@@ -464,9 +464,12 @@ function* complement(s: Scores, ctx: FilterContext): Steps<Scores> {
   return out;
 }
 
-/** Documents in every set, their scores summed (smallest set first). */
+/**
+ * Documents in every set, their scores summed (smallest set first). Every set handed to it is
+ * new and the caller's alone (each clause builds its own), so a single one is the answer as is.
+ */
 function* intersect(sets: readonly Scores[], ctx: FilterContext): Steps<Scores> {
-  if (sets.length === 1) return yield* copied(sets[0] as Scores, ctx);
+  if (sets.length === 1) return sets[0] as Scores;
   const sorted = [...sets].sort((a, b) => a.size - b.size);
   const out: Scores = new Map();
   outer: for (const [doc, score] of sorted[0] ?? new Map<DocId, number>()) {
@@ -478,15 +481,6 @@ function* intersect(sets: readonly Scores[], ctx: FilterContext): Steps<Scores> 
       total += s;
     }
     out.set(doc, total);
-  }
-  return out;
-}
-
-function* copied(s: Scores, ctx: FilterContext): Steps<Scores> {
-  const out: Scores = new Map();
-  for (const [doc, score] of s) {
-    if (ctx.deadline.tick()) yield;
-    out.set(doc, score);
   }
   return out;
 }

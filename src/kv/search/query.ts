@@ -6,7 +6,7 @@ import type { DocId, MemoryIndex } from "./memory-index.js";
 import type { Steps } from "./scheduler.js";
 import { Words } from "./schema.js";
 import { parseScoreFunc, applyScoreFunc, type ScoreFunc } from "./score-func.js";
-import { sortSteps } from "./sort-steps.js";
+import { firstSteps, sortSteps } from "./sort-steps.js";
 
 /**
  * SEARCH.QUERY / SEARCH.COUNT options (docs/search.md, "SEARCH.QUERY") and the ranked page of
@@ -161,8 +161,13 @@ export function* rankedPage(
     const key = index.keyOf(doc);
     if (key !== undefined) all.push({ doc, key, score });
   }
+  const end = opts.offset + opts.limit;
+  // A first page (most queries) needs only its documents in order: a bounded heap, not a sort.
+  if (end * 8 <= all.length) {
+    return (yield* firstSteps(all, end, compare, deadline)).slice(opts.offset);
+  }
   yield* sortSteps(all, compare, deadline);
-  return all.slice(opts.offset, opts.offset + opts.limit);
+  return all.slice(opts.offset, end);
 }
 
 const byKey = (a: Ranked, b: Ranked): number => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0);

@@ -34,3 +34,55 @@ export function* sortSteps<T>(
   if (from !== items) for (let k = 0; k < n; k++) items[k] = from[k] as T;
   return items;
 }
+
+/**
+ * The first `count` of `items` in `compare` order, a slice at a time: a bounded heap holding the
+ * best `count` seen (the worst of them at its root), O(n log count), then sorted. For a
+ * comparator that is a strict total order (ranking ends ties by key, and keys are unique) the
+ * result is exactly `items.sort(compare).slice(0, count)`.
+ */
+export function* firstSteps<T>(
+  items: readonly T[],
+  count: number,
+  compare: (a: T, b: T) => number,
+  deadline: Deadline,
+): Steps<T[]> {
+  if (count <= 0) return [];
+  const heap: T[] = [];
+  for (const item of items) {
+    if (deadline.tick()) yield;
+    if (heap.length < count) {
+      heap.push(item);
+      siftUp(heap, heap.length - 1, compare);
+    } else if (compare(item, heap[0] as T) < 0) {
+      heap[0] = item;
+      siftDown(heap, compare);
+    }
+  }
+  return heap.sort(compare);
+}
+
+/** Max-heap by `compare` (the element that sorts last at the root). */
+function siftUp<T>(heap: T[], at: number, compare: (a: T, b: T) => number): void {
+  while (at > 0) {
+    const parent = (at - 1) >> 1;
+    if (compare(heap[parent] as T, heap[at] as T) >= 0) return;
+    [heap[parent], heap[at]] = [heap[at] as T, heap[parent] as T];
+    at = parent;
+  }
+}
+
+function siftDown<T>(heap: T[], compare: (a: T, b: T) => number): void {
+  const n = heap.length;
+  let at = 0;
+  for (;;) {
+    const l = 2 * at + 1;
+    const r = l + 1;
+    let last = at;
+    if (l < n && compare(heap[l] as T, heap[last] as T) > 0) last = l;
+    if (r < n && compare(heap[r] as T, heap[last] as T) > 0) last = r;
+    if (last === at) return;
+    [heap[last], heap[at]] = [heap[at] as T, heap[last] as T];
+    at = last;
+  }
+}
