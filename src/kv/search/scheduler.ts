@@ -75,8 +75,6 @@ export class SliceScheduler {
   private readonly waiting: Waiter[] = [];
   private leases = 0;
   private turnPending = false;
-  /** The longest slice so far, in ms (a slice overruns by at most one step between ticks). */
-  private longestSlice = 0;
 
   constructor(readonly settings: SchedulerSettings) {}
 
@@ -100,7 +98,7 @@ export class SliceScheduler {
           const at = this.waiting.indexOf(waiter);
           if (at >= 0) this.waiting.splice(at, 1);
           reject(this.tooLong(what));
-        }, this.settings.wallLimitMs),
+        }, this.settings.wallLimitMs).unref(),
       };
       this.waiting.push(waiter);
     });
@@ -109,16 +107,6 @@ export class SliceScheduler {
   /** Runs indexing work a slice at a time, beside the queries (no lease, never refused). */
   background<T>(steps: Steps<T>, deadline: Deadline): Promise<T> {
     return this.enqueue(steps, deadline, undefined);
-  }
-
-  /** Computations in progress and queries waiting for a lease (tests, metrics). */
-  get load(): { jobs: number; leases: number; waiting: number; longestSliceMs: number } {
-    return {
-      jobs: this.jobs.length,
-      leases: this.leases,
-      waiting: this.waiting.length,
-      longestSliceMs: this.longestSlice,
-    };
   }
 
   enqueue<T>(steps: Steps<T>, deadline: Deadline, lease: Lease | undefined): Promise<T> {
@@ -167,9 +155,7 @@ export class SliceScheduler {
     } catch (err) {
       job.reject(err);
     } finally {
-      const end = performance.now();
-      job.deadline.endSlice(end);
-      this.longestSlice = Math.max(this.longestSlice, end - start);
+      job.deadline.endSlice(performance.now());
     }
     return false;
   }
