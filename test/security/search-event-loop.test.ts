@@ -134,11 +134,11 @@ const WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda m
 const fuzzyPrefix = (value: string) => ({
   body: { $fuzzy: { value, distance: 2, prefix: true } },
 });
-/** A query of some 150 ms that holds a slot while others ask for one. */
+/** A query of some 200 ms that holds a place while others ask for one. */
 const occupier = [
   "SEARCH.COUNT",
   "docs",
-  JSON.stringify({ $or: WORDS.slice(0, 8).map((w) => fuzzyPrefix(`${w}3`)) }),
+  JSON.stringify({ $or: WORDS.flatMap((w) => [fuzzyPrefix(`${w}3`), fuzzyPrefix(`${w}5`)]) }),
 ];
 let seed = 11;
 const rand = (n: number): number => {
@@ -149,9 +149,9 @@ const sentence = (): string =>
   Array.from({ length: 12 }, () => `${WORDS[rand(WORDS.length)]}${rand(1000)}`).join(" ");
 
 describe("SEARCH computing in slices", () => {
-  // Fuzzy prefix matches scan the whole dictionary (12 000 terms) for each of 24 words.
+  // Fuzzy prefix matches scan the whole dictionary (12 000 terms) for each of 48 words.
   const heavy = JSON.stringify({
-    $or: WORDS.flatMap((w) => [fuzzyPrefix(`${w}12`), fuzzyPrefix(`${w}7`)]),
+    $or: WORDS.flatMap((w) => ["12", "7", "45", "9"].map((n) => fuzzyPrefix(`${w}${n}`))),
   });
   const count = ["SEARCH.COUNT", "docs", heavy];
   const medium = JSON.stringify({ $or: WORDS.slice(0, 3).map((w) => fuzzyPrefix(`${w}12`)) });

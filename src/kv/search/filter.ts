@@ -284,7 +284,8 @@ function* phraseOf(
   for (const alts of words) scored.push(yield* expanded(field, alts, 1, ctx));
   const candidates = yield* intersect(scored, ctx);
   for (const doc of [...candidates.keys()]) {
-    if (ctx.deadline.tick()) yield;
+    // The clock at each document: one may merge the positions of thousands of prefix terms.
+    if (ctx.deadline.due()) yield;
     const positions = words.map((alts) => mergedPositions(column, alts, doc));
     if (!inOrder(positions, slop)) candidates.delete(doc);
   }
