@@ -1,11 +1,15 @@
 import type { Deadline } from "./deadline.js";
 import type { Steps } from "./scheduler.js";
 
+/** Elements sorted natively in one piece (about a millisecond): the merges start from runs this long. */
+const RUN = 1024;
+
 /**
- * `items` sorted by `compare` in place, a slice at a time (scheduler.ts): a bottom-up merge sort
- * that ticks the deadline per element it moves. Stable, like Array.prototype.sort, so for any
- * consistent comparator the order is exactly the one `items.sort(compare)` gives (equal elements
- * keep their order). O(n log n) comparisons and one scratch array of n.
+ * `items` sorted by `compare` in place, a slice at a time (scheduler.ts): runs of RUN elements
+ * sorted natively (Array.prototype.sort, stable), then a bottom-up merge that ticks the deadline
+ * per element it moves. Stable throughout, so for any consistent comparator the order is exactly
+ * the one `items.sort(compare)` gives (equal elements keep their order). O(n log n) comparisons
+ * and one scratch array of n; measured 1.3-2 times the native sort on 30 000 pairs (a loaded machine).
  */
 export function* sortSteps<T>(
   items: T[],
@@ -13,9 +17,14 @@ export function* sortSteps<T>(
   deadline: Deadline,
 ): Steps<T[]> {
   const n = items.length;
+  for (let lo = 0; lo < n; lo += RUN) {
+    if (deadline.due()) yield;
+    const run = items.slice(lo, lo + RUN).sort(compare);
+    for (let k = 0; k < run.length; k++) items[lo + k] = run[k] as T;
+  }
   let from = items;
   let to = new Array<T>(n);
-  for (let width = 1; width < n; width *= 2) {
+  for (let width = RUN; width < n; width *= 2) {
     for (let lo = 0; lo < n; lo += 2 * width) {
       const mid = Math.min(lo + width, n);
       const hi = Math.min(lo + 2 * width, n);
