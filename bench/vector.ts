@@ -16,6 +16,8 @@
 import { execSync } from "node:child_process";
 import { Redis } from "@upstash/redis";
 import { Graph } from "../src/kv/vector/graph.js";
+import { Deadline } from "../src/kv/search/deadline.js";
+import { runToEnd } from "../src/kv/search/scheduler.js";
 import { LocalIndex } from "../src/kv/vector/local-index.js";
 import { prepared } from "../src/kv/vector/similarity.js";
 import { graphBuildsRunning } from "../src/kv/vector/store.js";
@@ -102,7 +104,7 @@ async function main(): Promise<void> {
   const exactTimes: number[] = [];
   for (const q of queries) {
     const t = performance.now();
-    const hits = local.exact(q, K, Infinity);
+    const hits = runToEnd(local.exact(q, K, new Deadline(Infinity)));
     exactTimes.push(ms(t));
     truth.push(hits.map((h) => local.idAt(h.slot) as string));
   }

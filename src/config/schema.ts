@@ -260,6 +260,30 @@ export const SETTINGS = {
     default: 300_000,
     doc: "How often each process rescans its SEARCH indexes' keys to repair what lost keyspace notifications missed (0: never; a lost subscriber connection always triggers one).",
   },
+  kvComputeSliceMs: {
+    env: "STASHD_KV_COMPUTE_SLICE_MS",
+    kind: "int",
+    default: 5,
+    doc: "Longest one slice of SEARCH.* or VECTOR.* computing (a query, an aggregation, indexing) holds the event loop; other requests run between slices, and the time limits count the slices only.",
+  },
+  kvComputeMaxRunning: {
+    env: "STASHD_KV_COMPUTE_MAX_RUNNING",
+    kind: "int",
+    default: 4,
+    doc: "Most SEARCH.QUERY/COUNT/AGGREGATE and VECTOR.QUERY computing at once in each process (they take turns, a slice each); more wait in line.",
+  },
+  kvComputeMaxWaiting: {
+    env: "STASHD_KV_COMPUTE_MAX_WAITING",
+    kind: "int",
+    default: 64,
+    doc: "Most such queries waiting in line in each process; past it one more is answered at once with `ERR search is busy, try again` (or `ERR vector search is busy, try again`).",
+  },
+  kvComputeWallLimitMs: {
+    env: "STASHD_KV_COMPUTE_WALL_LIMIT_MS",
+    kind: "int",
+    default: 10_000,
+    doc: "Longest a SEARCH or VECTOR query may wait in line and compute, together, before it is answered with an error (its own computing time is bounded by STASHD_SEARCH_QUERY_TIME_LIMIT_MS / STASHD_KV_VECTOR_QUERY_TIMEOUT_MS).",
+  },
   sseKeepAliveMs: {
     env: "STASHD_SSE_KEEPALIVE_MS",
     kind: "int",

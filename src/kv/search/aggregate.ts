@@ -3,6 +3,8 @@ import { dateValue } from "./documents.js";
 import { SearchError } from "./errors.js";
 import type { DocId, MemoryIndex } from "./memory-index.js";
 import type { Plain } from "./reply.js";
+import type { Steps } from "./scheduler.js";
+import { sortSteps } from "./sort-steps.js";
 
 /**
  * SEARCH.AGGREGATE (docs/search.md, "SEARCH.AGGREGATE"): metric aggregations ($avg, $sum, $min,
@@ -10,35 +12,38 @@ import type { Plain } from "./reply.js";
  * ($terms, $range, $histogram, $dateHistogram) with nested `$aggs`, and facet trees ($facet),
  * over the documents the filter matched. Replies are flat `[name, value, …]` arrays, as the SDK
  * reads them. Bucket order: $terms by document count (ties by key), the others by key.
+ * Generators that yield when the query's slice is over (see filter.ts).
  */
 type Spec = Record<string, unknown>;
 type Value = string | number;
 
 const MAX_BUCKETS = 10_000;
 
-export function aggregate(
+export function* aggregate(
   index: MemoryIndex,
   docs: DocId[],
   spec: unknown,
   deadline: Deadline,
-): Plain[] {
+): Steps<Plain[]> {
   if (typeof spec !== "object" || spec === null || Array.isArray(spec)) {
     throw new SearchError("ERR the aggregations must be a JSON object");
   }
   const out: Plain[] = [];
   for (const [name, body] of Object.entries(spec as Spec)) {
-    out.push(name, one(index, docs, name, body, deadline));
+    out.push(name, yield* one(index, docs, name, body, deadline));
   }
   return out;
 }
 
-function one(
+type Nested = (bucketDocs: DocId[]) => Steps<Plain[]>;
+
+function* one(
   index: MemoryIndex,
   docs: DocId[],
   name: string,
   body: unknown,
   deadline: Deadline,
-): Plain {
+): Steps<Plain> {
   if (typeof body !== "object" || body === null)
     throw new SearchError(`ERR aggregation '${name}' must be an object`);
   const entries = Object.entries(body as Spec).filter(([k]) => k !== "$aggs");
@@ -48,8 +53,9 @@ function one(
   }
   const sub = (body as Spec).$aggs;
   const p = params as Spec;
-  const nested = (bucketDocs: DocId[]): Plain[] =>
-    sub === undefined ? [] : aggregate(index, bucketDocs, sub, deadline);
+  const nested: Nested = function* (bucketDocs) {
+    return sub === undefined ? [] : yield* aggregate(index, bucketDocs, sub, deadline);
+  };
   deadline.check();
   switch (op) {
     case "$avg":
@@ -57,32 +63,43 @@ function one(
     case "$min":
     case "$max":
     case "$count":
-      return ["value", metric(op, numbers(index, docs, p))];
+      return ["value", metric(op, yield* numbers(index, docs, p, deadline))];
     case "$cardinality":
-      return ["value", new Set(values(index, docs, p).flatMap(([, v]) => v)).size];
+      return [
+        "value",
+        new Set((yield* values(index, docs, p, deadline)).flatMap(([, v]) => v)).size,
+      ];
     case "$stats":
-      return stats(numbers(index, docs, p));
+      return stats(yield* numbers(index, docs, p, deadline));
     case "$extendedStats":
-      return extendedStats(numbers(index, docs, p), p.sigma === undefined ? 2 : Number(p.sigma));
+      return extendedStats(
+        yield* numbers(index, docs, p, deadline),
+        p.sigma === undefined ? 2 : Number(p.sigma),
+      );
     case "$percentiles":
-      return percentiles(numbers(index, docs, p), p);
+      return yield* percentiles(yield* numbers(index, docs, p, deadline), p, deadline);
     case "$terms":
-      return terms(index, docs, p, nested);
+      return yield* terms(index, docs, p, nested, deadline);
     case "$range":
-      return ranges(index, docs, p, nested);
+      return yield* ranges(index, docs, p, nested, deadline);
     case "$histogram":
-      return histogram(index, docs, p, Number(p.interval), nested);
+      return yield* histogram(index, docs, p, Number(p.interval), nested, deadline);
     case "$dateHistogram":
-      return histogram(index, docs, p, intervalMs(p), nested);
+      return yield* histogram(index, docs, p, intervalMs(p), nested, deadline);
     case "$facet":
-      return facet(index, docs, p);
+      return yield* facet(index, docs, p, deadline);
     default:
       throw new SearchError(`ERR unknown aggregation '${op}'`);
   }
 }
 
 /** Each document's values of the field (or `missing`), documents without either left out. */
-function values(index: MemoryIndex, docs: DocId[], p: Spec): [DocId, Value[]][] {
+function* values(
+  index: MemoryIndex,
+  docs: DocId[],
+  p: Spec,
+  deadline: Deadline,
+): Steps<[DocId, Value[]][]> {
   const fieldName = String(p.field);
   const field = index.field(fieldName);
   if (field.type === "TEXT")
@@ -96,6 +113,7 @@ function values(index: MemoryIndex, docs: DocId[], p: Spec): [DocId, Value[]][] 
         : (p.missing as Value);
   const out: [DocId, Value[]][] = [];
   for (const doc of docs) {
+    if (deadline.tick()) yield;
     const v = column?.get(doc);
     if (v !== undefined && v.length > 0) out.push([doc, [...v]]);
     else if (missing !== undefined) out.push([doc, [missing]]);
@@ -103,8 +121,8 @@ function values(index: MemoryIndex, docs: DocId[], p: Spec): [DocId, Value[]][] 
   return out;
 }
 
-function numbers(index: MemoryIndex, docs: DocId[], p: Spec): number[] {
-  return values(index, docs, p).flatMap(([, v]) =>
+function* numbers(index: MemoryIndex, docs: DocId[], p: Spec, deadline: Deadline): Steps<number[]> {
+  return (yield* values(index, docs, p, deadline)).flatMap(([, v]) =>
     v.filter((x): x is number => typeof x === "number"),
   );
 }
@@ -177,9 +195,9 @@ function extendedStats(nums: number[], sigma: number): Plain[] {
 
 const DEFAULT_PERCENTS = [1, 5, 25, 50, 75, 95, 99];
 
-function percentiles(nums: number[], p: Spec): Plain[] {
+function* percentiles(nums: number[], p: Spec, deadline: Deadline): Steps<Plain[]> {
   const percents = Array.isArray(p.percents) ? p.percents.map(Number) : DEFAULT_PERCENTS;
-  const sorted = [...nums].sort((a, b) => a - b);
+  const sorted = yield* sortSteps([...nums], (a, b) => a - b, deadline);
   const at = (pct: number): number | null => {
     if (sorted.length === 0) return null;
     const rank = (pct / 100) * (sorted.length - 1);
@@ -194,83 +212,90 @@ function percentiles(nums: number[], p: Spec): Plain[] {
   ];
 }
 
-function terms(
+function* terms(
   index: MemoryIndex,
   docs: DocId[],
   p: Spec,
-  nested: (d: DocId[]) => Plain[],
-): Plain[] {
+  nested: Nested,
+  deadline: Deadline,
+): Steps<Plain[]> {
   const size = p.size === undefined ? 10 : Number(p.size);
   const groups = new Map<Value, DocId[]>();
-  for (const [doc, vs] of values(index, docs, p)) {
+  for (const [doc, vs] of yield* values(index, docs, p, deadline)) {
+    if (deadline.tick()) yield;
     for (const v of new Set(vs)) {
       let list = groups.get(v);
       if (list === undefined) groups.set(v, (list = []));
       list.push(doc);
     }
   }
-  const sorted = [...groups].sort(
+  const sorted = yield* sortSteps(
+    [...groups],
     ([ka, a], [kb, b]) => b.length - a.length || (ka < kb ? -1 : ka > kb ? 1 : 0),
+    deadline,
   );
   const kept = sorted.slice(0, Math.min(size, MAX_BUCKETS));
   const other = sorted.slice(kept.length).reduce((n, [, d]) => n + d.length, 0);
-  const buckets = kept.map(([key, d]) => ["key", key, "docCount", d.length, ...nested(d)]);
+  const buckets: Plain[] = [];
+  for (const [key, d] of kept)
+    buckets.push(["key", key, "docCount", d.length, ...(yield* nested(d))]);
   return ["buckets", buckets, "sumOtherDocCount", other, "docCountErrorUpperBound", 0];
 }
 
-function ranges(
+function* ranges(
   index: MemoryIndex,
   docs: DocId[],
   p: Spec,
-  nested: (d: DocId[]) => Plain[],
-): Plain[] {
+  nested: Nested,
+  deadline: Deadline,
+): Steps<Plain[]> {
   if (!Array.isArray(p.ranges)) throw new SearchError("ERR $range needs ranges");
-  const vals = values(index, docs, p);
-  const buckets = (p.ranges as Spec[]).map((r) => {
+  const vals = yield* values(index, docs, p, deadline);
+  const buckets: Plain[] = [];
+  for (const r of p.ranges as Spec[]) {
     const from = r.from === undefined ? undefined : Number(r.from);
     const to = r.to === undefined ? undefined : Number(r.to);
-    const inside = vals
-      .filter(([, vs]) =>
-        vs.some(
-          (v) =>
-            typeof v === "number" &&
-            (from === undefined || v >= from) &&
-            (to === undefined || v < to),
-        ),
-      )
-      .map(([d]) => d);
+    const inside: DocId[] = [];
+    for (const [d, vs] of vals) {
+      if (deadline.tick()) yield;
+      const within = (v: Value) =>
+        typeof v === "number" && (from === undefined || v >= from) && (to === undefined || v < to);
+      if (vs.some(within)) inside.push(d);
+    }
     const key = typeof r.key === "string" ? r.key : `${from ?? "*"}-${to ?? "*"}`;
-    return [
+    buckets.push([
       "key",
       key,
       "docCount",
       inside.length,
       ...(from === undefined ? [] : ["from", from]),
       ...(to === undefined ? [] : ["to", to]),
-      ...nested(inside),
-    ];
-  });
+      ...(yield* nested(inside)),
+    ]);
+  }
   return ["buckets", buckets];
 }
 
-function histogram(
+function* histogram(
   index: MemoryIndex,
   docs: DocId[],
   p: Spec,
   interval: number,
-  nested: (d: DocId[]) => Plain[],
-): Plain[] {
+  nested: Nested,
+  deadline: Deadline,
+): Steps<Plain[]> {
   if (!Number.isFinite(interval) || interval <= 0)
     throw new SearchError("ERR the histogram interval must be a positive number");
   const groups = new Map<number, DocId[]>();
-  for (const [doc, vs] of values(index, docs, p)) {
+  for (const [doc, vs] of yield* values(index, docs, p, deadline)) {
+    if (deadline.tick()) yield;
     for (const v of new Set(vs.map((x) => Math.floor(Number(x) / interval) * interval))) {
       let list = groups.get(v);
       if (list === undefined) groups.set(v, (list = []));
       list.push(doc);
     }
   }
-  const keys = [...groups.keys()].sort((a, b) => a - b);
+  const keys = yield* sortSteps([...groups.keys()], (a, b) => a - b, deadline);
   const first = keys[0];
   const last = keys[keys.length - 1];
   const minDocCount = p.minDocCount === undefined ? 0 : Number(p.minDocCount);
@@ -279,8 +304,11 @@ function histogram(
     if ((last - first) / interval > MAX_BUCKETS)
       throw new SearchError(`ERR the histogram would have more than ${MAX_BUCKETS} buckets`);
     for (let k = first; k <= last; k += interval) {
+      if (deadline.tick()) yield;
       const d = groups.get(k) ?? [];
-      if (d.length >= minDocCount) buckets.push(["key", k, "docCount", d.length, ...nested(d)]);
+      if (d.length >= minDocCount) {
+        buckets.push(["key", k, "docCount", d.length, ...(yield* nested(d))]);
+      }
     }
   }
   return ["buckets", buckets];
@@ -303,17 +331,25 @@ function intervalMs(p: Spec): number {
 }
 
 /** A facet tree under `path`, `depth` levels deep, children by document count. */
-function facet(index: MemoryIndex, docs: DocId[], p: Spec): Plain[] {
+function* facet(index: MemoryIndex, docs: DocId[], p: Spec, deadline: Deadline): Steps<Plain[]> {
   const root = String(p.path ?? "/").replace(/\/$/, "");
   const depth = p.depth === undefined ? 1 : Number(p.depth);
   const size = p.size === undefined ? 10 : Number(p.size);
-  const paths = values(index, docs, p).map(([, vs]) => vs.map(String));
-  return ["path", root === "" ? "/" : root, ...facetChildren(paths, root, depth, size)];
+  const paths = (yield* values(index, docs, p, deadline)).map(([, vs]) => vs.map(String));
+  const tree = yield* facetChildren(paths, root, depth, size, deadline);
+  return ["path", root === "" ? "/" : root, ...tree];
 }
 
-function facetChildren(paths: string[][], root: string, depth: number, size: number): Plain[] {
+function* facetChildren(
+  paths: string[][],
+  root: string,
+  depth: number,
+  size: number,
+  deadline: Deadline,
+): Steps<Plain[]> {
   const counts = new Map<string, number>();
   for (const docPaths of paths) {
+    if (deadline.tick()) yield;
     const children = new Set<string>();
     for (const path of docPaths) {
       if (!path.startsWith(`${root}/`)) continue;
@@ -322,15 +358,20 @@ function facetChildren(paths: string[][], root: string, depth: number, size: num
     }
     for (const c of children) counts.set(c, (counts.get(c) ?? 0) + 1);
   }
-  const sorted = [...counts].sort(([a, x], [b, y]) => y - x || (a < b ? -1 : 1));
+  const sorted = yield* sortSteps(
+    [...counts],
+    ([a, x], [b, y]) => y - x || (a < b ? -1 : 1),
+    deadline,
+  );
   const kept = sorted.slice(0, size);
   const other = sorted.slice(size).reduce((n, [, c]) => n + c, 0);
-  const children = kept.map(([path, docCount]) => [
-    "docCount",
-    docCount,
-    "path",
-    path,
-    ...(depth > 1 ? facetChildren(paths, path, depth - 1, size) : ["sumOtherDocCount", 0]),
-  ]);
+  const children: Plain[] = [];
+  for (const [path, docCount] of kept) {
+    const below =
+      depth > 1
+        ? yield* facetChildren(paths, path, depth - 1, size, deadline)
+        : ["sumOtherDocCount", 0];
+    children.push(["docCount", docCount, "path", path, ...below]);
+  }
   return ["sumOtherDocCount", other, "children", children];
 }

@@ -1,17 +1,21 @@
 import type { Arg, Reply } from "../../shared/redis/resp.js";
 import type { Principal } from "../databases/database.js";
 import { aggregate } from "./aggregate.js";
-import { contentOf } from "./content.js";
+import { contentOf, type Pairs } from "./content.js";
+import { Deadline } from "./deadline.js";
 import { pageTooLarge, SearchError } from "./errors.js";
-import { readSources } from "./live-index.js";
+import { readSources, type LiveIndex } from "./live-index.js";
+import type { Source } from "./documents.js";
 import {
   matchesOf,
   parseFilter,
   parseQueryOptions,
   rankedPage,
   type QueryOptions,
+  type Ranked,
 } from "./query.js";
 import { errorReply, formatNumber, toReply, type Plain } from "./reply.js";
+import { withLease, type Lease, type Steps } from "./scheduler.js";
 import { describe, parseCreate, Words } from "./schema.js";
 import { checkName, SearchService, type SearchHost } from "./service.js";
 
@@ -20,6 +24,9 @@ import { checkName, SearchService, type SearchHost } from "./service.js";
  * gateway-commands.ts hands them to. The read-only token may query (QUERY, COUNT, AGGREGATE,
  * DESCRIBE, WAITINDEXING, LISTINDEXES, LISTALIASES) but not change indexes; ACL-user tokens are
  * refused every SEARCH command, since an index reads keys their ACL rules might hide.
+ *
+ * QUERY, COUNT and AGGREGATE compute under a lease of the process's scheduler (scheduler.ts):
+ * a slice of the event loop at a time, a bounded number at once, refused when too many wait.
  */
 type Handler = (s: SearchService, words: Words, host: SearchHost) => Promise<Plain>;
 
@@ -110,12 +117,24 @@ async function reindex(s: SearchService, words: Words): Promise<Plain> {
   return "OK";
 }
 
+/** Runs `work` in slices under a lease, with the query's time budget (summed over slices). */
+function computed<T>(
+  host: SearchHost,
+  work: (lease: Lease, deadline: Deadline) => Promise<T>,
+): Promise<T> {
+  const deadline = new Deadline(host.config.searchQueryTimeLimitMs);
+  return withLease(host.config, "search", (lease) => work(lease, deadline));
+}
+
 async function countMatches(s: SearchService, words: Words, host: SearchHost): Promise<Plain> {
   const index = await s.index(checkName(words.next("index name")));
   const filter = parseFilter(words.next("filter"));
   if (!index) return -1;
-  if (index.failure) throw new SearchError(index.failure);
-  return matchesOf(index.memory, filter, host.config.searchQueryTimeLimitMs).scores.size;
+  const live = answering(index);
+  return computed(host, async (lease, deadline) => {
+    const { scores } = await lease.run(matchesOf(live.memory, filter, deadline), deadline);
+    return scores.size;
+  });
 }
 
 async function query(s: SearchService, words: Words, host: SearchHost): Promise<Plain> {
@@ -125,30 +144,57 @@ async function query(s: SearchService, words: Words, host: SearchHost): Promise<
   while (words.more()) rest.push(words.next("option"));
   const opts: QueryOptions = parseQueryOptions(filterText, rest, host.config.searchMaxLimit);
   if (!index) return null;
+  const live = answering(index);
+  return computed(host, async (lease, deadline) => {
+    const page = await lease.run(rankedMatches(live, opts, deadline), deadline);
+    if (opts.noContent) return page.ranked.map((r) => [r.key, formatNumber(r.score)]);
+    const max = host.config.kvMaxReplyBytes;
+    const keys = page.ranked.map((r) => r.key);
+    const sources = await readSources(host.serverAdmin, live.def, keys, max);
+    return lease.run(pageOf(live, page, sources, opts, max, deadline), deadline);
+  });
+}
+
+/** The index, unless it cannot answer (it is full). */
+function answering(index: LiveIndex): LiveIndex {
   if (index.failure) throw new SearchError(index.failure);
-  const { scores, matched, deadline } = matchesOf(
-    index.memory,
-    opts.filter,
-    host.config.searchQueryTimeLimitMs,
-  );
-  const page = rankedPage(index.memory, scores, opts, deadline);
-  if (opts.noContent) return page.map((r) => [r.key, formatNumber(r.score)]);
-  const max = host.config.kvMaxReplyBytes;
-  const sources = await readSources(
-    host.serverAdmin,
-    index.def,
-    page.map((r) => r.key),
-    max,
-  );
+  return index;
+}
+
+interface MatchedPage {
+  readonly ranked: Ranked[];
+  readonly matched: Map<string, Set<string>>;
+}
+
+function* rankedMatches(
+  index: LiveIndex,
+  opts: QueryOptions,
+  deadline: Deadline,
+): Steps<MatchedPage> {
+  const { scores, matched } = yield* matchesOf(index.memory, opts.filter, deadline);
+  return { ranked: yield* rankedPage(index.memory, scores, opts, deadline), matched };
+}
+
+/** The page's `[key, score, content]` rows, a document at a time (HIGHLIGHT analyses text). */
+function* pageOf(
+  index: LiveIndex,
+  page: MatchedPage,
+  sources: readonly (Source | undefined)[],
+  opts: QueryOptions,
+  max: number,
+  deadline: Deadline,
+): Steps<Plain> {
   const out: Plain[] = [];
   let bytes = 0;
-  page.forEach((r, i) => {
+  for (let i = 0; i < page.ranked.length; i++) {
+    if (deadline.due()) yield;
+    const r = page.ranked[i] as Ranked;
     const source = sources[i];
-    if (source === undefined) return; // deleted since it was indexed
-    const content = contentOf(index.memory, source, opts, matched);
+    if (source === undefined) continue; // deleted since it was indexed
+    const content: Pairs = contentOf(index.memory, source, opts, page.matched);
     for (const [field, value] of content) bytes += field.length + value.length + 48;
     out.push([r.key, formatNumber(r.score), content]);
-  });
+  }
   // The page is built here, not by Redis: the gateway's reply bound applies to it too.
   if (bytes > max) throw pageTooLarge(max);
   return out;
@@ -159,7 +205,18 @@ async function aggregateCommand(s: SearchService, words: Words, host: SearchHost
   const filter = parseFilter(words.next("filter"));
   const spec = parseFilter(words.next("aggregations"));
   if (!index) throw new SearchError("ERR no such index");
-  if (index.failure) throw new SearchError(index.failure);
-  const { scores, deadline } = matchesOf(index.memory, filter, host.config.searchQueryTimeLimitMs);
-  return aggregate(index.memory, [...scores.keys()], spec, deadline);
+  const live = answering(index);
+  return computed(host, (lease, deadline) =>
+    lease.run(aggregated(live, filter, spec, deadline), deadline),
+  );
+}
+
+function* aggregated(
+  index: LiveIndex,
+  filter: unknown,
+  spec: unknown,
+  deadline: Deadline,
+): Steps<Plain> {
+  const { scores } = yield* matchesOf(index.memory, filter, deadline);
+  return yield* aggregate(index.memory, [...scores.keys()], spec, deadline);
 }

@@ -11,6 +11,7 @@ import {
   type ValueColumn,
 } from "./memory-index.js";
 import { isNumeric, type FieldDef } from "./schema.js";
+import type { Steps } from "./scheduler.js";
 import { fuzzyTerms, prefixTerms, regexTerms, type FuzzyOptions } from "./terms.js";
 
 /**
@@ -18,6 +19,11 @@ import { fuzzyTerms, prefixTerms, regexTerms, type FuzzyOptions } from "./terms.
  * evaluated against a MemoryIndex into the matching documents and their scores. Text clauses
  * score with BM25 (k1 1.2, b 0.75); other clauses add a constant 1; `$boost` multiplies a
  * clause's scores. `matched` collects, per TEXT field, the index terms that matched (HIGHLIGHT).
+ *
+ * Every function that loops over documents or terms is a generator that yields when the
+ * query's slice is over (`if (ctx.deadline.tick()) yield;`, scheduler.ts), and its callers
+ * delegate with `yield*`: the query runs a slice per event-loop turn, and its result is the
+ * same as in one go.
  */
 export type Scores = Map<DocId, number>;
 
@@ -36,39 +42,46 @@ const PHRASE_BOOST = 2;
 
 type Json = unknown;
 
-export function evaluate(filter: Json, ctx: FilterContext): Scores {
+export function* evaluate(filter: Json, ctx: FilterContext): Steps<Scores> {
   if (typeof filter !== "object" || filter === null || Array.isArray(filter)) {
     throw new SearchError("ERR the filter must be a JSON object");
   }
   const entries = Object.entries(filter as Record<string, Json>);
-  if (entries.length === 0) return allDocs(ctx, 1);
+  if (entries.length === 0) return yield* allDocs(ctx, 1);
   const required: Scores[] = [];
   const should: Scores[] = [];
   const excluded: Scores[] = [];
   let boost = 1;
   for (const [key, value] of entries) {
-    if (key === "$and" || key === "$must") required.push(...clauses(key, value, ctx));
-    else if (key === "$or") required.push(union(clauses(key, value, ctx)));
-    else if (key === "$should") should.push(...clauses(key, value, ctx));
-    else if (key === "$mustNot") excluded.push(...clauses(key, value, ctx));
+    if (key === "$and" || key === "$must") required.push(...(yield* clauses(key, value, ctx)));
+    else if (key === "$or") required.push(yield* union(yield* clauses(key, value, ctx), ctx));
+    else if (key === "$should") should.push(...(yield* clauses(key, value, ctx)));
+    else if (key === "$mustNot") excluded.push(...(yield* clauses(key, value, ctx)));
     else if (key === "$boost") boost = boostOf(value);
     else if (key.startsWith("$")) throw new SearchError(`ERR unknown operator '${key}'`);
-    else required.push(fieldCondition(ctx.index.field(key), value, ctx));
+    else required.push(yield* fieldCondition(ctx.index.field(key), value, ctx));
   }
   let result: Scores;
   if (required.length > 0) {
-    result = intersect(required);
-    for (const s of should) addScores(result, s);
-  } else if (should.length > 0) result = union(should);
+    result = yield* intersect(required, ctx);
+    for (const s of should) yield* addScores(result, s, ctx);
+  } else if (should.length > 0) result = yield* union(should, ctx);
   else result = new Map(); // $mustNot alone matches nothing (Upstash's rule)
-  for (const s of excluded) for (const doc of s.keys()) result.delete(doc);
-  return boost === 1 ? result : scaled(result, boost);
+  for (const s of excluded) {
+    for (const doc of s.keys()) {
+      if (ctx.deadline.tick()) yield;
+      result.delete(doc);
+    }
+  }
+  return boost === 1 ? result : yield* scaled(result, boost, ctx);
 }
 
-function clauses(op: string, value: Json, ctx: FilterContext): Scores[] {
+function* clauses(op: string, value: Json, ctx: FilterContext): Steps<Scores[]> {
   const list = Array.isArray(value) ? value : [value];
   if (list.length === 0) throw new SearchError(`ERR ${op} needs at least one filter`);
-  return list.map((f) => evaluate(f, ctx));
+  const out: Scores[] = [];
+  for (const f of list) out.push(yield* evaluate(f, ctx));
+  return out;
 }
 
 function boostOf(value: Json): number {
@@ -78,7 +91,7 @@ function boostOf(value: Json): number {
   return value;
 }
 
-function fieldCondition(field: FieldDef, value: Json, ctx: FilterContext): Scores {
+function* fieldCondition(field: FieldDef, value: Json, ctx: FilterContext): Steps<Scores> {
   if (
     typeof value !== "object" ||
     value === null ||
@@ -86,8 +99,8 @@ function fieldCondition(field: FieldDef, value: Json, ctx: FilterContext): Score
     value instanceof Date
   ) {
     return field.type === "TEXT"
-      ? smart(field, value, ctx)
-      : valueOperator(field, "$eq", value, ctx);
+      ? yield* smart(field, value, ctx)
+      : yield* valueOperator(field, "$eq", value, ctx);
   }
   const parts: Scores[] = [];
   let boost = 1;
@@ -96,38 +109,44 @@ function fieldCondition(field: FieldDef, value: Json, ctx: FilterContext): Score
     else
       parts.push(
         field.type === "TEXT"
-          ? textOperator(field, op, operand, ctx)
-          : valueOperator(field, op, operand, ctx),
+          ? yield* textOperator(field, op, operand, ctx)
+          : yield* valueOperator(field, op, operand, ctx),
       );
   }
   if (parts.length === 0) throw new SearchError(`ERR no operator for field '${field.name}'`);
-  const result = intersect(parts);
-  return boost === 1 ? result : scaled(result, boost);
+  const result = yield* intersect(parts, ctx);
+  return boost === 1 ? result : yield* scaled(result, boost, ctx);
 }
 
 // ---- TEXT ----
 
-function textOperator(field: FieldDef, op: string, operand: Json, ctx: FilterContext): Scores {
+function* textOperator(
+  field: FieldDef,
+  op: string,
+  operand: Json,
+  ctx: FilterContext,
+): Steps<Scores> {
   switch (op) {
     case "$eq":
-      return allTerms(field, stringOf(op, operand), ctx);
+      return yield* allTerms(field, stringOf(op, operand), ctx);
     case "$ne":
-      return complement(allTerms(field, stringOf(op, operand), ctx), ctx);
-    case "$in":
-      return union(listOf(op, operand).map((v) => allTerms(field, stringOf(op, v), ctx)));
+      return yield* complement(yield* allTerms(field, stringOf(op, operand), ctx), ctx);
+    case "$in": {
+      const each: Scores[] = [];
+      for (const v of listOf(op, operand)) each.push(yield* allTerms(field, stringOf(op, v), ctx));
+      return yield* union(each, ctx);
+    }
     case "$smart":
-      return smart(field, operand, ctx);
+      return yield* smart(field, operand, ctx);
     case "$fuzzy":
-      return fuzzy(field, operand, ctx);
+      return yield* fuzzy(field, operand, ctx);
     case "$phrase":
-      return phrase(field, operand, ctx);
-    case "$regex":
-      return expanded(
-        field,
-        regexTerms(textColumn(ctx, field), stringOf(op, operand), ctx.deadline),
-        1,
-        ctx,
-      );
+      return yield* phrase(field, operand, ctx);
+    case "$regex": {
+      const column = textColumn(ctx, field);
+      const terms = yield* regexTerms(column, stringOf(op, operand), ctx.deadline);
+      return yield* expanded(field, terms, 1, ctx);
+    }
     default:
       throw new SearchError(`ERR operator '${op}' does not apply to TEXT field '${field.name}'`);
   }
@@ -138,19 +157,21 @@ function textColumn(ctx: FilterContext, field: FieldDef): TextColumn {
 }
 
 /** Documents holding every term of the value (BM25, summed). */
-function allTerms(field: FieldDef, text: string, ctx: FilterContext): Scores {
+function* allTerms(field: FieldDef, text: string, ctx: FilterContext): Steps<Scores> {
   const terms = queryTerms(text, field, ctx.index.def.language);
   if (terms.length === 0) return new Map();
-  return intersect(terms.map((t) => expanded(field, [t], 1, ctx)));
+  const each: Scores[] = [];
+  for (const t of terms) each.push(yield* expanded(field, [t], 1, ctx));
+  return yield* intersect(each, ctx);
 }
 
 /** Documents holding any of `terms`, each scored by its best term. */
-function expanded(
+function* expanded(
   field: FieldDef,
   terms: readonly string[],
   weight: number,
   ctx: FilterContext,
-): Scores {
+): Steps<Scores> {
   const column = textColumn(ctx, field);
   const out: Scores = new Map();
   const n = ctx.index.size;
@@ -161,7 +182,7 @@ function expanded(
     noteMatch(ctx, field, term);
     const idf = Math.log(1 + (n - docs.size + 0.5) / (docs.size + 0.5));
     for (const [doc, positions] of docs) {
-      ctx.deadline.tick();
+      if (ctx.deadline.tick()) yield;
       const tf = termFrequency(positions);
       const len = column.lengths.get(doc) ?? 1;
       const score = (weight * idf * (tf * (K1 + 1))) / (tf + K1 * (1 - B + (B * len) / avg));
@@ -182,37 +203,41 @@ function noteMatch(ctx: FilterContext, field: FieldDef, term: string): void {
  * terms starting with a term within one edit; several words must all match, and documents
  * holding them as a phrase score higher.
  */
-function smart(field: FieldDef, value: Json, ctx: FilterContext): Scores {
+function* smart(field: FieldDef, value: Json, ctx: FilterContext): Steps<Scores> {
   const text = stringOf("$smart", value);
   const terms = queryTerms(text, field, ctx.index.def.language);
   if (terms.length === 0) return new Map();
   const column = textColumn(ctx, field);
   const opts = { distance: 1, transpositionCostOne: true, prefix: false };
-  const perWord = terms.map((term) => {
-    const exact = expanded(field, [term], EXACT_BOOST, ctx);
-    const near = expanded(field, fuzzyTerms(column, term, opts, ctx.deadline), 1, ctx);
-    const start =
-      term.length >= 2 ? fuzzyTerms(column, term, { ...opts, prefix: true }, ctx.deadline) : [];
-    return union([exact, near, expanded(field, start, 0.5, ctx)]);
-  });
-  const result = intersect(perWord);
-  if (terms.length > 1)
-    addScores(
-      result,
-      scaled(
-        phraseOf(
-          field,
-          terms.map((t) => [t]),
-          0,
-          ctx,
-        ),
-        PHRASE_BOOST,
-      ),
+  const perWord: Scores[] = [];
+  for (const term of terms) {
+    const exact = yield* expanded(field, [term], EXACT_BOOST, ctx);
+    const near = yield* expanded(
+      field,
+      yield* fuzzyTerms(column, term, opts, ctx.deadline),
+      1,
+      ctx,
     );
+    const start =
+      term.length >= 2
+        ? yield* fuzzyTerms(column, term, { ...opts, prefix: true }, ctx.deadline)
+        : [];
+    perWord.push(yield* union([exact, near, yield* expanded(field, start, 0.5, ctx)], ctx));
+  }
+  const result = yield* intersect(perWord, ctx);
+  if (terms.length > 1) {
+    const phrased = yield* phraseOf(
+      field,
+      terms.map((t) => [t]),
+      0,
+      ctx,
+    );
+    yield* addScores(result, yield* scaled(phrased, PHRASE_BOOST, ctx), ctx);
+  }
   return result;
 }
 
-function fuzzy(field: FieldDef, operand: Json, ctx: FilterContext): Scores {
+function* fuzzy(field: FieldDef, operand: Json, ctx: FilterContext): Steps<Scores> {
   const spec = typeof operand === "string" ? { value: operand } : objectOf("$fuzzy", operand);
   const opts: FuzzyOptions = {
     distance: spec.distance === undefined ? 1 : Number(spec.distance),
@@ -222,12 +247,14 @@ function fuzzy(field: FieldDef, operand: Json, ctx: FilterContext): Scores {
   const terms = queryTerms(stringOf("$fuzzy", spec.value), field, ctx.index.def.language);
   if (terms.length === 0) return new Map();
   const column = textColumn(ctx, field);
-  return intersect(
-    terms.map((t) => expanded(field, fuzzyTerms(column, t, opts, ctx.deadline), 1, ctx)),
-  );
+  const each: Scores[] = [];
+  for (const t of terms) {
+    each.push(yield* expanded(field, yield* fuzzyTerms(column, t, opts, ctx.deadline), 1, ctx));
+  }
+  return yield* intersect(each, ctx);
 }
 
-function phrase(field: FieldDef, operand: Json, ctx: FilterContext): Scores {
+function* phrase(field: FieldDef, operand: Json, ctx: FilterContext): Steps<Scores> {
   const spec = typeof operand === "string" ? { value: operand } : objectOf("$phrase", operand);
   const slop = spec.slop === undefined ? 0 : Number(spec.slop);
   if (!Number.isInteger(slop) || slop < 0 || slop > 100) {
@@ -239,19 +266,26 @@ function phrase(field: FieldDef, operand: Json, ctx: FilterContext): Scores {
   const alternatives = terms.map((t, i) =>
     spec.prefix === true && i === terms.length - 1 ? prefixTerms(column, t) : [t],
   );
-  return phraseOf(field, alternatives, slop, ctx);
+  return yield* phraseOf(field, alternatives, slop, ctx);
 }
 
 /**
  * Documents where the words occur in order, the gaps between them adding up to at most `slop`
  * positions; each word given as its alternative terms (a prefix's expansions).
  */
-function phraseOf(field: FieldDef, words: string[][], slop: number, ctx: FilterContext): Scores {
+function* phraseOf(
+  field: FieldDef,
+  words: string[][],
+  slop: number,
+  ctx: FilterContext,
+): Steps<Scores> {
   const column = textColumn(ctx, field);
-  const scored = words.map((alts) => expanded(field, alts, 1, ctx));
-  const candidates = intersect(scored);
+  const scored: Scores[] = [];
+  for (const alts of words) scored.push(yield* expanded(field, alts, 1, ctx));
+  const candidates = yield* intersect(scored, ctx);
   for (const doc of [...candidates.keys()]) {
-    ctx.deadline.tick();
+    // The clock at each document: one may merge the positions of thousands of prefix terms.
+    if (ctx.deadline.due()) yield;
     const positions = words.map((alts) => mergedPositions(column, alts, doc));
     if (!inOrder(positions, slop)) candidates.delete(doc);
   }
@@ -290,17 +324,24 @@ function inOrder(positions: readonly number[][], slop: number): boolean {
 
 type Value = string | number;
 
-function valueOperator(field: FieldDef, op: string, operand: Json, ctx: FilterContext): Scores {
+function* valueOperator(
+  field: FieldDef,
+  op: string,
+  operand: Json,
+  ctx: FilterContext,
+): Steps<Scores> {
   const column = ctx.index.columns.get(field.name);
   if (column === undefined) return new Map();
-  if (RANGES.has(op) && ordered(field)) return inRange(column, op, operandValue(field, operand));
+  if (RANGES.has(op) && ordered(field)) {
+    return yield* inRange(column, op, operandValue(field, operand), ctx);
+  }
   const test = valueTest(field, op, operand);
   const out: Scores = new Map();
   for (const [doc, values] of column.values) {
-    ctx.deadline.tick();
+    if (ctx.deadline.tick()) yield;
     if (values.some(test)) out.set(doc, 1);
   }
-  return op === "$ne" ? complement(out, ctx) : out;
+  return op === "$ne" ? yield* complement(out, ctx) : out;
 }
 
 const RANGES = new Set(["$gt", "$gte", "$lt", "$lte"]);
@@ -308,8 +349,13 @@ const ordered = (field: FieldDef): boolean =>
   isNumeric(field.type) || field.type === "DATE" || field.type === "KEYWORD";
 
 /** Documents with a value past the bound, by binary search in the column's sorted view. */
-function inRange(column: ValueColumn, op: string, bound: Value): Scores {
-  const { values, docs } = column.sorted();
+function* inRange(
+  column: ValueColumn,
+  op: string,
+  bound: Value,
+  ctx: FilterContext,
+): Steps<Scores> {
+  const { values, docs } = yield* column.sorted(ctx.deadline);
   const first = (strict: boolean): number => {
     let lo = 0;
     let hi = values.length;
@@ -330,7 +376,10 @@ function inRange(column: ValueColumn, op: string, bound: Value): Scores {
           ? [0, first(false)]
           : [0, first(true)];
   const out: Scores = new Map();
-  for (let i = from; i < to; i++) out.set(docs[i] as DocId, 1);
+  for (let i = from; i < to; i++) {
+    if (ctx.deadline.tick()) yield;
+    out.set(docs[i] as DocId, 1);
+  }
   return out;
 }
 
@@ -398,24 +447,34 @@ function operandValue(field: FieldDef, operand: Json): Value {
 
 // ---- sets of scored documents ----
 
-function allDocs(ctx: FilterContext, score: number): Scores {
+function* allDocs(ctx: FilterContext, score: number): Steps<Scores> {
   const out: Scores = new Map();
-  for (const doc of ctx.index.allDocs()) out.set(doc, score);
+  for (const doc of ctx.index.allDocs()) {
+    if (ctx.deadline.tick()) yield;
+    out.set(doc, score);
+  }
   return out;
 }
 
-function complement(s: Scores, ctx: FilterContext): Scores {
+function* complement(s: Scores, ctx: FilterContext): Steps<Scores> {
   const out: Scores = new Map();
-  for (const doc of ctx.index.allDocs()) if (!s.has(doc)) out.set(doc, 1);
+  for (const doc of ctx.index.allDocs()) {
+    if (ctx.deadline.tick()) yield;
+    if (!s.has(doc)) out.set(doc, 1);
+  }
   return out;
 }
 
-/** Documents in every set, their scores summed (smallest set first). */
-export function intersect(sets: readonly Scores[]): Scores {
-  if (sets.length === 1) return new Map(sets[0]);
+/**
+ * Documents in every set, their scores summed (smallest set first). Every set handed to it is
+ * new and the caller's alone (each clause builds its own), so a single one is the answer as is.
+ */
+function* intersect(sets: readonly Scores[], ctx: FilterContext): Steps<Scores> {
+  if (sets.length === 1) return sets[0] as Scores;
   const sorted = [...sets].sort((a, b) => a.size - b.size);
   const out: Scores = new Map();
   outer: for (const [doc, score] of sorted[0] ?? new Map<DocId, number>()) {
+    if (ctx.deadline.tick()) yield;
     let total = score;
     for (const other of sorted.slice(1)) {
       const s = other.get(doc);
@@ -427,24 +486,28 @@ export function intersect(sets: readonly Scores[]): Scores {
   return out;
 }
 
-function union(sets: readonly Scores[]): Scores {
+function* union(sets: readonly Scores[], ctx: FilterContext): Steps<Scores> {
   const out: Scores = new Map();
-  for (const s of sets) addScores(out, s, true);
+  for (const s of sets) yield* addScores(out, s, ctx, true);
   return out;
 }
 
 /** Adds `from`'s scores to the documents of `into` (and, with `insert`, its other documents). */
-function addScores(into: Scores, from: Scores, insert = false): void {
+function* addScores(into: Scores, from: Scores, ctx: FilterContext, insert = false): Steps<void> {
   for (const [doc, score] of from) {
+    if (ctx.deadline.tick()) yield;
     const had = into.get(doc);
     if (had !== undefined) into.set(doc, had + score);
     else if (insert) into.set(doc, score);
   }
 }
 
-function scaled(s: Scores, factor: number): Scores {
+function* scaled(s: Scores, factor: number, ctx: FilterContext): Steps<Scores> {
   const out: Scores = new Map();
-  for (const [doc, score] of s) out.set(doc, score * factor);
+  for (const [doc, score] of s) {
+    if (ctx.deadline.tick()) yield;
+    out.set(doc, score * factor);
+  }
   return out;
 }
 

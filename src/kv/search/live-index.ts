@@ -1,9 +1,11 @@
 import type { RedisBackend } from "../../shared/redis/backend.js";
 import type { RedisConnection } from "../../shared/redis/connection.js";
 import { REPLY_TOO_LARGE, type Arg, type Reply } from "../../shared/redis/resp.js";
+import { Deadline } from "./deadline.js";
 import { indexedValues, sourceOf, type Source } from "./documents.js";
 import { pageTooLarge, SearchError } from "./errors.js";
 import { MemoryIndex } from "./memory-index.js";
+import type { SliceScheduler, Steps } from "./scheduler.js";
 import { coversKey, type IndexDef } from "./schema.js";
 
 /**
@@ -11,6 +13,9 @@ import { coversKey, type IndexDef } from "./schema.js";
  * prefixes, then fed the keys that keyspace notifications name (`changed`), which are read again
  * from Redis in batches (`flush`). A rescan repairs whatever notifications were lost. Redis is
  * the truth: every update is "read the key now and index what it holds (or drop it)".
+ * Indexing runs on the process's scheduler a slice at a time, beside the queries (scheduler.ts),
+ * and rescans of one index run one at a time: a rescan asked for while one runs waits for it and
+ * runs once more for every caller that asked meanwhile.
  */
 const READ_BATCH = 500;
 const SCAN_COUNT = "1000";
@@ -20,12 +25,19 @@ export interface IndexSources {
   readonly reader: RedisBackend;
   /** Command connections to every master, for SCAN. */
   masters(): Promise<RedisConnection[]>;
+  /** Where the indexing work computes. */
+  readonly scheduler: SliceScheduler;
 }
+
+/** Indexing has no time limit of its own: it runs a slice at a time until done. */
+const unbounded = (): Deadline => new Deadline(Infinity);
 
 export class LiveIndex {
   readonly memory: MemoryIndex;
   private readonly dirty = new Set<string>();
   private flushing: Promise<void> | undefined;
+  private runningScan: Promise<void> | undefined;
+  private queuedScan: Promise<void> | undefined;
   /** The first build; queries wait for it. */
   ready: Promise<void> = Promise.resolve();
   /** Why the index cannot answer (it is full): queries answer this error. */
@@ -67,14 +79,37 @@ export class LiveIndex {
    * Scans every master for the prefixes and indexes what it finds; keys indexed before but not
    * found are read again (they may have been deleted, or written after the scan passed them).
    */
-  async rescan(): Promise<void> {
+  rescan(): Promise<void> {
+    if (this.queuedScan) return this.queuedScan;
+    if (!this.runningScan) return this.startScan();
+    // The running scan may have passed keys written before this call: one more follows it.
+    const queued = this.runningScan
+      .catch(() => undefined)
+      .then(() => {
+        this.queuedScan = undefined;
+        return this.startScan();
+      });
+    this.queuedScan = queued;
+    return queued;
+  }
+
+  private startScan(): Promise<void> {
+    const run = this.scanAll().finally(() => {
+      if (this.runningScan === run) this.runningScan = undefined;
+    });
+    this.runningScan = run;
+    return run;
+  }
+
+  private async scanAll(): Promise<void> {
     const seen = new Set<string>();
     for (const conn of await this.sources.masters()) {
       for (const prefix of this.def.prefixes) {
         await this.scanPrefix(conn, prefix, seen);
       }
     }
-    for (const key of this.memory.keys()) if (!seen.has(key)) this.changed(key);
+    const deadline = unbounded();
+    await this.sources.scheduler.background(this.markUnseen(seen, deadline), deadline);
     await this.flush();
     // A full index that has room again after a whole rescan holds every document: it answers.
     if (this.memory.size < this.memory.maxDocuments) this.failure = undefined;
@@ -110,15 +145,35 @@ export class LiveIndex {
     } while (cursor !== "0");
   }
 
+  /** Keys indexed but not seen by the scan: read them again. */
+  private *markUnseen(seen: Set<string>, deadline: Deadline): Steps<void> {
+    for (const key of this.memory.keys()) {
+      if (deadline.tick()) yield;
+      if (!seen.has(key)) this.changed(key);
+    }
+  }
+
   /** Reads the keys now and indexes them (or drops those that are no longer documents). */
   private async apply(keys: string[]): Promise<void> {
     if (keys.length === 0) return;
     const sources = await readSources(this.sources.reader, this.def, keys);
-    keys.forEach((key, i) => {
+    const deadline = unbounded();
+    await this.sources.scheduler.background(this.indexed(keys, sources, deadline), deadline);
+  }
+
+  /** Puts or drops each document, yielding between documents once the slice is over. */
+  private *indexed(
+    keys: readonly string[],
+    sources: readonly (Source | undefined)[],
+    deadline: Deadline,
+  ): Steps<void> {
+    for (let i = 0; i < keys.length; i++) {
+      if (deadline.due()) yield;
+      const key = keys[i] as string;
       const source = sources[i];
       if (source === undefined) {
         this.memory.remove(key);
-        return;
+        continue;
       }
       try {
         this.memory.put(key, indexedValues(this.def, source));
@@ -126,7 +181,7 @@ export class LiveIndex {
         if (!(err instanceof SearchError)) throw err;
         this.failure = err.message;
       }
-    });
+    }
   }
 }
 

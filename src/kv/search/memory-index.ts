@@ -2,7 +2,10 @@ import SearchableMap from "minisearch/SearchableMap";
 import { analyze } from "./analyzer.js";
 import type { FieldValues } from "./documents.js";
 import type { FieldDef, IndexDef } from "./schema.js";
+import type { Deadline } from "./deadline.js";
 import { SearchError } from "./errors.js";
+import type { Steps } from "./scheduler.js";
+import { sortSteps } from "./sort-steps.js";
 
 /**
  * One index's derived state in this process's memory (docs/decisions.md, "Search index"):
@@ -81,24 +84,35 @@ export class TextColumn {
 export class ValueColumn {
   readonly values = new Map<DocId, FieldValues>();
   private view: { values: (string | number)[]; docs: DocId[] } | undefined;
+  /** Counts changes: a view sorted while the column changed is used once, not kept. */
+  private version = 0;
 
   set(doc: DocId, values: FieldValues): void {
     this.values.set(doc, values);
     this.view = undefined;
+    this.version++;
   }
 
   delete(doc: DocId): void {
-    if (this.values.delete(doc)) this.view = undefined;
+    if (this.values.delete(doc)) {
+      this.view = undefined;
+      this.version++;
+    }
   }
 
-  /** Every (value, document) pair, by value ascending. */
-  sorted(): { values: (string | number)[]; docs: DocId[] } {
+  /** Every (value, document) pair, by value ascending (sorted a slice at a time). */
+  *sorted(deadline: Deadline): Steps<{ values: (string | number)[]; docs: DocId[] }> {
     if (this.view) return this.view;
+    const version = this.version;
     const pairs: [string | number, DocId][] = [];
-    for (const [doc, vs] of this.values) for (const v of vs) pairs.push([v, doc]);
-    pairs.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    this.view = { values: pairs.map(([v]) => v), docs: pairs.map(([, d]) => d) };
-    return this.view;
+    for (const [doc, vs] of this.values) {
+      if (deadline.tick()) yield;
+      for (const v of vs) pairs.push([v, doc]);
+    }
+    yield* sortSteps(pairs, ([a], [b]) => (a < b ? -1 : a > b ? 1 : 0), deadline);
+    const view = { values: pairs.map(([v]) => v), docs: pairs.map(([, d]) => d) };
+    if (version === this.version) this.view = view;
+    return view;
   }
 }
 

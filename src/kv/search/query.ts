@@ -3,8 +3,10 @@ import { Deadline } from "./deadline.js";
 import { SearchError } from "./errors.js";
 import { evaluate, type Scores } from "./filter.js";
 import type { DocId, MemoryIndex } from "./memory-index.js";
+import type { Steps } from "./scheduler.js";
 import { Words } from "./schema.js";
 import { parseScoreFunc, applyScoreFunc, type ScoreFunc } from "./score-func.js";
+import { firstSteps, sortSteps } from "./sort-steps.js";
 
 /**
  * SEARCH.QUERY / SEARCH.COUNT options (docs/search.md, "SEARCH.QUERY") and the ranked page of
@@ -129,32 +131,43 @@ export interface Ranked {
 }
 
 /** The matches of the filter, with the terms that matched per field (for HIGHLIGHT). */
-export function matchesOf(
+export function* matchesOf(
   index: MemoryIndex,
   filter: unknown,
-  timeLimitMs: number,
-): { scores: Scores; matched: Map<string, Set<string>>; deadline: Deadline } {
-  const deadline = new Deadline(timeLimitMs);
+  deadline: Deadline,
+): Steps<{ scores: Scores; matched: Map<string, Set<string>> }> {
   const matched = new Map<string, Set<string>>();
-  const scores = evaluate(filter, { index, deadline, matched });
-  return { scores, matched, deadline };
+  const scores = yield* evaluate(filter, { index, deadline, matched });
+  return { scores, matched };
 }
 
-/** The requested page of matches, ranked (see the ordering guarantees above). */
-export function rankedPage(
+/**
+ * The requested page of matches, ranked (see the ordering guarantees above). A document removed
+ * from the index while the query ran (between two of its slices) is left out.
+ */
+export function* rankedPage(
   index: MemoryIndex,
   scores: Scores,
   opts: QueryOptions,
   deadline: Deadline,
-): Ranked[] {
-  const scored = opts.scoreFunc ? applyScoreFunc(index, scores, opts.scoreFunc) : scores;
-  const all: Ranked[] = [];
-  for (const [doc, score] of scored) all.push({ doc, key: index.keyOf(doc) ?? "", score });
-  deadline.check();
+): Steps<Ranked[]> {
+  const scored = opts.scoreFunc
+    ? yield* applyScoreFunc(index, scores, opts.scoreFunc, deadline)
+    : scores;
   const compare = opts.orderBy.length > 0 ? fieldOrder(index, opts.orderBy) : byScore;
-  all.sort(compare);
-  deadline.check();
-  return all.slice(opts.offset, opts.offset + opts.limit);
+  const all: Ranked[] = [];
+  for (const [doc, score] of scored) {
+    if (deadline.tick()) yield;
+    const key = index.keyOf(doc);
+    if (key !== undefined) all.push({ doc, key, score });
+  }
+  const end = opts.offset + opts.limit;
+  // A first page (most queries) needs only its documents in order: a bounded heap, not a sort.
+  if (end * 8 <= all.length) {
+    return (yield* firstSteps(all, end, compare, deadline)).slice(opts.offset);
+  }
+  yield* sortSteps(all, compare, deadline);
+  return all.slice(opts.offset, end);
 }
 
 const byKey = (a: Ranked, b: Ranked): number => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0);

@@ -1,6 +1,8 @@
 import { SearchError } from "./errors.js";
 import type { Scores } from "./filter.js";
+import type { Deadline } from "./deadline.js";
 import type { MemoryIndex } from "./memory-index.js";
+import type { Steps } from "./scheduler.js";
 import type { Words } from "./schema.js";
 
 /**
@@ -85,7 +87,12 @@ function numberArg(words: Words, what: string): number {
   return n;
 }
 
-export function applyScoreFunc(index: MemoryIndex, scores: Scores, func: ScoreFunc): Scores {
+export function* applyScoreFunc(
+  index: MemoryIndex,
+  scores: Scores,
+  func: ScoreFunc,
+  deadline: Deadline,
+): Steps<Scores> {
   const columns = func.fields.map((spec) => {
     const def = index.field(spec.field);
     if (def.type === "TEXT")
@@ -95,6 +102,7 @@ export function applyScoreFunc(index: MemoryIndex, scores: Scores, func: ScoreFu
   const combine = COMBINE[func.combineMode] as (v: number[]) => number;
   const out: Scores = new Map();
   for (const [doc, score] of scores) {
+    if (deadline.tick()) yield;
     const values: number[] = [];
     for (const { spec, values: column } of columns) {
       const raw = column?.get(doc)?.[0];

@@ -6,6 +6,7 @@ import type { RedisConnection, RedisEndpoint } from "../../shared/redis/connecti
 import { MasterFeed } from "./change-feed.js";
 import { SearchError } from "./errors.js";
 import { LiveIndex } from "./live-index.js";
+import { schedulerOf } from "./scheduler.js";
 import { sameDefinition, type IndexDef } from "./schema.js";
 
 /**
@@ -165,7 +166,11 @@ export class SearchService {
     if (current && current.def.id === def.id) return current;
     const index = new LiveIndex(
       def,
-      { reader: this.redis, masters: () => this.masters() },
+      {
+        reader: this.redis,
+        masters: () => this.masters(),
+        scheduler: schedulerOf(this.host.config),
+      },
       this.host.config.searchMaxDocuments,
     );
     this.live.set(def.name, index);

@@ -3,6 +3,8 @@ import { LuaScript } from "../../shared/lua/script.js";
 import type { Arg, Reply } from "../../shared/redis/resp.js";
 import type { Principal } from "../databases/database.js";
 import { ID_PREFIX, logKeyOf, META_FIELD_COUNT } from "./keys.js";
+import { Deadline } from "../search/deadline.js";
+import { Refused, schedulerOf, withLease } from "../search/scheduler.js";
 import { QueryTimeout } from "./local-index.js";
 import {
   fp32Text,
@@ -21,7 +23,8 @@ import { nearest } from "./search.js";
  * the gateway on any Redis (docs/vector.md). Writes run one Lua script (lua/vector-write.lua) on
  * the principal's pool, so Redis's ACLs apply as to any command; reads are plain HMGET / HGET /
  * HLEN; VECTOR.QUERY searches this process's copy of the index (store.ts), brought up to date
- * from Redis first.
+ * from Redis first, then computes a slice of the event loop at a time under a lease of the
+ * process's scheduler (search/scheduler.ts), as SEARCH.QUERY does.
  */
 
 const WRITE_SCRIPT = LuaScript.fromFile(new URL("./lua/vector-write.lua", import.meta.url));
@@ -75,7 +78,12 @@ export async function vectorCommand(p: Principal, argv: Arg[]): Promise<Reply> {
     return await command.run(p, index.toString(), rest);
   } catch (err) {
     if (err instanceof IndexReadError) return err.reply;
-    if (err instanceof VectorSyntax || err instanceof StillLoading || err instanceof CacheFull) {
+    if (
+      err instanceof VectorSyntax ||
+      err instanceof StillLoading ||
+      err instanceof CacheFull ||
+      err instanceof Refused
+    ) {
       return errorReply(err.message);
     }
     if (err instanceof QueryTimeout) {
@@ -154,28 +162,38 @@ async function info(p: Principal, index: string): Promise<Reply> {
   };
 }
 
+/**
+ * The copy is brought up to date (waiting at most the query time limit), then searched in
+ * slices: the search's own computing time is bounded by the same limit, summed over its slices.
+ */
 async function query(p: Principal, index: string, rest: Arg[]): Promise<Reply> {
   const settings = p.db.vectorSettings;
   const req = parseQuery(rest, settings);
-  const deadline = performance.now() + settings.queryTimeoutMs;
-  const local = await storeOf(p).current(p.db.poolFor(p), index, logOf(index), deadline);
-  if (!local) return { kind: "array", value: [] };
-  if (req.vector.length !== local.dim) {
-    return errorReply(
-      `ERR query vector has ${req.vector.length} elements, the index has DIM ${local.dim}`,
-    );
-  }
-  const hits = nearest(local, req, deadline);
-  return {
-    kind: "array",
-    value: hits.map(({ id, score }) => ({ kind: "array", value: [bulk(id), bulk(String(score))] })),
-  };
+  return withLease(p.db.config, "vector search", async (lease) => {
+    const loadedBy = performance.now() + settings.queryTimeoutMs;
+    const local = await storeOf(p).current(p.db.poolFor(p), index, logOf(index), loadedBy);
+    if (!local) return { kind: "array", value: [] };
+    if (req.vector.length !== local.dim) {
+      return errorReply(
+        `ERR query vector has ${req.vector.length} elements, the index has DIM ${local.dim}`,
+      );
+    }
+    const budget = new Deadline(settings.queryTimeoutMs, () => new QueryTimeout());
+    const hits = await lease.run(nearest(local, req, budget), budget);
+    return {
+      kind: "array",
+      value: hits.map(({ id, score }) => ({
+        kind: "array",
+        value: [bulk(id), bulk(String(score))],
+      })),
+    };
+  });
 }
 
 function storeOf(p: Principal): VectorStore {
   let store = stores.get(p.db);
   if (!store) {
-    store = new VectorStore(p.db.vectorSettings);
+    store = new VectorStore(p.db.vectorSettings, schedulerOf(p.db.config));
     stores.set(p.db, store);
   }
   return store;

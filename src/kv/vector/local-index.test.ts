@@ -3,8 +3,12 @@ import { Graph } from "./graph.js";
 import { LocalIndex } from "./local-index.js";
 import { fp32Text, parseQuery, parseVector, VectorSyntax } from "./parse.js";
 import { nearest } from "./search.js";
+import { Deadline } from "../search/deadline.js";
+import { runToEnd } from "../search/scheduler.js";
 
 /** The in-process copy and its HNSW graph, without Redis: what VECTOR.QUERY searches. */
+
+const unbounded = (): Deadline => new Deadline(Infinity);
 
 function unit(i: number, dim = 16): Float32Array {
   const v = Float32Array.from(
@@ -30,7 +34,7 @@ describe("LocalIndex and its graph", () => {
     const graph = local.graph as Graph;
     let agree = 0;
     for (let i = 0; i < 50; i++) {
-      const exact = local.exact(unit(i + 5_000), 10, Infinity).map((h) => h.slot);
+      const exact = runToEnd(local.exact(unit(i + 5_000), 10, unbounded())).map((h) => h.slot);
       const approx = graph.search(unit(i + 5_000), 10, 120);
       agree += approx.filter((s) => exact.includes(s)).length;
     }
@@ -42,7 +46,9 @@ describe("LocalIndex and its graph", () => {
     expect(graph.ready).toBe(false);
     while (graph.build(local, 50));
     expect(local.idAt(graph.search(unit(9_999), 1, 120)[0] as number)).toBe("v8");
-    expect(local.exact(unit(9_999), 1, Infinity).map((h) => local.idAt(h.slot))).toEqual(["v8"]);
+    expect(
+      runToEnd(local.exact(unit(9_999), 1, unbounded())).map((h) => local.idAt(h.slot)),
+    ).toEqual(["v8"]);
   });
 
   it("compacts once holes outnumber vectors, keeping ids, vectors and the log position", () => {
@@ -51,17 +57,20 @@ describe("LocalIndex and its graph", () => {
     for (let i = 0; i < 2_000; i++) local.remove(`v${i}`);
     local.seq = 5_000;
     expect(local.needsCompaction).toBe(true);
-    const copy = local.compacted();
+    const copy = runToEnd(local.compacted(unbounded()));
     expect(copy.count).toBe(1_000);
     expect(copy.needsCompaction).toBe(false);
     expect(copy.seq).toBe(5_000);
-    expect(copy.exact(unit(2_500), 1, Infinity).map((h) => copy.idAt(h.slot))).toEqual(["v2500"]);
+    expect(runToEnd(copy.exact(unit(2_500), 1, unbounded())).map((h) => copy.idAt(h.slot))).toEqual(
+      ["v2500"],
+    );
   });
 
   it("stops an exact scan at its deadline", () => {
     const local = new LocalIndex(16, "DOT", "t");
     for (let i = 0; i < 5_000; i++) local.upsert(`v${i}`, unit(i));
-    expect(() => local.exact(unit(1), 10, performance.now() - 1)).toThrow();
+    // A budget of 0 ms is spent by the first clock reading (the 256th vector).
+    expect(() => runToEnd(local.exact(unit(1), 10, new Deadline(0)))).toThrow();
   });
 });
 
@@ -98,7 +107,7 @@ describe("VECTOR.QUERY's search (search.ts)", () => {
     local.upsert("v3", unit(30_000));
     expect((local.graph as Graph).pendingCount).toBe(51);
     const query = (i: number, profile: "FAST" | "BALANCED") =>
-      nearest(local, { topK: 3, profile, vector: unit(i) }, Infinity);
+      runToEnd(nearest(local, { topK: 3, profile, vector: unit(i) }, unbounded()));
     expect(query(20_007, "FAST")[0]).toEqual({ id: "new7", score: expect.closeTo(1, 5) });
     const moved = query(30_000, "BALANCED");
     expect(moved[0]?.id).toBe("v3");

@@ -1,3 +1,5 @@
+import type { Deadline } from "../search/deadline.js";
+import type { Steps } from "../search/scheduler.js";
 import { Graph } from "./graph.js";
 import type { Metric } from "./parse.js";
 import { prepared, similarity } from "./similarity.js";
@@ -77,16 +79,22 @@ export class LocalIndex {
   }
 
   /**
-   * The exact k nearest by a full scan; throws `QueryTimeout` once `deadline` (a
-   * performance.now() time) passes, checked every 1024 vectors.
+   * The exact k nearest by a full scan, a slice at a time (search/scheduler.ts): the deadline is
+   * ticked per vector, so it yields, or throws `QueryTimeout`, between two vectors. Vectors
+   * added while it waits for its next slice are not seen; removed ones are skipped.
    */
-  exact(query: Float32Array, k: number, deadline: number): { slot: number; sim: number }[] {
+  *exact(
+    query: Float32Array,
+    k: number,
+    deadline: Deadline,
+  ): Steps<{ slot: number; sim: number }[]> {
     const q = prepared(this.metric, query);
     const top = new TopK(k);
     const n = this.ids.length;
     for (let slot = 0; slot < n; slot++) {
-      if ((slot & 1023) === 1023 && performance.now() > deadline) throw new QueryTimeout();
+      if (deadline.tick()) yield;
       if (this.ids[slot] === undefined) continue;
+      // `this.data` is read again at each vector: an upsert between slices may replace it.
       top.offer(slot, similarity(this.metric, q, this.data, slot * this.dim));
     }
     return top.best();
@@ -98,10 +106,12 @@ export class LocalIndex {
   }
 
   /** A copy without holes: the same ids, vectors and log position, no graph. */
-  compacted(): LocalIndex {
+  *compacted(deadline: Deadline): Steps<LocalIndex> {
     const copy = new LocalIndex(this.dim, this.metric, this.gen, Math.max(1024, this.count));
-    for (const slot of this.slots())
+    for (const slot of this.slots()) {
+      if (deadline.tick()) yield;
       copy.upsertPrepared(this.ids[slot] as string, this.vectorAt(slot));
+    }
     copy.logId = this.logId;
     copy.seq = this.seq;
     return copy;

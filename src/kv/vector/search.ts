@@ -1,3 +1,5 @@
+import type { Deadline } from "../search/deadline.js";
+import type { Steps } from "../search/scheduler.js";
 import type { LocalIndex } from "./local-index.js";
 import type { Profile, QueryRequest } from "./parse.js";
 import { prepared, score } from "./similarity.js";
@@ -11,21 +13,28 @@ import { TopK } from "./top-k.js";
 /** HNSW search breadth per profile (PRECISE scans exactly); measured in bench/vector.ts. */
 export const EF: Record<Exclude<Profile, "PRECISE">, number> = { FAST: 40, BALANCED: 120 };
 
-/** The k nearest with their scores, best first: by the graph, or by an exact scan. */
-export function nearest(
+/**
+ * The k nearest with their scores, best first: by the graph, or by an exact scan; a slice at a
+ * time (search/scheduler.ts). A vector removed while the query waited for a slice is left out.
+ */
+export function* nearest(
   local: LocalIndex,
   req: QueryRequest,
-  deadline: number,
-): { id: string; score: number }[] {
+  deadline: Deadline,
+): Steps<{ id: string; score: number }[]> {
   const k = Math.min(req.topK, local.count);
   if (k === 0) return [];
   const hits =
-    (req.profile === "PRECISE" ? undefined : byGraph(local, req.vector, k, EF[req.profile])) ??
-    local.exact(req.vector, k, deadline);
-  return hits.map(({ slot, sim }) => ({
-    id: local.idAt(slot) ?? "",
-    score: score(local.metric, sim),
-  }));
+    (req.profile === "PRECISE"
+      ? undefined
+      : yield* byGraph(local, req.vector, k, EF[req.profile], deadline)) ??
+    (yield* local.exact(req.vector, k, deadline));
+  const out: { id: string; score: number }[] = [];
+  for (const { slot, sim } of hits) {
+    const id = local.idAt(slot);
+    if (id !== undefined) out.push({ id, score: score(local.metric, sim) });
+  }
+  return out;
 }
 
 /**
@@ -34,12 +43,13 @@ export function nearest(
  * without a graph, while more than a tenth of the vectors are pending (a first build), or when
  * the graph answers short.
  */
-function byGraph(
+function* byGraph(
   local: LocalIndex,
   query: Float32Array,
   k: number,
   ef: number,
-): { slot: number; sim: number }[] | undefined {
+  deadline: Deadline,
+): Steps<{ slot: number; sim: number }[] | undefined> {
   const graph = local.graph;
   if (!graph || graph.pendingCount * 10 > local.count) return undefined;
   const q = prepared(local.metric, query);
@@ -48,6 +58,9 @@ function byGraph(
   const top = new TopK(k);
   for (const slot of found)
     if (!graph.isPending(slot)) top.offer(slot, local.similarityAt(q, slot));
-  for (const slot of graph.pendingSlots()) top.offer(slot, local.similarityAt(q, slot));
+  for (const slot of graph.pendingSlots()) {
+    if (deadline.tick()) yield;
+    top.offer(slot, local.similarityAt(q, slot));
+  }
   return top.best();
 }

@@ -1,3 +1,5 @@
+import { Deadline } from "../search/deadline.js";
+import type { SliceScheduler, Steps } from "../search/scheduler.js";
 import { Graph } from "./graph.js";
 import type { LocalIndex } from "./local-index.js";
 import type { VectorSettings } from "./settings.js";
@@ -8,7 +10,9 @@ import { catchUp, CacheFull, loadWhole, readMeta, type LoadProgress, type Reader
  * be dropped at any time and is loaded again from Redis). Syncs of one index run one at a time
  * (`chain`); a query waits for its sync at most until its deadline, and the sync goes on in the
  * background when the query gives up. Copies are dropped least recently queried first once
- * their bytes pass STASHD_KV_VECTOR_CACHE_BYTES.
+ * their bytes pass STASHD_KV_VECTOR_CACHE_BYTES. The computing a sync does (decoding and
+ * storing vectors, compaction, graph building) runs on the process's scheduler a slice at a time
+ * (search/scheduler.ts), beside the queries.
  */
 
 interface Entry {
@@ -20,8 +24,6 @@ interface Entry {
 
 /** How many whole loads one sync tries when the index keeps changing under it. */
 const LOAD_ATTEMPTS = 3;
-/** How long one step of graph building may hold the event loop. */
-const BUILD_SLICE_MS = 8;
 
 let buildsRunning = 0;
 
@@ -42,7 +44,10 @@ export class StillLoading extends Error {
 export class VectorStore {
   private readonly entries = new Map<string, Entry>();
 
-  constructor(private readonly settings: VectorSettings) {}
+  constructor(
+    private readonly settings: VectorSettings,
+    private readonly scheduler: SliceScheduler,
+  ) {}
 
   /**
    * The index's copy, current as of this call (undefined: no such index), waiting at most until
@@ -102,8 +107,14 @@ export class VectorStore {
         return undefined;
       }
       let local = entry.local?.gen === meta.gen ? entry.local : undefined;
-      if (local && (await catchUp(pool, name, log, local, meta.seq))) {
-        if (local.needsCompaction) local = entry.local = local.compacted();
+      if (local && (await catchUp(pool, name, log, local, meta.seq, this.scheduler))) {
+        if (local.needsCompaction) {
+          const deadline = new Deadline(Infinity);
+          local = entry.local = await this.scheduler.background(
+            local.compacted(deadline),
+            deadline,
+          );
+        }
         this.maybeBuildGraph(entry, local);
         return local;
       }
@@ -116,8 +127,9 @@ export class VectorStore {
         meta,
         this.settings.cacheBytes,
         entry.progress,
+        this.scheduler,
       );
-      if (await catchUp(pool, name, log, fresh, Math.max(meta.seq, fresh.seq))) {
+      if (await catchUp(pool, name, log, fresh, Math.max(meta.seq, fresh.seq), this.scheduler)) {
         entry.local = fresh;
         this.maybeBuildGraph(entry, fresh);
         return fresh;
@@ -135,16 +147,11 @@ export class VectorStore {
     if (!local.graph || local.graph.ready || entry.building) return;
     entry.building = true;
     buildsRunning++;
-    const step = (): void => {
-      const graph = local.graph;
-      if (entry.local !== local || !graph || !graph.build(local, BUILD_SLICE_MS)) {
-        entry.building = false;
-        buildsRunning--;
-        return;
-      }
-      setImmediate(step);
-    };
-    setImmediate(step);
+    const deadline = new Deadline(Infinity);
+    void this.scheduler.background(graphSteps(entry, local, deadline), deadline).finally(() => {
+      entry.building = false;
+      buildsRunning--;
+    });
   }
 
   private evictBeyondBudget(keep: string): void {
@@ -166,6 +173,16 @@ export class VectorStore {
       kept.local = undefined;
       throw new CacheFull(keep, bytes, this.settings.cacheBytes);
     }
+  }
+}
+
+/** Inserts the copy's pending vectors into its graph, one at a time, until none is left. */
+function* graphSteps(entry: Entry, local: LocalIndex, deadline: Deadline): Steps<void> {
+  for (;;) {
+    const graph = local.graph;
+    // A budget of 0 ms inserts one vector (about a millisecond at 384 dimensions).
+    if (entry.local !== local || !graph || !graph.build(local, 0)) return;
+    if (deadline.due()) yield;
   }
 }
 

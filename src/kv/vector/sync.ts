@@ -1,4 +1,6 @@
 import os from "node:os";
+import { Deadline } from "../search/deadline.js";
+import type { SliceScheduler, Steps } from "../search/scheduler.js";
 import type { Arg, Reply } from "../../shared/redis/resp.js";
 import { ID_PREFIX, META_DIM, META_GEN, META_METRIC, META_SEQ } from "./keys.js";
 import { LocalIndex } from "./local-index.js";
@@ -98,6 +100,7 @@ export async function loadWhole(
   meta: IndexMeta,
   maxBytes: number,
   progress: LoadProgress,
+  scheduler: SliceScheduler,
 ): Promise<LocalIndex> {
   const local = new LocalIndex(meta.dim, meta.metric, meta.gen);
   const [last] = items(check(await pool.exec(["XREVRANGE", log, "+", "-", "COUNT", "1"])));
@@ -108,17 +111,23 @@ export async function loadWhole(
       check(await pool.exec(["HSCAN", name, cursor, "COUNT", String(SCAN_COUNT)])),
     );
     cursor = text(next) ?? "0";
-    const flat = items(pairs);
-    for (let i = 0; i + 1 < flat.length; i += 2) {
-      const field = text(flat[i]) ?? "";
-      const value = flat[i + 1];
-      if (!field.startsWith(ID_PREFIX) || value?.kind !== "bulk") continue;
-      local.upsert(field.slice(ID_PREFIX.length), fromFp32(value.value));
-    }
+    const deadline = new Deadline(Infinity);
+    await scheduler.background(stored(local, items(pairs), deadline), deadline);
     progress.loaded = local.count;
     if (local.bytes > maxBytes) throw new CacheFull(name, local.bytes, maxBytes);
   } while (cursor !== "0");
   return local;
+}
+
+/** Puts HSCAN's `[field, vector, …]` into the copy, yielding between vectors (big DIMs cost). */
+function* stored(local: LocalIndex, flat: readonly Reply[], deadline: Deadline): Steps<void> {
+  for (let i = 0; i + 1 < flat.length; i += 2) {
+    if (deadline.due()) yield;
+    const field = text(flat[i]) ?? "";
+    const value = flat[i + 1];
+    if (!field.startsWith(ID_PREFIX) || value?.kind !== "bulk") continue;
+    local.upsert(field.slice(ID_PREFIX.length), fromFp32(value.value));
+  }
 }
 
 /** A log entry's stream id and sequence number (its `n` field). */
@@ -148,6 +157,7 @@ export async function catchUp(
   log: string,
   local: LocalIndex,
   seq: number,
+  scheduler: SliceScheduler,
 ): Promise<boolean> {
   while (local.seq < seq) {
     const page = items(
@@ -163,7 +173,7 @@ export async function catchUp(
       const changedId = entryId(entry);
       if (changedId !== undefined) changed.add(changedId);
     }
-    await applyCurrent(pool, name, local, [...changed]);
+    await applyCurrent(pool, name, local, [...changed], scheduler);
     [local.logId, local.seq] = [logId, n];
   }
   return true;
@@ -175,17 +185,30 @@ async function applyCurrent(
   name: string,
   local: LocalIndex,
   ids: string[],
+  scheduler: SliceScheduler,
 ): Promise<void> {
   for (let from = 0; from < ids.length; from += 500) {
     const chunk = ids.slice(from, from + 500);
     const values = items(
       check(await pool.exec(["HMGET", name, ...chunk.map((id) => ID_PREFIX + id)])),
     );
-    chunk.forEach((id, i) => {
-      const value = values[i];
-      if (value?.kind === "bulk") local.upsert(id, fromFp32(value.value));
-      else local.remove(id);
-    });
+    const deadline = new Deadline(Infinity);
+    await scheduler.background(current(local, chunk, values, deadline), deadline);
+  }
+}
+
+/** Puts each id's vector as read now (HMGET's reply) into the copy, or removes the id. */
+function* current(
+  local: LocalIndex,
+  ids: readonly string[],
+  values: readonly Reply[],
+  deadline: Deadline,
+): Steps<void> {
+  for (let i = 0; i < ids.length; i++) {
+    if (deadline.due()) yield;
+    const value = values[i];
+    if (value?.kind === "bulk") local.upsert(ids[i] as string, fromFp32(value.value));
+    else local.remove(ids[i] as string);
   }
 }
 
