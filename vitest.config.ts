@@ -21,6 +21,8 @@ const SLOW = [
   "test/ops/workers.test.ts",
   // The benchmarks' --smoke runs.
   "test/bench/**/*.test.ts",
+  // Heavy search and vector queries on purpose, many at once (12-23 s of CPU), beside a GET.
+  "test/security/search-event-loop.test.ts",
 ];
 
 /** The queue and workflow test files, which the partitioned projects run with 3 partitions. */
