@@ -1,6 +1,7 @@
 import type { ServerResponse } from "node:http";
 import { AppError } from "../../shared/errors.js";
 import { readBody } from "../../shared/http/body.js";
+import { parseBoundedJson } from "../../shared/json-bound.js";
 import { sendJson } from "../../shared/http/respond.js";
 import type { QueueContext, QueueRequest } from "./context.js";
 
@@ -36,12 +37,11 @@ export async function readJsonObject(
 ): Promise<Record<string, unknown> | undefined> {
   const raw = await readRaw(ctx, r);
   if (raw.length === 0) return undefined;
-  let value: unknown;
-  try {
-    value = JSON.parse(raw.toString("utf8"));
-  } catch {
-    throw new AppError("bad_request", "request body is not valid JSON");
-  }
+  const value = parseBoundedJson(
+    raw,
+    ctx.config.queueMaxJsonValues,
+    "STASHD_QUEUE_MAX_JSON_VALUES",
+  );
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     throw new AppError("bad_request", "request body must be a JSON object");
   }
