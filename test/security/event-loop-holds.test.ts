@@ -1,0 +1,112 @@
+import { monitorEventLoopDelay } from "node:perf_hooks";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventually } from "../harness/eventually.js";
+import { command, useGateway } from "../kv/helpers.js";
+import { queueEnv, type QueueTestEnv } from "../queue/setup.js";
+
+/**
+ * No single request holds the event loop for long (docs/operations.md, Event-loop holds): every
+ * stashd process serves all its KV clients, queue deliveries and schedulers from one loop. stashd
+ * runs in this process (the harness), so the loop's longest delay while a request is handled is
+ * what every other client of the process would have waited. HOLD_MS leaves room for a loaded
+ * 2-core machine and its GC pauses; before the fixes these requests held it for 0.6 to 30 s.
+ */
+const HOLD_MS = 250;
+
+/** Runs `work` and returns its result with the longest event-loop delay seen meanwhile (ms). */
+async function longestHold<T>(work: () => Promise<T>): Promise<{ result: T; holdMs: number }> {
+  const monitor = monitorEventLoopDelay({ resolution: 5 });
+  monitor.enable();
+  try {
+    const result = await work();
+    return { result, holdMs: monitor.max / 1e6 };
+  } finally {
+    monitor.disable();
+  }
+}
+
+describe("KV: replies parsed from many Redis connections at once", () => {
+  const { stashd } = useGateway();
+  const STREAMS = 60;
+  const MESSAGES = 10_000;
+
+  it("share each turn of the event loop: 60 event streams fed by one pipeline of PUBLISH", async () => {
+    const s = stashd();
+    const streams = Array.from({ length: STREAMS }, () => new AbortController());
+    let events = 0;
+    for (const ctrl of streams) {
+      const res = await s.kvFetch("/subscribe/flood", { method: "GET", signal: ctrl.signal });
+      expect(res.status).toBe(200);
+      void (async () => {
+        const body = res.body as ReadableStream<Uint8Array>;
+        try {
+          for await (const chunk of body) {
+            for (const byte of chunk) if (byte === 0x0a) events++;
+          }
+        } catch {
+          // aborted at the end of the test
+        }
+      })();
+    }
+    // Each event is `data: …\n\n`, two line ends; the subscribe confirmations come first.
+    await eventually(() => expect(events).toBe(2 * STREAMS));
+    const publishes = Array.from({ length: MESSAGES }, () => ["PUBLISH", "flood", "m"]);
+    const { holdMs } = await longestHold(async () => {
+      const res = await s.kvFetch("/pipeline", { body: JSON.stringify(publishes) });
+      expect(res.status).toBe(200);
+      await res.arrayBuffer();
+      await eventually(() => expect(events).toBe(2 * STREAMS * (MESSAGES + 1)), {
+        timeoutMs: 30_000,
+      });
+    });
+    for (const ctrl of streams) ctrl.abort();
+    expect(holdMs).toBeLessThan(HOLD_MS);
+    expect((await command(s, ["PING"])).body).toEqual({ result: "PONG" });
+  });
+});
+
+describe("queue: JSON bodies and batches", () => {
+  let env: QueueTestEnv;
+  beforeAll(async () => {
+    env = await queueEnv({ queueMaxBatchItems: 5 });
+  });
+  afterAll(async () => {
+    await env?.close();
+  });
+
+  const post = (path: string, body: string): Promise<Response> =>
+    env.api(path, { method: "POST", headers: { "content-type": "application/json" }, body });
+
+  it("refuses a 10 MB batch of 3.5 million empty items before parsing it", async () => {
+    const items = `[${Array<string>(3_400_000).fill("{}").join(",")}]`;
+    const { result, holdMs } = await longestHold(async () => {
+      const res = await post("/v2/batch", items);
+      return { status: res.status, body: (await res.json()) as { error?: string } };
+    });
+    expect(result.status).toBe(400);
+    expect(result.body.error).toBe(
+      "request body has more than 100000 JSON values (STASHD_QUEUE_MAX_JSON_VALUES)",
+    );
+    expect(holdMs).toBeLessThan(HOLD_MS);
+  });
+
+  it("refuses a URL group body of too many values the same way, and stores nothing", async () => {
+    const endpoints = Array<string>(150_000).fill('{"url":"http://127.0.0.1:9/x"}').join(",");
+    const res = await post("/v2/topics/many/endpoints", `{"endpoints":[${endpoints}]}`);
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: string }).error).toMatch(/more than 100000 JSON values/);
+    expect((await env.api("/v2/topics/many")).status).toBe(404);
+  });
+
+  it("takes at most STASHD_QUEUE_MAX_BATCH_ITEMS items", async () => {
+    const item = { destination: "http://127.0.0.1:9/x", headers: { "upstash-delay": "1h" } };
+    const tooMany = await post("/v2/batch", JSON.stringify(Array(6).fill(item)));
+    expect(tooMany.status).toBe(400);
+    expect(await tooMany.json()).toEqual({
+      error: "batch has 6 items, at most 5 (STASHD_QUEUE_MAX_BATCH_ITEMS)",
+    });
+    const fits = await post("/v2/batch", JSON.stringify(Array(5).fill(item)));
+    expect(fits.status).toBe(201);
+    expect((await fits.json()) as unknown[]).toHaveLength(5);
+  });
+});
