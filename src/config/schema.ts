@@ -104,6 +104,12 @@ export const SETTINGS = {
     default: 100_000,
     doc: "Most commands in one pipeline or transaction (`ERR max commands per request exceeded`).",
   },
+  kvMaxCommandArgs: {
+    env: "STASHD_KV_MAX_COMMAND_ARGS",
+    kind: "int",
+    default: 100_000,
+    doc: "Most arguments of one command, its name included, in a body over 64 KiB (a smaller one holds at most about 21,000): more is `ERR max arguments per command exceeded`, as a command's arguments are read and encoded in one go, holding the event loop (docs/operations.md, Event-loop holds).",
+  },
   kvMaxReplyBytes: {
     env: "STASHD_KV_MAX_REPLY_BYTES",
     kind: "int",

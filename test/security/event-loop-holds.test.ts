@@ -65,6 +65,53 @@ describe("KV: replies parsed from many Redis connections at once", () => {
   });
 });
 
+describe("KV: commands of many arguments", () => {
+  const { stashd } = useGateway();
+  const EXISTS = (n: number): string[] => ["EXISTS", ...Array<string>(n - 1).fill("k")];
+  // 100 commands of 26,000 arguments: 10.4 MB, under the default 10 MiB body limit.
+  const wide = JSON.stringify(Array.from({ length: 100 }, () => EXISTS(26_000)));
+
+  it("a pipeline of long commands goes in slices of arguments (read-only token)", async () => {
+    const s = stashd();
+    const { result, holdMs } = await longestHold(async () => {
+      const res = await s.kvFetch("/pipeline", { body: wide, token: s.kv.readonlyToken });
+      return { status: res.status, body: (await res.json()) as unknown[] };
+    });
+    expect(result.status).toBe(200);
+    expect(result.body).toHaveLength(100);
+    expect(result.body[99]).toEqual({ result: 0 });
+    expect(holdMs).toBeLessThan(HOLD_MS);
+  });
+
+  it("so does a transaction of them", async () => {
+    const s = stashd();
+    const { result, holdMs } = await longestHold(async () => {
+      const res = await s.kvFetch("/multi-exec", { body: wide });
+      return { status: res.status, body: (await res.json()) as unknown[] };
+    });
+    expect(result.status).toBe(200);
+    expect(result.body).toHaveLength(100);
+    expect(holdMs).toBeLessThan(HOLD_MS);
+  });
+
+  it("refuses one command of more than STASHD_KV_MAX_COMMAND_ARGS arguments", async () => {
+    const s = stashd();
+    const error = {
+      error:
+        "ERR max arguments per command exceeded: at most 100000 in one command (STASHD_KV_MAX_COMMAND_ARGS)",
+    };
+    const one = JSON.stringify(EXISTS(2_000_000));
+    const single = await command(s, JSON.parse(one) as string[], {
+      token: s.kv.readonlyToken,
+    });
+    expect(single).toEqual({ status: 400, body: error });
+    const inPipeline = await s.kvFetch("/pipeline", { body: `[["PING"],${one}]` });
+    expect(inPipeline.status).toBe(400);
+    expect(await inPipeline.json()).toEqual(error);
+    expect((await command(s, EXISTS(100_000))).body).toEqual({ result: 0 });
+  });
+});
+
 describe("queue: JSON bodies and batches", () => {
   let env: QueueTestEnv;
   beforeAll(async () => {
