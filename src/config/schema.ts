@@ -104,6 +104,12 @@ export const SETTINGS = {
     default: 100_000,
     doc: "Most commands in one pipeline or transaction (`ERR max commands per request exceeded`).",
   },
+  kvMaxCommandArgs: {
+    env: "STASHD_KV_MAX_COMMAND_ARGS",
+    kind: "int",
+    default: 100_000,
+    doc: "Most arguments of one command, its name included, in a body over 64 KiB (a smaller one holds at most about 21,000): more is `ERR max arguments per command exceeded`, as a command's arguments are read and encoded in one go, holding the event loop (docs/operations.md, Event-loop holds).",
+  },
   kvMaxReplyBytes: {
     env: "STASHD_KV_MAX_REPLY_BYTES",
     kind: "int",
@@ -593,6 +599,18 @@ export const SETTINGS = {
     kind: "int",
     default: 1000,
     doc: "Most endpoints of one URL group (a publish to it makes one message per endpoint); adding more is refused with 400.",
+  },
+  queueMaxBatchItems: {
+    env: "STASHD_QUEUE_MAX_BATCH_ITEMS",
+    kind: "int",
+    default: 1000,
+    doc: "Most items of one `POST /v2/batch` or `/v2/batch/trigger` (400 above): each is a publish, stored one after another while the request holds a connection (docs/operations.md, Event-loop holds).",
+  },
+  queueMaxJsonValues: {
+    env: "STASHD_QUEUE_MAX_JSON_VALUES",
+    kind: "int",
+    default: 100_000,
+    doc: "Most JSON values (objects, arrays, strings, numbers…) in a queue API request body that is parsed (batch, URL group endpoints, DLQ and message filters); a body with more is refused with 400 before it is parsed.",
   },
   queueMaxHops: {
     env: "STASHD_QUEUE_MAX_HOPS",

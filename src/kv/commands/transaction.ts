@@ -10,7 +10,9 @@ import {
   isScriptCall,
   NONE_WATCHED,
   RequestReplies,
+  SHORT_BODY_BYTES,
   SLICE,
+  SLICE_ARGS,
   type RereadableCommands,
 } from "./execute.js";
 import {
@@ -42,7 +44,7 @@ export async function runTransaction(p: Principal, commands: RereadableCommands)
   // One that needs an exclusive connection takes its place in line first (bounded per database,
   // exclusive-limits.ts): refused with 429 / 503 it cost no checking, and waiting it holds no
   // rewritten commands.
-  const lease = fitsShared(pool, commands.length) ? undefined : await p.db.limits.lease(pool);
+  const lease = fitsShared(pool, commands) ? undefined : await p.db.limits.lease(pool);
   try {
     return await checkAndRun(p, pool, lease, commands);
   } finally {
@@ -50,9 +52,16 @@ export async function runTransaction(p: Principal, commands: RereadableCommands)
   }
 }
 
-/** Whether a transaction of `length` commands goes out as one exchange on a shared connection. */
-function fitsShared(pool: RedisBackend, length: number): boolean {
-  return pool.sharedTransactions === true && length <= SLICE;
+/**
+ * Whether a transaction goes out as one exchange on a shared connection: its commands are then
+ * built at once, so only a short one in a small body (SHORT_BODY_BYTES) does.
+ */
+function fitsShared(pool: RedisBackend, commands: RereadableCommands): boolean {
+  return (
+    pool.sharedTransactions === true &&
+    commands.length <= SLICE &&
+    commands.bytes <= SHORT_BODY_BYTES
+  );
 }
 
 async function checkAndRun(
@@ -71,8 +80,8 @@ async function checkAndRun(
   const withType: number[] = [];
   let from = 0;
   let scripts = false;
-  const nextSlice = (): Arg[][] => {
-    const slice = commands.take(SLICE).map((argv, j) => {
+  const nextSlice = (maxArgs?: number): Arg[][] => {
+    const slice = commands.take(SLICE, maxArgs).map((argv, j) => {
       const script = emulated.rewrite(argv, from + j) as Arg[] | undefined;
       if (isScanWithType(argv)) {
         withType.push(from + j);
@@ -114,9 +123,12 @@ async function checkAll(
   const emulated = new EmulationBatch(p.db, table, p.db.emulatesFieldTtl, true);
   // A refusal anywhere is reported before an emulation's error.
   let emulationError: string | undefined;
-  for (let from = 0; from < commands.length; from += SLICE) {
+  for (let from = 0, taken = 0; from < commands.length; from += taken) {
     if (from > 0) await nextTurn();
-    for (const [j, argv] of commands.take(SLICE).entries()) {
+    const slice = commands.take(SLICE, SLICE_ARGS);
+    taken = slice.length;
+    if (taken === 0) break;
+    for (const [j, argv] of slice.entries()) {
       const refusal =
         servedOutsideTransactions(argv) ??
         refusalOf(argv, table, policy) ??
@@ -147,7 +159,8 @@ async function runMultiExec(
   pool: RedisBackend,
   lease: ExclusiveLease | undefined,
   length: number,
-  nextSlice: () => Arg[][],
+  /** The next commands; with `maxArgs`, fewer once they hold that many arguments. */
+  nextSlice: (maxArgs?: number) => Arg[][],
   scripts: () => boolean,
 ): Promise<Reply[]> {
   const budget = new RequestReplies(p);
@@ -159,8 +172,11 @@ async function runMultiExec(
   const replies: Reply[] = [];
   try {
     replies.push(await conn.send(["MULTI"]));
-    for (let from = 0; from < length; from += SLICE) {
-      for (const r of await conn.sendMany(nextSlice())) replies.push(r);
+    for (let from = 0; from < length;) {
+      const slice = nextSlice(SLICE_ARGS);
+      if (slice.length === 0) break;
+      from += slice.length;
+      for (const r of await conn.sendMany(slice)) replies.push(r);
     }
     const [exec] = await budget.exchange(conn, [["EXEC"]], scripts() ? new Set([0]) : NONE_WATCHED);
     replies.push(exec as Reply);

@@ -158,6 +158,10 @@ export class KvDatabase {
     return this.config.kvMaxCommandsPerRequest;
   }
 
+  get maxCommandArgs(): number {
+    return this.config.kvMaxCommandArgs;
+  }
+
   /** What a request's blocking commands may wait together (STASHD_KV_MAX_BLOCK_MS), at least 1 ms. */
   get maxBlockMs(): number {
     return Math.max(1, this.config.kvMaxBlockMs);

@@ -13,7 +13,13 @@ import { metrics } from "../../shared/metrics.js";
 import type { Arg } from "../../shared/redis/resp.js";
 import type { Principal } from "../databases/database.js";
 import type { DatabaseManager } from "../databases/database-manager.js";
-import { runEncodedPipeline, runShortPipeline, runSingle, SLICE } from "../commands/execute.js";
+import {
+  runEncodedPipeline,
+  runShortPipeline,
+  runSingle,
+  SHORT_BODY_BYTES,
+  SLICE,
+} from "../commands/execute.js";
 import { runTransaction } from "../commands/transaction.js";
 import { parseCommand, parsePlainCommand, readCommandList } from "../parse/body-args.js";
 import { ReplyBuffers, StreamBacklog } from "../reply/reply-buffers.js";
@@ -40,6 +46,7 @@ import type { Interrupts } from "../commands/blocking.js";
 const METHODS = new Set(["GET", "HEAD", "POST", "PUT"]);
 const BODY_METHODS = new Set(["POST", "PUT"]);
 const STREAMS = new Set(["monitor", "subscribe", "psubscribe"]);
+
 const UNAUTHORIZED =
   "WRONGPASS invalid or missing auth token. See https://docs.upstash.com/redis/troubleshooting/http_unauthorized for details.";
 /** The headers @upstash/redis sends (`upstash-telemetry-retry` on its retries, from 1.39). */
@@ -330,7 +337,8 @@ export class KvHttpHandler {
         throw new AppError("method_not_allowed", `ERR /${first} takes POST with a JSON body`);
       const to = { res, format, headers, method };
       if (first === "pipeline" && (await this.sentEncoded(principal, body, to))) return;
-      const commands = await readCommandList(body, principal.db.maxCommandsPerRequest);
+      const { maxCommandsPerRequest, maxCommandArgs } = principal.db;
+      const commands = await readCommandList(body, maxCommandsPerRequest, maxCommandArgs);
       if (first === "multi-exec") {
         const replies = await runTransaction(principal, commands);
         await sendList(
@@ -340,7 +348,7 @@ export class KvHttpHandler {
           headers,
           method,
         );
-      } else if (commands.length <= SLICE) {
+      } else if (commands.length <= SLICE && body.length <= SHORT_BODY_BYTES) {
         const replies = await runShortPipeline(principal, commands.rest(), r.interrupts);
         await sendList(this.out(res), replies, format, headers, method);
       } else {
@@ -354,7 +362,9 @@ export class KvHttpHandler {
       }
       return;
     }
-    const argv = commandOf(url, body) ?? (await parseCommand(body ?? Buffer.alloc(0)));
+    const argv =
+      commandOf(url, body) ??
+      (await parseCommand(body ?? Buffer.alloc(0), principal.db.maxCommandArgs));
     r.label(argv[0]?.toString().toUpperCase() ?? "");
     const reply = await runSingle(principal, argv, r.interrupts);
     await sendSingle(this.out(res), reply, format, headers, method);

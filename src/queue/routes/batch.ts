@@ -1,4 +1,7 @@
 import { AppError, isAppError } from "../../shared/errors.js";
+import { parseBoundedJson } from "../../shared/json-bound.js";
+import { TimeSlice } from "../../shared/time-slice.js";
+import type { QueueContext } from "./context.js";
 import type { ConfigValues } from "../domain/publish-options.js";
 import type { Handler, QueueRequest } from "./context.js";
 import { parseDestination } from "./publish-request.js";
@@ -15,10 +18,13 @@ type ItemHeaders = Record<string, string>;
  * keys, `body`/`queue` omitted), Python's (`null`) and Go's (`""`, an empty queue meaning none).
  * Answers 201 with an array in request order: per item what publish answers (an object, or an array
  * for a URL group) or `{"error": ...}` for an item that was refused while the others were stored.
- * The whole batch is limited to the maximum message size. A body that is not a JSON array is a 400.
+ * The whole batch is limited to the maximum message size, its JSON values and items by settings
+ * (parseItems). A body that is not a JSON array is a 400. Items are stored one after another; an
+ * item refused without a Redis call (a bad field) costs no await, so the loop passes the event
+ * loop on every few milliseconds (TimeSlice).
  */
 export const batch: Handler = async (ctx, r) => {
-  const items = parseItems(await readRaw(ctx, r));
+  const items = parseItems(ctx, await readRaw(ctx, r));
   if (items.some(isWorkflowItem)) {
     reply(
       r.res,
@@ -31,7 +37,9 @@ export const batch: Handler = async (ctx, r) => {
     return;
   }
   const out: unknown[] = [];
+  const slice = new TimeSlice();
   for (const item of items) {
+    await slice.pass();
     try {
       out.push((await submit(ctx, submission(r, item))).value);
     } catch (err) {
@@ -42,15 +50,20 @@ export const batch: Handler = async (ctx, r) => {
   reply(r.res, 201, out);
 };
 
-/** A JSON array body (400 otherwise); also read by the workflow batch trigger. */
-export function parseItems(raw: Buffer): unknown[] {
-  let value: unknown;
-  try {
-    value = JSON.parse(raw.toString("utf8"));
-  } catch {
-    throw new AppError("bad_request", "request body is not valid JSON");
-  }
+/**
+ * A JSON array body of at most STASHD_QUEUE_MAX_BATCH_ITEMS items, its values counted before it
+ * is parsed (json-bound.ts); 400 otherwise. Also read by the workflow batch trigger.
+ */
+export function parseItems(ctx: QueueContext, raw: Buffer): unknown[] {
+  const { queueMaxJsonValues, queueMaxBatchItems } = ctx.config;
+  const value = parseBoundedJson(raw, queueMaxJsonValues, "STASHD_QUEUE_MAX_JSON_VALUES");
   if (!Array.isArray(value)) throw new AppError("bad_request", "batch body must be a JSON array");
+  if (value.length > queueMaxBatchItems) {
+    throw new AppError(
+      "bad_request",
+      `batch has ${value.length} items, at most ${queueMaxBatchItems} (STASHD_QUEUE_MAX_BATCH_ITEMS)`,
+    );
+  }
   return value;
 }
 

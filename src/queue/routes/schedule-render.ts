@@ -1,3 +1,4 @@
+import { TimeSlice } from "../../shared/time-slice.js";
 import { bodyFields, flowControlFields, redactHeaders } from "../domain/render.js";
 import type { StoredSchedule } from "../store/schedule-store.js";
 import type { QueueContext } from "./context.js";
@@ -27,14 +28,18 @@ export async function renderSchedules(
   const ids = list.flatMap((s) => Object.keys(s.states));
   const live = new Set((await ctx.messages.getMany(ids)).map((m) => m.meta.messageId));
   const finished = await ctx.schedules.finalStates(new Set(ids.filter((id) => !live.has(id))));
-  return list.map((s) => {
+  const out: Record<string, unknown>[] = [];
+  const slice = new TimeSlice();
+  for (const s of list) {
+    await slice.pass();
     const states: Record<string, string> = {};
     for (const id of Object.keys(s.states)) {
       const state = live.has(id) ? "IN_PROGRESS" : STATE_OF[finished.get(id) ?? ""];
       if (state) states[id] = state;
     }
-    return render(s, states);
-  });
+    out.push(render(s, states));
+  }
+  return out;
 }
 
 function render(s: StoredSchedule, states: Record<string, string>): Record<string, unknown> {

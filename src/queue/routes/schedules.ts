@@ -8,7 +8,7 @@ import type { Handler, QueueRequest } from "./context.js";
 import { configValues, parseDestination } from "./publish-request.js";
 import { renderSchedules } from "./schedule-render.js";
 import { checkQueueName } from "./submit.js";
-import { decode, notFound, readRaw, reply } from "./util.js";
+import { decode, notFound, readRaw, reply, replyArray } from "./util.js";
 
 const ID = /^[A-Za-z0-9_.-]+$/;
 
@@ -68,7 +68,7 @@ export const createSchedule: Handler = async (ctx, r) => {
 };
 
 export const listSchedules: Handler = async (ctx, r) => {
-  reply(r.res, 200, await renderSchedules(ctx, await ctx.schedules.list()));
+  await replyArray(r.res, 200, await renderSchedules(ctx, await ctx.schedules.list()));
 };
 
 export const getSchedule: Handler = async (ctx, r) => {

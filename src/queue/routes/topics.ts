@@ -3,7 +3,7 @@ import { checkDestinations } from "../delivery/destination-policy.js";
 import { checkUrl } from "../domain/publish-options.js";
 import type { Endpoint, UrlGroup } from "../store/topic-store.js";
 import type { Handler } from "./context.js";
-import { decode, notFound, readJsonObject, reply } from "./util.js";
+import { decode, notFound, readJsonObject, reply, replyArray } from "./util.js";
 
 const NAME = /^[A-Za-z0-9_.-]+$/;
 
@@ -56,7 +56,7 @@ export const removeEndpoints: Handler = async (ctx, r) => {
 };
 
 export const listTopics: Handler = async (ctx, r) => {
-  reply(r.res, 200, (await ctx.topics.list()).map(render));
+  await replyArray(r.res, 200, (await ctx.topics.list()).map(render));
 };
 
 export const getTopic: Handler = async (ctx, r) => {

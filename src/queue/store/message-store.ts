@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { TimeSlice } from "../../shared/time-slice.js";
 import type { Arg } from "../../shared/redis/resp.js";
 import { originOf } from "../delivery/destination-share.js";
 import type { DlqMeta, MessageMeta, MessageState } from "../domain/message.js";
@@ -481,16 +482,24 @@ export class MessageStore {
    * creation time, then id (the order of one sorted set).
    */
   async pendingIds(): Promise<string[]> {
+    // 200,000 pending messages took 300 ms of JS in one go (reading and sorting their ids):
+    // other requests get turns meanwhile, and one partition's list, already in order, is not sorted.
+    const slice = new TimeSlice();
     const lists = await this.parts.each(async (p) => {
       const reply = await p.redis.exec(["ZRANGE", p.keys.pending, "0", "-1", "WITHSCORES"]);
-      const flat = asArray(checked(reply, "pending")).map((r) => asText(r) ?? "");
+      const flat = asArray(checked(reply, "pending"));
       const pairs: [string, number][] = [];
-      for (let i = 0; i + 1 < flat.length; i += 2) pairs.push([flat[i] ?? "", Number(flat[i + 1])]);
+      for (let i = 0; i + 1 < flat.length; i += 2) {
+        if ((i & 2047) === 0) await slice.pass();
+        pairs.push([asText(flat[i]) ?? "", Number(asText(flat[i + 1]))]);
+      }
       return pairs;
     });
     const byTime = (a: [string, number], b: [string, number]) =>
       a[1] - b[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0);
-    return mergeSorted(lists, byTime).map(([id]) => id);
+    // ZRANGE gives a partition's ids by score, then by id (ASCII: byTime's order).
+    const ordered = lists.length === 1 ? (lists[0] ?? []) : mergeSorted(lists, byTime);
+    return ordered.map(([id]) => id);
   }
 
   /** Earliest due time in any partition (after `after`, when given); undefined when none. */

@@ -1,6 +1,7 @@
 import type { Reply } from "../../shared/redis/resp.js";
 import type { Partition, Partitions } from "./partitions.js";
 import { AppError } from "../../shared/errors.js";
+import { TimeSlice } from "../../shared/time-slice.js";
 import type { PublishOptions } from "../domain/publish-options.js";
 import { ScriptCode } from "./codes.js";
 import { asArray, asBuffer, asInt, asText, checked } from "./replies.js";
@@ -178,10 +179,15 @@ export class ScheduleStore {
       if (own.length === 0) return [];
       return p.redis.execMany(own.map((id) => ["HMGET", p.keys.schedule(id), ...FIELDS]));
     });
-    return each
-      .flat()
-      .map((r) => parse(asArray(checked(r, "schedules"))))
-      .filter((s): s is StoredSchedule => s !== undefined);
+    // 10,000 schedules take tens of milliseconds to parse: other requests get turns meanwhile.
+    const out: StoredSchedule[] = [];
+    const slice = new TimeSlice();
+    for (const r of each.flat()) {
+      await slice.pass();
+      const s = parse(asArray(checked(r, "schedules")));
+      if (s !== undefined) out.push(s);
+    }
+    return out;
   }
 
   /**

@@ -164,7 +164,34 @@ function takeWrite(source: Iterator<string | Buffer>): { parts: Buffer[]; done: 
     }
   }
   endText();
-  return { parts, done: false };
+  return { parts: joinSmall(parts), done: false };
+}
+
+/** Below this, Buffers in a write are copied together rather than written one by one. */
+const SMALL_PART = 1024;
+
+/**
+ * Runs of small Buffers joined into one: a RESP2 reply of 300,000 one-byte strings comes as
+ * three Buffers per element, and writing each (27,000 `res.write` calls per 64 KiB) took tens of
+ * milliseconds per write, between two of streamBody's pauses. Large Buffers stay uncopied.
+ */
+function joinSmall(parts: Buffer[]): Buffer[] {
+  if (parts.length <= 2) return parts;
+  const out: Buffer[] = [];
+  let run: Buffer[] = [];
+  const endRun = (): void => {
+    if (run.length > 0) out.push(run.length === 1 ? (run[0] as Buffer) : Buffer.concat(run));
+    run = [];
+  };
+  for (const part of parts) {
+    if (part.length < SMALL_PART) run.push(part);
+    else {
+      endRun();
+      out.push(part);
+    }
+  }
+  endRun();
+  return out;
 }
 
 /** Resolves on `drain` or `close`; with `stallMs`, destroys the response after that long. */

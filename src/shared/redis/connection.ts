@@ -2,6 +2,7 @@ import net from "node:net";
 import tls from "node:tls";
 import { AppError, messageOf } from "../errors.js";
 import { RawReplies, valueReply } from "./raw-replies.js";
+import { parseTurns, type ParseWaiter } from "./parse-turns.js";
 import {
   encodeCommandPieces,
   encodeMixed,
@@ -146,7 +147,7 @@ interface Batch {
  * per reply (V8 cannot trim arrays in its large-object space), which made a 100 000-command
  * pipeline quadratic.
  */
-export class RedisConnection {
+export class RedisConnection implements ParseWaiter {
   private queue: (Batch | undefined)[] = [];
   private head = 0;
   private pushHandler: ((reply: Reply) => void) | undefined;
@@ -161,6 +162,9 @@ export class RedisConnection {
   private waitingSince = 0;
   /** When the chunk being parsed arrived (one clock read per chunk, not per reply). */
   private readAt = 0;
+  private readonly parser: RespParser;
+  /** Chunks that arrived while parsing had to wait for a later turn (parse-turns.ts). */
+  private kept: Buffer[] | undefined;
   /** Stall reports made for the reply owed now: the next is due at (reports + 1) x afterMs. */
   private stallReports = 0;
   private timer: NodeJS.Timeout | undefined;
@@ -169,21 +173,54 @@ export class RedisConnection {
     private readonly socket: net.Socket,
     private readonly options: ConnectionOptions,
   ) {
-    const parser = new RespParser(
+    this.parser = new RespParser(
       (reply, cost) => this.onReply(reply, cost),
       () => this.budgetLeft(),
       (kind, buf, start, end, cost) => this.onValue(kind, buf, start, end, cost),
     );
-    socket.on("data", (chunk: Buffer) => {
-      this.readAt = Date.now();
-      try {
-        parser.feed(chunk);
-      } catch (err) {
-        this.fail(new Error(messageOf(err)));
-      }
-    });
+    socket.on("data", (chunk: Buffer) => this.onData(chunk));
     socket.on("error", (err) => this.fail(err));
     socket.on("close", () => this.fail(new Error("connection closed")));
+  }
+
+  /**
+   * One chunk from the socket: parsed now, or kept for a later turn when this turn has parsed
+   * enough already (parse-turns.ts), the socket paused meanwhile.
+   */
+  private onData(chunk: Buffer): void {
+    if (this.kept !== undefined || parseTurns.mustWait()) {
+      if (this.kept === undefined) {
+        this.kept = [];
+        this.socket.pause();
+        parseTurns.wait(this);
+      }
+      this.kept.push(chunk);
+      return;
+    }
+    this.parseChunk(chunk);
+  }
+
+  /** ParseWaiter: the kept chunks, in order, while the turn has time; then reading resumes. */
+  parseKept(): boolean {
+    const kept = this.kept ?? [];
+    while (kept.length > 0 && this.closedError === undefined) {
+      if (!parseTurns.hasTime()) return false;
+      this.parseChunk(kept.shift() as Buffer);
+    }
+    this.kept = undefined;
+    if (!this.socket.destroyed) this.socket.resume();
+    return true;
+  }
+
+  private parseChunk(chunk: Buffer): void {
+    const from = performance.now();
+    this.readAt = Date.now();
+    try {
+      this.parser.feed(chunk);
+    } catch (err) {
+      this.fail(new Error(messageOf(err)));
+    }
+    parseTurns.spend(performance.now() - from);
   }
 
   /** Connects, logs in (AUTH) and selects the database; rejects with backend_unavailable. */

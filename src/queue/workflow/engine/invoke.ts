@@ -1,12 +1,13 @@
 import { AppError } from "../../../shared/errors.js";
+import { checkJsonValues } from "../../../shared/json-bound.js";
 import type { Invoker } from "../state/run.js";
 
 /**
  * The body of an invoke publish (docs/workflow.md §10): the invoked run's payload wrapped with
  * the invoker's identity, headers and Invoke step.
  */
-export function parseInvoke(raw: Buffer): { body: Buffer; invoker: Invoker } {
-  const o = jsonObject(raw, "an invoke body");
+export function parseInvoke(raw: Buffer, maxValues: number): { body: Buffer; invoker: Invoker } {
+  const o = jsonObject(raw, "an invoke body", maxValues);
   const runId = o["workflowRunId"];
   const url = o["workflowUrl"];
   if (typeof runId !== "string" || typeof url !== "string") {
@@ -28,8 +29,12 @@ export function parseInvoke(raw: Buffer): { body: Buffer; invoker: Invoker } {
   };
 }
 
-/** A request body that must be a JSON object (400 `<what> must be a JSON object` otherwise). */
-export function jsonObject(raw: Buffer, what: string): Record<string, unknown> {
+/**
+ * A request body that must be a JSON object (400 `<what> must be a JSON object` otherwise) of at
+ * most `maxValues` values (STASHD_QUEUE_MAX_JSON_VALUES, counted before parsing: json-bound.ts).
+ */
+export function jsonObject(raw: Buffer, what: string, maxValues: number): Record<string, unknown> {
+  checkJsonValues(raw, maxValues, what, "STASHD_QUEUE_MAX_JSON_VALUES");
   let v: unknown;
   try {
     v = JSON.parse(raw.toString("utf8"));

@@ -146,7 +146,10 @@ async function startRun(
   now: number,
   restTrigger: boolean,
 ): Promise<ProduceResult> {
-  const invoke = p.cfg.get(IN.invoke) === "true" ? parseInvoke(p.sub.body) : undefined;
+  const invoke =
+    p.cfg.get(IN.invoke) === "true"
+      ? parseInvoke(p.sub.body, ctx.config.queueMaxJsonValues)
+      : undefined;
   const payload = invoke ? invoke.body : p.sub.body;
   const tag: WorkflowTag = {
     runId: p.runId,

@@ -33,8 +33,11 @@ function publishHeaders(r: QueueRequest): Record<string, string[]> {
   return out;
 }
 
-function parseWaitBody(raw: Buffer): Omit<Waiter, "token" | "deadline" | "headers"> {
-  const o = jsonObject(raw, "a wait body");
+function parseWaitBody(
+  raw: Buffer,
+  maxValues: number,
+): Omit<Waiter, "token" | "deadline" | "headers"> {
+  const o = jsonObject(raw, "a wait body", maxValues);
   const { url, step } = o;
   if (typeof url !== "string" || typeof step !== "object" || step === null) {
     throw new AppError("bad_request", "wait body needs url and step");
@@ -84,7 +87,7 @@ function renderWaiter(w: Waiter): Record<string, unknown> {
 export const waitForEvent: Handler = async (ctx, r) => {
   const eventId = decode(r.segments[1] ?? "");
   const runId = String(r.req.headers[IN.runId] ?? "");
-  const body = parseWaitBody(await readRaw(ctx, r));
+  const body = parseWaitBody(await readRaw(ctx, r), ctx.config.queueMaxJsonValues);
   const now = Date.now();
   const deadlineMs = now + parseDuration(body.timeout, "timeout");
   const headers = publishHeaders(r);

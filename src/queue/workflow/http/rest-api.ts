@@ -1,5 +1,5 @@
 import { AppError } from "../../../shared/errors.js";
-import type { Handler } from "../../routes/context.js";
+import type { Handler, QueueContext } from "../../routes/context.js";
 import { parseItems, submission } from "../../routes/batch.js";
 import { decode, readRaw, reply } from "../../routes/util.js";
 import { produceWorkflow } from "../engine/produce.js";
@@ -13,8 +13,8 @@ import { runIdOf, triggerConfig } from "./trigger.js";
  */
 
 /** The batch trigger's items: a non-empty JSON array (400 otherwise). */
-function batchItems(raw: Buffer): unknown[] {
-  const items = parseItems(raw);
+function batchItems(ctx: QueueContext, raw: Buffer): unknown[] {
+  const items = parseItems(ctx, raw);
   if (items.length === 0) throw new AppError("bad_request", "batch trigger body is an empty array");
   return items;
 }
@@ -26,7 +26,7 @@ function batchItems(raw: Buffer): unknown[] {
  * run id gives `deduplicated: true` and creates nothing, where the single trigger answers 409).
  */
 export const batchTrigger: Handler = async (ctx, r) => {
-  const items = batchItems(await readRaw(ctx, r));
+  const items = batchItems(ctx, await readRaw(ctx, r));
   const subs = items.map((item) => {
     const sub = submission(r, item);
     if (sub.group !== undefined) {
