@@ -23,6 +23,8 @@ const SLOW = [
   "test/bench/**/*.test.ts",
   // Heavy search and vector queries on purpose, many at once (12-23 s of CPU), beside a GET.
   "test/security/search-event-loop.test.ts",
+  // Requests that held the event loop for seconds, sent at their limits beside a GET (7-16 s).
+  "test/security/event-loop-holds.test.ts",
 ];
 
 /** The queue and workflow test files, which the partitioned projects run with 3 partitions. */
