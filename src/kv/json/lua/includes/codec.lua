@@ -12,6 +12,26 @@
 local G = {} -- G.root: the document a filter's $ refers to
 local function jerr(msg) error('\0' .. msg, 0) end
 
+-- The work one script call may do: values its paths visit or select, and values it encodes or
+-- copies (into its reply or the stored text). A recursive path can ask for far more than the
+-- documents hold (`$..*..*` visits each value once per ancestor: n^2 on a deep document, n^3
+-- with a third `..`), and Redis serves no other client while a script runs, with the script's Lua
+-- memory outside maxmemory. So a call may do WORK_FLOOR units plus one per byte of JSON text it
+-- decoded (the documents read, the values given): every ordinary command on a document costs a
+-- few units per value, and a value takes at least two bytes of text. Past that the call ends with
+-- an error (about a tenth of a second past the floor on a small document) instead of holding
+-- Redis until the script time limit (docs/json.md, Limits).
+local WORK_FLOOR = 100000
+local function spend(n)
+  local w = (G.work or 0) + n
+  G.work = w
+  if w > WORK_FLOOR + (G.allowance or 0) then
+    jerr('ERR JSON command too expensive: it would visit or write more values than ' ..
+      (WORK_FLOOR + (G.allowance or 0)) .. ' (100000 plus one per byte of the documents read;' ..
+      ' a recursive path such as $..*..* on a large document?)')
+  end
+end
+
 local function fmt_float(x)
   if x ~= x or x == math.huge or x == -math.huge then jerr('ERR result is not a number') end
   if x == 0 then if 1 / x < 0 then return '-0.0' end return '0.0' end
@@ -218,6 +238,7 @@ end
 -- canonical form, no escapes, no duplicate keys), so it can be stored as it came.
 local function decode(s, trusted)
   G.dirty, G.depth = false, 0
+  G.allowance = (G.allowance or 0) + #s
   local v, i = parse_value(s, 1, trusted)
   i = skip_ws(s, i)
   if i <= #s then perr(s, i, 'trailing characters') end

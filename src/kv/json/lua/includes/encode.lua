@@ -25,6 +25,7 @@ local function encode_into(node, out, fmt, depth)
   else
     local open, close, n = '[', ']', #node.v
     if t == 'o' then open, close, n = '{', '}', #node.k end
+    spend(n)
     out[#out + 1] = open
     if n == 0 then out[#out + 1] = close; return end
     local nl, ind = fmt and fmt.newline or '', fmt and fmt.indent or ''
@@ -51,6 +52,7 @@ local function compact_into(node, out, n)
   if t == 'b' then out[n] = node.v and 'true' or 'false'; return n + 1 end
   if t == 'z' then out[n] = 'null'; return n + 1 end
   if t == 'a' then
+    spend(#node.v)
     out[n] = '['; n = n + 1
     for idx, v in ipairs(node.v) do
       if idx > 1 then out[n] = ','; n = n + 1 end
@@ -59,6 +61,7 @@ local function compact_into(node, out, n)
     out[n] = ']'
     return n + 1
   end
+  spend(#node.k)
   out[n] = '{'; n = n + 1
   local vals = node.v
   for idx, key in ipairs(node.k) do
@@ -77,10 +80,12 @@ end
 
 local function deep_copy(node)
   if node.t == 'o' then
+    spend(#node.k)
     local c = {t = 'o', k = {}, v = {}}
     for i, key in ipairs(node.k) do c.k[i] = key; c.v[key] = deep_copy(node.v[key]) end
     return c
   elseif node.t == 'a' then
+    spend(#node.v)
     local c = {t = 'a', v = {}}
     for i, v in ipairs(node.v) do c.v[i] = deep_copy(v) end
     return c

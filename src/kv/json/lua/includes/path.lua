@@ -110,8 +110,10 @@ end
 
 local function children(node, out)
   if node.t == 'o' then
+    spend(#node.k)
     for _, key in ipairs(node.k) do out[#out + 1] = {n = node.v[key], p = node, k = key} end
   elseif node.t == 'a' then
+    spend(#node.v)
     for idx, v in ipairs(node.v) do out[#out + 1] = {n = v, p = node, k = idx} end
   end
   return out
@@ -126,6 +128,7 @@ local function select_one(m, sel, out)
       out[#out + 1] = {n = node.v[sel.name], p = node, k = sel.name}
     end
   elseif k == 'names' then
+    spend(#sel.l)
     for _, name in ipairs(sel.l) do
       if node.t == 'o' and node.v[name] ~= nil then
         out[#out + 1] = {n = node.v[name], p = node, k = name}
@@ -135,6 +138,7 @@ local function select_one(m, sel, out)
   elseif node.t ~= 'a' then return
   elseif k == 'idx' then
     local n = #node.v
+    spend(#sel.l)
     for _, idx in ipairs(sel.l) do
       if idx < 0 then idx = idx + n end
       if idx >= 0 and idx < n then out[#out + 1] = {n = node.v[idx + 1], p = node, k = idx + 1} end
@@ -146,6 +150,7 @@ local function select_one(m, sel, out)
     if a < 0 then a = math.max(a + n, 0) end
     if b < 0 then b = math.max(b + n, 0) end
     b = math.min(b, n)
+    if b > a then spend(math.ceil((b - a) / st)) end
     for idx = a, b - 1, st do out[#out + 1] = {n = node.v[idx + 1], p = node, k = idx + 1} end
   elseif k == 'filter' then
     for _, c in ipairs(children(node, {})) do
