@@ -78,6 +78,24 @@ describe("the JSON group's work per call", () => {
     expect((JSON.parse(every.result) as unknown[]).length).toBe(1100 + 1);
   });
 
+  it("counts a filter's steps for each element it is tried on", async () => {
+    const items = Array.from({ length: 2000 }, (_, i) => ({ a: i, b: [i, i, i] }));
+    await run(["JSON.SET", "w:arr", "$", JSON.stringify(items)]);
+    const ro = stashd().kv.readonlyToken;
+    // 4,000 clauses tried on 2,000 elements: before, the script time limit (5 s).
+    const chain = Array.from({ length: 4000 }, () => "@.a==-1").join(" || ");
+    const t = performance.now();
+    const res = await run(["JSON.GET", "w:arr", `$[?(${chain})]`], ro);
+    expect(res.status).toBe(400);
+    expect((res.body as { error: string }).error).toMatch(/^ERR JSON command too expensive/);
+    expect(performance.now() - t).toBeLessThan(2500);
+    // An ordinary filter, and one comparing each element with the whole document, still answer.
+    expect((await run(["JSON.GET", "w:arr", "$[?(@.a == 7)].b"], ro)).body).toEqual({
+      result: "[[7,7,7]]",
+    });
+    expect((await run(["JSON.GET", "w:arr", "$[?(@ == $)]"], ro)).body).toEqual({ result: "[]" });
+  });
+
   it("leaves the document as it was when a write's path is too expensive", async () => {
     await run(["JSON.SET", "w:doc3", "$", TEXT]);
     const res = await run(["JSON.SET", "w:doc3", "$..*..*..*", "0"]);

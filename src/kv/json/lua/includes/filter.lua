@@ -71,6 +71,7 @@ parse_filter = function(s, i) return parse_or(s, i) end
 
 local function operand_value(o, node)
   if o.k == 'lit' then return o.v end
+  spend(1)
   local found = run_segments(o.segs, o.rel and node or G.root)
   return found[1] and found[1].n
 end
@@ -82,10 +83,12 @@ local function json_equal(a, b)
   if a.t == 'z' then return true end
   if a.t == 'a' then
     if #a.v ~= #b.v then return false end
+    spend(#a.v)
     for i = 1, #a.v do if not json_equal(a.v[i], b.v[i]) then return false end end
     return true
   end
   if #a.k ~= #b.k then return false end
+  spend(#a.k)
   for _, key in ipairs(a.k) do
     if b.v[key] == nil or not json_equal(a.v[key], b.v[key]) then return false end
   end
@@ -104,7 +107,10 @@ local function compare(op, a, b)
   return x >= y
 end
 
+-- Each step of an expression, for each candidate, counts as work (codec.lua `spend`): a long
+-- `||` chain over a long array multiplies the two.
 eval_filter = function(e, node)
+  spend(1)
   local k = e.k
   if k == 'and' then return eval_filter(e.l, node) and eval_filter(e.r, node) end
   if k == 'or' then return eval_filter(e.l, node) or eval_filter(e.r, node) end
