@@ -385,7 +385,11 @@ async function startSlices(
     budget: new RequestReplies(p),
     pool,
     // Blocking commands are served, on the request's own connection (blocking.ts).
-    policy: { allowMigrate: p.db.allowMigrate, blocking: "exclusive" },
+    policy: {
+      allowMigrate: p.db.allowMigrate,
+      blocking: "exclusive",
+      maxReplyBytes: p.db.maxReplyBytes,
+    },
     blocking: new BlockingHold(p, pool, interrupts),
     raw,
   };
@@ -397,7 +401,7 @@ interface PipelineSlices {
   emulated: EmulationBatch;
   budget: RequestReplies;
   pool: RedisBackend;
-  policy: { allowMigrate: boolean; blocking: "exclusive" };
+  policy: { allowMigrate: boolean; blocking: "exclusive"; maxReplyBytes: number };
   /** The request's blocking commands; from the first on, its slices go to their connection. */
   blocking: BlockingHold;
   /** The caller takes RawReplies (see runShortPipeline). */

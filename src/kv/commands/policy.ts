@@ -1,4 +1,4 @@
-import type { Arg, Reply } from "../../shared/redis/resp.js";
+import { ELEMENT_OVERHEAD_BYTES, type Arg, type Reply } from "../../shared/redis/resp.js";
 import { blockingForm } from "./blocking.js";
 import { decidedByName, namesWith } from "./traits.js";
 
@@ -60,6 +60,7 @@ const CROSS_DATABASE_OPTION = namesWith("cross-database-option");
 const OTHER_HOST = namesWith("other-host");
 const MANAGED_CONFIG = namesWith("managed-config");
 const RESERVED_USERS_CHECKED = namesWith("reserved-users");
+const COUNTED_PICKS = namesWith("counted-picks");
 /**
  * Subcommands that change a connection's mode with no flag to say so: the Lua debugger takes
  * the connection over (and with YES forks a child that outlives the request).
@@ -93,6 +94,8 @@ export interface PolicyOptions {
    * knows how to cut are served; "transaction", inside MULTI, where Redis never blocks.
    */
   blocking?: "shared" | "exclusive" | "transaction";
+  /** The database's reply limit (STASHD_KV_MAX_REPLY_BYTES): bounds counted picks (below). */
+  maxReplyBytes?: number;
 }
 
 /** Why the gateway refuses this command, or undefined when it may run. */
@@ -133,7 +136,39 @@ export function refusalOf(
     const why = blockingRefusal(name, argv, opts.blocking ?? "shared");
     if (why !== undefined) return notAvailable(upper, why);
   }
+  if (COUNTED_PICKS.has(name) && opts.maxReplyBytes !== undefined) {
+    const why = pickRefusal(upper, argv, opts.maxReplyBytes);
+    if (why !== undefined) return why;
+  }
   return serverRefusal(name, argv, table) ?? subcommandRefusal(name, argv);
+}
+
+/**
+ * HRANDFIELD, SRANDMEMBER and ZRANDMEMBER with a negative count pick that many elements,
+ * repeating, whatever the key holds: `SRANDMEMBER s -100000000` on a set of one member had Redis
+ * build 10^8 elements (15 s and more with no other client served; in a script, such as the
+ * hash-field TTL emulation's, past the script time limit and unkillable, so the database was
+ * restarted), for a reply no database's limit could carry. Refused before Redis sees it when
+ * the elements alone, at ELEMENT_OVERHEAD_BYTES each, pass the reply limit: the answer such a
+ * reply gets anyway (`ERR reply too large`), minus Redis's work. A positive count is bounded by
+ * the key's size, as any read is.
+ */
+function pickRefusal(
+  upper: string,
+  argv: readonly Arg[],
+  maxReplyBytes: number,
+): string | undefined {
+  const text = argv[2]?.toString();
+  if (text === undefined || !/^-\d+$/.test(text)) return undefined;
+  const withValues = argv.length > 3 ? 2 : 1; // WITHVALUES / WITHSCORES: a pair per pick
+  const elements = Number(text.slice(1)) * withValues;
+  const most = Math.floor(maxReplyBytes / ELEMENT_OVERHEAD_BYTES);
+  if (elements <= most) return undefined;
+  return (
+    `ERR reply too large: ${upper} with a count of ${text} answers ${elements} elements, ` +
+    `more than the ${most} this database's max reply size of ${maxReplyBytes} bytes can hold ` +
+    "(STASHD_KV_MAX_REPLY_BYTES)"
+  );
 }
 
 /**

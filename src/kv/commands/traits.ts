@@ -36,6 +36,11 @@ const TRAIT_STEPS = {
   "managed-config": { step: "policy", byName: false },
   /** Policy, refused when its arguments name one of stashd's own ACL users. */
   "reserved-users": { step: "policy", byName: false },
+  /**
+   * Policy, refused when its count argument asks for more elements than any reply may hold: a
+   * negative count repeats picks, so the reply's size is the argument's, not the data's.
+   */
+  "counted-picks": { step: "policy", byName: false },
   /** Answered by the gateway itself for some arguments (gateway-commands.ts). */
   gateway: { step: "gateway", byName: false },
   /** Runs Lua: its waits are watched against the script time limit (script-killer.ts). */
@@ -94,6 +99,9 @@ const COMMAND_TRAITS: Readonly<Record<string, readonly Trait[]>> = {
   fcall_ro: ["script-call", "read-only-script"],
   script: ["lua-debugger", "rewritten"],
   xtrim: ["rewritten"],
+  hrandfield: ["counted-picks"],
+  srandmember: ["counted-picks"],
+  zrandmember: ["counted-picks"],
   flushall: ["rewritten"],
   // Upstash's search engine, served by the gateway on any Redis (src/kv/search/).
   "search.create": ["gateway"],

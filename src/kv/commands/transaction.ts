@@ -119,7 +119,11 @@ async function checkAll(
   commands: RereadableCommands,
 ): Promise<void> {
   // Inside MULTI Redis runs blocking commands without blocking.
-  const policy = { allowMigrate: p.db.allowMigrate, blocking: "transaction" as const };
+  const policy = {
+    allowMigrate: p.db.allowMigrate,
+    blocking: "transaction" as const,
+    maxReplyBytes: p.db.maxReplyBytes,
+  };
   const emulated = new EmulationBatch(p.db, table, p.db.emulatesFieldTtl, true);
   // A refusal anywhere is reported before an emulation's error.
   let emulationError: string | undefined;
