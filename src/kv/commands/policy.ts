@@ -61,6 +61,32 @@ const OTHER_HOST = namesWith("other-host");
 const MANAGED_CONFIG = namesWith("managed-config");
 const RESERVED_USERS_CHECKED = namesWith("reserved-users");
 const COUNTED_PICKS = namesWith("counted-picks");
+const SUMMED_KEYS = namesWith("summed-keys");
+/**
+ * Where the keys of a "summed-keys" command are: from `from` to the end, or, with `count`, the
+ * number at argv[count] of them from `from`.
+ */
+const KEY_LISTS: Readonly<Record<string, { from: number; count?: number }>> = {
+  sunion: { from: 1 },
+  sinter: { from: 1 },
+  sdiff: { from: 1 },
+  pfcount: { from: 1 },
+  sunionstore: { from: 2 },
+  sinterstore: { from: 2 },
+  sdiffstore: { from: 2 },
+  pfmerge: { from: 2 },
+  bitop: { from: 3 },
+  sintercard: { from: 2, count: 1 },
+  zunion: { from: 2, count: 1 },
+  zinter: { from: 2, count: 1 },
+  zdiff: { from: 2, count: 1 },
+  zintercard: { from: 2, count: 1 },
+  zunionstore: { from: 3, count: 2 },
+  zinterstore: { from: 3, count: 2 },
+  zdiffstore: { from: 3, count: 2 },
+};
+/** How many times, beyond the first, a summed-keys command may name its keys again. */
+const MAX_REPEATED_KEYS = 64;
 /**
  * Subcommands that change a connection's mode with no flag to say so: the Lua debugger takes
  * the connection over (and with YES forks a child that outlives the request).
@@ -136,11 +162,42 @@ export function refusalOf(
     const why = blockingRefusal(name, argv, opts.blocking ?? "shared");
     if (why !== undefined) return notAvailable(upper, why);
   }
+  if (SUMMED_KEYS.has(name)) {
+    const why = repeatRefusal(name, upper, argv);
+    if (why !== undefined) return why;
+  }
   if (COUNTED_PICKS.has(name) && opts.maxReplyBytes !== undefined) {
     const why = pickRefusal(upper, argv, opts.maxReplyBytes);
     if (why !== undefined) return why;
   }
   return serverRefusal(name, argv, table) ?? subcommandRefusal(name, argv);
+}
+
+/**
+ * SUNION, ZUNION, PFCOUNT and the like pass over each key they name, so naming one key again
+ * and again multiplies the work by the request's length, not by the data: `SUNION s s s …` with
+ * 50,000 names of a 2,000-member set held Redis for 6.8 s (ZUNION 2.8 s, PFCOUNT 1.1 s), from the
+ * read-only token, and the product grows with both. Distinct keys are bounded by what the
+ * database holds, as any read is; repeats beyond MAX_REPEATED_KEYS are refused (Redis would
+ * answer the same with each key named once, but for the weights and sums of ZUNION and ZINTER).
+ */
+function repeatRefusal(name: string, upper: string, argv: readonly Arg[]): string | undefined {
+  const where = KEY_LISTS[name];
+  if (where === undefined || argv.length - where.from <= MAX_REPEATED_KEYS) return undefined;
+  let end = argv.length;
+  if (where.count !== undefined) {
+    const n = Number(argv[where.count]?.toString());
+    if (!Number.isSafeInteger(n) || n < 0) return undefined; // Redis answers the bad count
+    end = Math.min(end, where.from + n);
+  }
+  const seen = new Set<string>();
+  for (let i = where.from; i < end; i++) seen.add((argv[i] as Arg).toString("latin1"));
+  const repeats = end - where.from - seen.size;
+  if (repeats <= MAX_REPEATED_KEYS) return undefined;
+  return (
+    `ERR ${upper} names the same keys ${repeats} more times: at most ${MAX_REPEATED_KEYS} ` +
+    "repeats, since each name is another pass over its key (name each key once)"
+  );
 }
 
 /**

@@ -41,6 +41,11 @@ const TRAIT_STEPS = {
    * negative count repeats picks, so the reply's size is the argument's, not the data's.
    */
   "counted-picks": { step: "policy", byName: false },
+  /**
+   * Policy, refused when it names one key many times: its work is the sum of its keys' sizes, so
+   * repeating a key repeats a pass over it (positions in policy.ts, KEY_LISTS).
+   */
+  "summed-keys": { step: "policy", byName: false },
   /** Answered by the gateway itself for some arguments (gateway-commands.ts). */
   gateway: { step: "gateway", byName: false },
   /** Runs Lua: its waits are watched against the script time limit (script-killer.ts). */
@@ -102,6 +107,23 @@ const COMMAND_TRAITS: Readonly<Record<string, readonly Trait[]>> = {
   hrandfield: ["counted-picks"],
   srandmember: ["counted-picks"],
   zrandmember: ["counted-picks"],
+  sunion: ["summed-keys"],
+  sinter: ["summed-keys"],
+  sdiff: ["summed-keys"],
+  sunionstore: ["summed-keys"],
+  sinterstore: ["summed-keys"],
+  sdiffstore: ["summed-keys"],
+  sintercard: ["summed-keys"],
+  zunion: ["summed-keys"],
+  zinter: ["summed-keys"],
+  zdiff: ["summed-keys"],
+  zunionstore: ["summed-keys"],
+  zinterstore: ["summed-keys"],
+  zdiffstore: ["summed-keys"],
+  zintercard: ["summed-keys"],
+  pfcount: ["summed-keys"],
+  pfmerge: ["summed-keys"],
+  bitop: ["summed-keys"],
   flushall: ["rewritten"],
   // Upstash's search engine, served by the gateway on any Redis (src/kv/search/).
   "search.create": ["gateway"],
