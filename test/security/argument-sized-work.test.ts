@@ -73,12 +73,14 @@ describe("summed keys", () => {
     await command(stashd(), ["SADD", "k:s", ...members]);
     await command(stashd(), ["ZADD", "k:z", ...members.flatMap((m, i) => [String(i), m])]);
     await command(stashd(), ["PFADD", "k:hll", ...members]);
+    await command(stashd(), ["XADD", "k:x", "*", "f", "v"]);
     const n = 20_000;
     const cases = [
       ["SUNION", ...Array<string>(n).fill("k:s")],
       ["SINTERCARD", String(n), ...Array<string>(n).fill("k:s")],
       ["ZUNION", String(n), ...Array<string>(n).fill("k:z")],
       ["PFCOUNT", ...Array<string>(n).fill("k:hll")],
+      ["XREAD", "STREAMS", ...Array<string>(n).fill("k:x"), ...Array<string>(n).fill("0")],
     ];
     for (const argv of cases) {
       const t = performance.now();
@@ -99,6 +101,10 @@ describe("summed keys", () => {
     expect([...union.result].sort()).toEqual(["1", "2", "3"]);
     const keys = Array.from({ length: 100 }, (_, i) => `k:none${i}`);
     expect((await ro(["SUNION", ...keys])).body).toEqual({ result: [] });
+    // Distinct streams read from the same id: the ids repeat, the keys do not.
+    const streams = Array.from({ length: 100 }, (_, i) => `k:x${i}`);
+    const read = await ro(["XREAD", "STREAMS", ...streams, ...streams.map(() => "0")]);
+    expect(read).toEqual({ status: 200, body: { result: null } });
     const sums = await ro(["ZUNION", "3", "k:z", "k:z", "k:z", "WITHSCORES"]);
     expect((sums.body as { result: string[] }).result.slice(0, 4)).toEqual(["m0", "0", "m1", "3"]);
   });

@@ -64,9 +64,12 @@ const COUNTED_PICKS = namesWith("counted-picks");
 const SUMMED_KEYS = namesWith("summed-keys");
 /**
  * Where the keys of a "summed-keys" command are: from `from` to the end, or, with `count`, the
- * number at argv[count] of them from `from`.
+ * number at argv[count] of them from `from`; with `streams`, the first half of what follows the
+ * STREAMS keyword (XREAD's keys, then as many ids).
  */
-const KEY_LISTS: Readonly<Record<string, { from: number; count?: number }>> = {
+const KEY_LISTS: Readonly<Record<string, { from: number; count?: number; streams?: true }>> = {
+  xread: { from: 1, streams: true },
+  xreadgroup: { from: 4, streams: true }, // after GROUP <group> <consumer>
   sunion: { from: 1 },
   sinter: { from: 1 },
   sdiff: { from: 1 },
@@ -185,14 +188,20 @@ function repeatRefusal(name: string, upper: string, argv: readonly Arg[]): strin
   const where = KEY_LISTS[name];
   if (where === undefined || argv.length - where.from <= MAX_REPEATED_KEYS) return undefined;
   let end = argv.length;
-  if (where.count !== undefined) {
+  let from = where.from;
+  if (where.streams) {
+    const at = argv.findIndex((a, i) => i >= from && a.toString().toLowerCase() === "streams");
+    if (at < 0) return undefined; // Redis answers the syntax error
+    from = at + 1;
+    end = from + Math.floor((argv.length - from) / 2);
+  } else if (where.count !== undefined) {
     const n = Number(argv[where.count]?.toString());
     if (!Number.isSafeInteger(n) || n < 0) return undefined; // Redis answers the bad count
     end = Math.min(end, where.from + n);
   }
   const seen = new Set<string>();
-  for (let i = where.from; i < end; i++) seen.add((argv[i] as Arg).toString("latin1"));
-  const repeats = end - where.from - seen.size;
+  for (let i = from; i < end; i++) seen.add((argv[i] as Arg).toString("latin1"));
+  const repeats = end - from - seen.size;
   if (repeats <= MAX_REPEATED_KEYS) return undefined;
   return (
     `ERR ${upper} names the same keys ${repeats} more times: at most ${MAX_REPEATED_KEYS} ` +

@@ -124,6 +124,8 @@ const COMMAND_TRAITS: Readonly<Record<string, readonly Trait[]>> = {
   pfcount: ["summed-keys"],
   pfmerge: ["summed-keys"],
   bitop: ["summed-keys"],
+  xread: ["summed-keys"],
+  xreadgroup: ["summed-keys"],
   flushall: ["rewritten"],
   // Upstash's search engine, served by the gateway on any Redis (src/kv/search/).
   "search.create": ["gateway"],
