@@ -74,6 +74,7 @@ describe("summed keys", () => {
     await command(stashd(), ["ZADD", "k:z", ...members.flatMap((m, i) => [String(i), m])]);
     await command(stashd(), ["PFADD", "k:hll", ...members]);
     await command(stashd(), ["XADD", "k:x", "*", "f", "v"]);
+    await command(stashd(), ["JSON.SET", "k:j", "$", '{"a":1}']);
     const n = 20_000;
     const cases = [
       ["SUNION", ...Array<string>(n).fill("k:s")],
@@ -81,6 +82,7 @@ describe("summed keys", () => {
       ["ZUNION", String(n), ...Array<string>(n).fill("k:z")],
       ["PFCOUNT", ...Array<string>(n).fill("k:hll")],
       ["XREAD", "STREAMS", ...Array<string>(n).fill("k:x"), ...Array<string>(n).fill("0")],
+      ["JSON.MGET", ...Array<string>(n - 1).fill("k:j"), "k:j", "$.a"],
     ];
     for (const argv of cases) {
       const t = performance.now();

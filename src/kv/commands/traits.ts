@@ -126,6 +126,8 @@ const COMMAND_TRAITS: Readonly<Record<string, readonly Trait[]>> = {
   bitop: ["summed-keys"],
   xread: ["summed-keys"],
   xreadgroup: ["summed-keys"],
+  // Emulated in a script that parses each document named (json/lua): a repeat parses it again.
+  "json.mget": ["summed-keys"],
   flushall: ["rewritten"],
   // Upstash's search engine, served by the gateway on any Redis (src/kv/search/).
   "search.create": ["gateway"],
