@@ -116,6 +116,12 @@ export const SETTINGS = {
     default: 16 * 1024 * 1024,
     doc: "Largest reply per request: bytes from Redis plus 48 per element; replies past it become `ERR reply too large` errors.",
   },
+  kvMaxRecordBytes: {
+    env: "STASHD_KV_MAX_RECORD_BYTES",
+    kind: "int",
+    default: 100 * 1024 * 1024,
+    doc: "Largest string SETRANGE, SETBIT and BITFIELD may extend a key to (Upstash's max record size): an offset past it is `ERR max single record size exceeded`, refused before Redis allocates the string (a 30-byte `SETBIT k 4294967295 1` allocates 512 MB).",
+  },
   kvMaxBufferedReplyBytes: {
     env: "STASHD_KV_MAX_BUFFERED_REPLY_BYTES",
     kind: "int",

@@ -111,3 +111,45 @@ describe("summed keys", () => {
     expect((sums.body as { result: string[] }).result.slice(0, 4)).toEqual(["m0", "0", "m1", "3"]);
   });
 });
+
+describe("offset writes", () => {
+  it("refuses an offset that would extend a string past the max record size, before Redis allocates it", async () => {
+    const cases = [
+      ["SETBIT", "o:bits", "4294967295", "1"],
+      ["SETRANGE", "o:range", "536870000", "x"],
+      ["BITFIELD", "o:field", "SET", "u8", "#536870000", "1"],
+      ["BITFIELD", "o:field", "GET", "u8", "0", "INCRBY", "i16", "4000000000", "1"],
+    ];
+    for (const argv of cases) {
+      const res = await command(stashd(), argv);
+      expect(res, argv.join(" ")).toEqual({
+        status: 400,
+        body: { error: "ERR max single record size exceeded" },
+      });
+    }
+    // Nothing was allocated: the keys do not exist.
+    expect((await command(stashd(), ["EXISTS", "o:bits", "o:range", "o:field"])).body).toEqual({
+      result: 0,
+    });
+  });
+
+  it("writes at offsets within it as Redis does (a bitmap of 100M ids is 12.5 MB)", async () => {
+    expect((await command(stashd(), ["SETBIT", "o:ids", "100000000", "1"])).body).toEqual({
+      result: 0,
+    });
+    expect((await command(stashd(), ["STRLEN", "o:ids"])).body).toEqual({ result: 12_500_001 });
+    expect((await command(stashd(), ["SETRANGE", "o:r", "5", "ab"])).body).toEqual({ result: 7 });
+    const field = await command(stashd(), [
+      "BITFIELD",
+      "o:f",
+      "SET",
+      "u8",
+      "#3",
+      "200",
+      "GET",
+      "u8",
+      "#3",
+    ]);
+    expect(field.body).toEqual({ result: [0, 200] });
+  });
+});

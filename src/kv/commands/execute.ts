@@ -389,6 +389,7 @@ async function startSlices(
       allowMigrate: p.db.allowMigrate,
       blocking: "exclusive",
       maxReplyBytes: p.db.maxReplyBytes,
+      maxRecordBytes: p.db.maxRecordBytes,
     },
     blocking: new BlockingHold(p, pool, interrupts),
     raw,
@@ -401,7 +402,12 @@ interface PipelineSlices {
   emulated: EmulationBatch;
   budget: RequestReplies;
   pool: RedisBackend;
-  policy: { allowMigrate: boolean; blocking: "exclusive"; maxReplyBytes: number };
+  policy: {
+    allowMigrate: boolean;
+    blocking: "exclusive";
+    maxReplyBytes: number;
+    maxRecordBytes: number;
+  };
   /** The request's blocking commands; from the first on, its slices go to their connection. */
   blocking: BlockingHold;
   /** The caller takes RawReplies (see runShortPipeline). */

@@ -61,6 +61,7 @@ const OTHER_HOST = namesWith("other-host");
 const MANAGED_CONFIG = namesWith("managed-config");
 const RESERVED_USERS_CHECKED = namesWith("reserved-users");
 const COUNTED_PICKS = namesWith("counted-picks");
+const OFFSET_WRITES = namesWith("offset-write");
 const SUMMED_KEYS = namesWith("summed-keys");
 /**
  * Where the keys of a "summed-keys" command are: from `from` to the end, or, with `count`, the
@@ -126,6 +127,8 @@ export interface PolicyOptions {
   blocking?: "shared" | "exclusive" | "transaction";
   /** The database's reply limit (STASHD_KV_MAX_REPLY_BYTES): bounds counted picks (below). */
   maxReplyBytes?: number;
+  /** The largest string an offset write may make (STASHD_KV_MAX_RECORD_BYTES). */
+  maxRecordBytes?: number;
 }
 
 /** Why the gateway refuses this command, or undefined when it may run. */
@@ -166,6 +169,10 @@ export function refusalOf(
     const why = blockingRefusal(name, argv, opts.blocking ?? "shared");
     if (why !== undefined) return notAvailable(upper, why);
   }
+  if (OFFSET_WRITES.has(name) && opts.maxRecordBytes !== undefined) {
+    const bytes = offsetWriteBytes(name, argv);
+    if (bytes > opts.maxRecordBytes) return "ERR max single record size exceeded";
+  }
   if (SUMMED_KEYS.has(name)) {
     const why = repeatRefusal(name, upper, argv);
     if (why !== undefined) return why;
@@ -175,6 +182,29 @@ export function refusalOf(
     if (why !== undefined) return why;
   }
   return serverRefusal(name, argv, table) ?? subcommandRefusal(name, argv);
+}
+
+/**
+ * The length a string reaches at least when SETRANGE, SETBIT or BITFIELD (its SET and INCRBY)
+ * write at their offsets: Redis zero-fills up to the offset, so `SETBIT k 4294967295 1`, 30 bytes
+ * of request, allocates 512 MB. 0 when the arguments are not numbers (Redis answers those).
+ */
+function offsetWriteBytes(name: string, argv: readonly Arg[]): number {
+  const num = (i: number): number => Number(argv[i]?.toString());
+  if (name === "setrange") return num(2) + (argv[3]?.length ?? 0) || 0;
+  if (name === "setbit") return Math.floor(num(2) / 8) + 1 || 0;
+  let most = 0;
+  for (let i = 2; i + 2 < argv.length; i++) {
+    const op = argv[i]?.toString().toLowerCase();
+    if (op !== "set" && op !== "incrby") continue;
+    const width = Number(argv[i + 1]?.toString().slice(1)); // i8 … u63
+    const at = argv[i + 2]?.toString() ?? "";
+    const bit = at.startsWith("#") ? Number(at.slice(1)) * width : Number(at);
+    const end = Math.floor((bit + width - 1) / 8) + 1;
+    if (Number.isFinite(end)) most = Math.max(most, end);
+    i += 3;
+  }
+  return most;
 }
 
 /**

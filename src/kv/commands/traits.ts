@@ -41,6 +41,8 @@ const TRAIT_STEPS = {
    * negative count repeats picks, so the reply's size is the argument's, not the data's.
    */
   "counted-picks": { step: "policy", byName: false },
+  /** Policy, refused when its offset would extend a string past the max record size. */
+  "offset-write": { step: "policy", byName: false },
   /**
    * Policy, refused when it names one key many times: its work is the sum of its keys' sizes, so
    * repeating a key repeats a pass over it (positions in policy.ts, KEY_LISTS).
@@ -104,6 +106,9 @@ const COMMAND_TRAITS: Readonly<Record<string, readonly Trait[]>> = {
   fcall_ro: ["script-call", "read-only-script"],
   script: ["lua-debugger", "rewritten"],
   xtrim: ["rewritten"],
+  setrange: ["offset-write"],
+  setbit: ["offset-write"],
+  bitfield: ["offset-write"],
   hrandfield: ["counted-picks"],
   srandmember: ["counted-picks"],
   zrandmember: ["counted-picks"],

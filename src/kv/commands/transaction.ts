@@ -123,6 +123,7 @@ async function checkAll(
     allowMigrate: p.db.allowMigrate,
     blocking: "transaction" as const,
     maxReplyBytes: p.db.maxReplyBytes,
+    maxRecordBytes: p.db.maxRecordBytes,
   };
   const emulated = new EmulationBatch(p.db, table, p.db.emulatesFieldTtl, true);
   // A refusal anywhere is reported before an emulation's error.

@@ -154,6 +154,10 @@ export class KvDatabase {
     return this.config.kvMaxReplyBytes;
   }
 
+  get maxRecordBytes(): number {
+    return this.config.kvMaxRecordBytes;
+  }
+
   get maxCommandsPerRequest(): number {
     return this.config.kvMaxCommandsPerRequest;
   }
