@@ -48,9 +48,13 @@ describe("bench scripts, short runs", () => {
     const out = await runBenchShort(
       "reliability-processes.ts",
       ["--messages", "60", "--kills", "1", "--schedules", "2", "--minutes", "1"],
-      ['"lost": 0', '"duplicates": 0'],
+      // The must-be-0 figures (docs/reliability.md, scenario 1). Duplicates are at-least-once
+      // delivery across a kill (the receiver answered, the process died before recording it):
+      // 0 in most short runs, 4 in one CI run with 2 kills, so not asserted.
+      ['"lost": 0', '"fifoViolations": 0', '"parallelismExceeded": 0', '"rateExceeded": 0'],
       240_000,
     );
     expect(out).toMatch(/"ticksMissed": 0/);
+    expect(out).toMatch(/"ticksFiredTwice": 0/);
   }, 300_000);
 });
