@@ -121,6 +121,12 @@ export const COMMANDS: CommandSpec[] = [
         doc: "Largest request body for this database (default STASHD_KV_MAX_REQUEST_BYTES).",
       },
       {
+        flag: "max-data-size",
+        type: "string",
+        arg: "BYTES",
+        doc: "Managed database: most memory its data may use, then writes are refused (default STASHD_KV_MAX_DATA_BYTES: half the machine's memory).",
+      },
+      {
         flag: "daily-request-limit",
         type: "string",
         arg: "N",

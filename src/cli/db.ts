@@ -56,12 +56,19 @@ function listDatabases(dataDir: string, json: boolean): number {
 
 async function create(inv: Invocation, dataDir: string, name: string): Promise<number> {
   const redisUrl = inv.values["redis-url"];
+  if (typeof redisUrl === "string" && inv.values["max-data-size"] !== undefined) {
+    throw new AppError(
+      "bad_request",
+      "--max-data-size applies to managed databases: set maxmemory on that Redis instead",
+    );
+  }
   if (typeof redisUrl === "string" && !inv.values["no-check"]) {
     await checkReachable(redisUrl, inv.config().redisConnectTimeoutMs);
   }
   const record = createDatabase(dataDir, name, {
     ...(typeof redisUrl === "string" ? { redisUrl } : {}),
     ...wholeNumber("maxRequestBytes", "max-request-size", inv.values["max-request-size"]),
+    ...wholeNumber("maxDataBytes", "max-data-size", inv.values["max-data-size"]),
     ...wholeNumber("dailyRequestLimit", "daily-request-limit", inv.values["daily-request-limit"]),
     ...wholeNumber("scriptTimeLimitMs", "script-time-limit", inv.values["script-time-limit"]),
     ...(inv.values["allow-migrate"] === true ? { allowMigrate: true } : {}),

@@ -120,7 +120,13 @@ export const SETTINGS = {
     env: "STASHD_KV_MAX_RECORD_BYTES",
     kind: "int",
     default: 100 * 1024 * 1024,
-    doc: "Largest string SETRANGE, SETBIT and BITFIELD may extend a key to (Upstash's max record size): an offset past it is `ERR max single record size exceeded`, refused before Redis allocates the string (a 30-byte `SETBIT k 4294967295 1` allocates 512 MB).",
+    doc: "Largest string SETRANGE, SETBIT and BITFIELD may extend a key to (Upstash's max record size): an offset past it is `ERR max single record size exceeded`, refused before Redis allocates the string (a 30-byte `SETBIT k 4294967295 1` allocates 512 MB). A managed database's Redis also holds APPEND and scripts to it (its `proto-max-bulk-len`, raised to the request size cap when that is larger).",
+  },
+  kvMaxDataBytes: {
+    env: "STASHD_KV_MAX_DATA_BYTES",
+    kind: "int",
+    default: 0,
+    doc: "Most memory a managed database's redis-server may use for data (its `maxmemory`, no eviction): past it writes answer 507 `ERR DB capacity quota exceeded` while reads and deletes go on (Upstash's max data size). 0: half of the machine's memory, or of the container's memory limit when it has one. Per database: `stashd db create NAME --max-data-size BYTES`. External Redis: set its own `maxmemory`.",
   },
   kvMaxBufferedReplyBytes: {
     env: "STASHD_KV_MAX_BUFFERED_REPLY_BYTES",

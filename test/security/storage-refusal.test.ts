@@ -11,7 +11,8 @@ import { startStashd, type TestStashd } from "../harness/stashd.js";
  * Issue 25, hole 12: a Redis that refuses writes (MISCONF after a failed snapshot, e.g. a full
  * disk; OOM at maxmemory under noeviction) made KV writes answer 400 as if the request were
  * wrong, and queue writes a 5xx without saying why. Both now answer 507 with Redis's text and a
- * note that the server cannot store; reads, the health probe and, once Redis stores again,
+ * note that the server cannot store (KV at maxmemory: Upstash's `ERR DB capacity quota exceeded`
+ * first, managed-memory.test.ts); reads, the health probe and, once Redis stores again,
  * writes keep answering.
  */
 let redis: TestRedis;
@@ -61,6 +62,13 @@ async function expectRefused(res: Response, code: "OOM" | "MISCONF"): Promise<vo
   expect(error).toMatch(new RegExp(`${code} .*the server cannot store data now`));
 }
 
+/** A KV write at maxmemory: Upstash's words for a full database, then Redis's. */
+async function expectKvFull(res: Response, before = ""): Promise<void> {
+  expect(res.status).toBe(507);
+  const { error } = (await res.json()) as { error: string };
+  expect(error).toMatch(new RegExp(`^${before}ERR DB capacity quota exceeded: .*\\(Redis: OOM `));
+}
+
 async function expectServing(): Promise<void> {
   expect((await stashd.kvFetch("/get/kept")).status).toBe(200);
   expect((await fetch(`${stashd.admin?.url ?? ""}/healthz`)).status).toBe(200);
@@ -75,17 +83,17 @@ describe("a Redis that refuses writes", () => {
     expect((await stashd.kvFetch("/set/kept/v")).status).toBe(200);
     await admin.exec(["CONFIG", "SET", "maxmemory", "1"]);
     try {
-      await expectRefused(await stashd.kvFetch("/set/k/v"), "OOM");
-      await expectRefused(
+      await expectKvFull(await stashd.kvFetch("/set/k/v"));
+      await expectKvFull(
         await stashd.kvFetch("/multi-exec", { body: JSON.stringify([["SET", "a", "b"]]) }),
-        "OOM",
+        "EXECABORT .*",
       );
       const pipeline = await stashd.kvFetch("/pipeline", {
         body: JSON.stringify([["SET", "a", "b"]]),
       });
       expect(pipeline.status).toBe(200);
       expect(((await pipeline.json()) as { error: string }[])[0]?.error).toMatch(
-        /^OOM .*the server cannot store data now/,
+        /^ERR DB capacity quota exceeded: /,
       );
       await expectRefused(await publish(), "OOM");
       await expectServing();

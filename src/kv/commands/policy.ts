@@ -1,5 +1,6 @@
 import { ELEMENT_OVERHEAD_BYTES, type Arg, type Reply } from "../../shared/redis/resp.js";
 import { blockingForm } from "./blocking.js";
+import { scriptSourceRefusal } from "./rewrite.js";
 import { decidedByName, namesWith } from "./traits.js";
 
 /**
@@ -62,6 +63,7 @@ const MANAGED_CONFIG = namesWith("managed-config");
 const RESERVED_USERS_CHECKED = namesWith("reserved-users");
 const COUNTED_PICKS = namesWith("counted-picks");
 const OFFSET_WRITES = namesWith("offset-write");
+const SCRIPT_SOURCES = namesWith("script-source");
 const SUMMED_KEYS = namesWith("summed-keys");
 /**
  * Where the keys of a "summed-keys" command are: from `from` to the end, or, with `count`, the
@@ -172,6 +174,10 @@ export function refusalOf(
   if (OFFSET_WRITES.has(name) && opts.maxRecordBytes !== undefined) {
     const bytes = offsetWriteBytes(name, argv);
     if (bytes > opts.maxRecordBytes) return "ERR max single record size exceeded";
+  }
+  if (SCRIPT_SOURCES.has(name)) {
+    const why = scriptSourceRefusal(name, argv);
+    if (why !== undefined) return why;
   }
   if (SUMMED_KEYS.has(name)) {
     const why = repeatRefusal(name, upper, argv);

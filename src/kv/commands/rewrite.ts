@@ -8,6 +8,9 @@ import { namesWith } from "./traits.js";
  * - `#!lua flags=…,allow-key-locking` (Upstash-only flag, sent by @upstash/ratelimit ≥ 2.1): the
  *   flag is removed before Redis sees the script. Clients call EVALSHA with the SHA of the script
  *   as they wrote it, so each rewrite records original SHA → SHA Redis knows, per database.
+ * - `allow-oom` is removed the same way: it would let a script write past the database's memory
+ *   limit (`maxmemory`, STASHD_KV_MAX_DATA_BYTES), so a database at its limit refuses the script
+ *   as it refuses any other write.
  * - `XTRIM … ~ N` trims exactly, as Upstash does (emulate/rewrites.ts).
  * - `FLUSHALL` is `FLUSHDB`: a token empties its own database, never the other database numbers
  *   of its Redis (the ACL denies FLUSHALL inside scripts too: command-rights.ts).
@@ -30,13 +33,36 @@ function sha1(data: Buffer): string {
   return createHash("sha1").update(data).digest("hex");
 }
 
-const UPSTASH_ONLY_FLAGS = new Set(["allow-key-locking"]);
+/** Shebang flags Redis never sees: Upstash's own, and the one that lifts the memory limit. */
+const STRIPPED_FLAGS = new Set(["allow-key-locking", "allow-oom"]);
 
-/** The script without Upstash-only shebang flags, or undefined when nothing changes. */
-export function normalizeScript(script: Buffer): Buffer | undefined {
+/** The script's `#!` line (without its line feed), or undefined when it has none. */
+function shebangOf(script: Buffer): string | undefined {
   if (script[0] !== 0x23 || script[1] !== 0x21) return undefined; // "#!"
   const nl = script.indexOf(0x0a);
-  const firstLine = script.subarray(0, nl < 0 ? script.length : nl).toString();
+  return script.subarray(0, nl < 0 ? script.length : nl).toString();
+}
+
+/**
+ * Why a script's source is refused: its shebang line has a quote. Redis splits that line as it
+ * splits its own command lines (quotes, `\x2d` escapes), which `normalizeScript` does not, so a
+ * quoted flag would reach Redis unstripped; no client quotes its flags.
+ */
+export function scriptSourceRefusal(name: string, argv: readonly Arg[]): string | undefined {
+  const at = scriptIndex(name, argv);
+  const script = at === undefined ? undefined : argv[at];
+  if (script === undefined) return undefined;
+  const line = shebangOf(typeof script === "string" ? Buffer.from(script) : script);
+  return line !== undefined && /["']/.test(line)
+    ? "ERR quotes in a script's shebang line are not accepted: write `#!lua flags=…` unquoted"
+    : undefined;
+}
+
+/** The script without the stripped shebang flags, or undefined when nothing changes. */
+export function normalizeScript(script: Buffer): Buffer | undefined {
+  const firstLine = shebangOf(script);
+  if (firstLine === undefined) return undefined;
+  const nl = script.indexOf(0x0a);
   const match = /^(#!\S+)(.*)$/.exec(firstLine);
   if (!match) return undefined;
   const [, engine = "", rest = ""] = match;
@@ -48,7 +74,7 @@ export function normalizeScript(script: Buffer): Buffer | undefined {
     .map((part) => {
       if (!part.startsWith("flags=")) return part;
       const flags = part.slice(6).split(",");
-      const kept = flags.filter((f) => !UPSTASH_ONLY_FLAGS.has(f));
+      const kept = flags.filter((f) => !STRIPPED_FLAGS.has(f));
       if (kept.length === flags.length) return part;
       changed = true;
       return `flags=${kept.join(",")}`;

@@ -41,6 +41,12 @@ const TRAIT_STEPS = {
    * negative count repeats picks, so the reply's size is the argument's, not the data's.
    */
   "counted-picks": { step: "policy", byName: false },
+  /**
+   * Policy, for the commands that carry a script's source (EVAL, EVAL_RO, SCRIPT LOAD): refused
+   * when its shebang line quotes anything, which Redis unquotes (sdssplitargs) but rewrite.ts does
+   * not, so a quoted `allow-oom` flag would reach Redis.
+   */
+  "script-source": { step: "policy", byName: false },
   /** Policy, refused when its offset would extend a string past the max record size. */
   "offset-write": { step: "policy", byName: false },
   /**
@@ -98,13 +104,13 @@ const COMMAND_TRAITS: Readonly<Record<string, readonly Trait[]>> = {
   config: ["managed-config", "gateway"],
   acl: ["reserved-users", "gateway"],
   scan: ["gateway"],
-  eval: ["script-call", "rewritten"],
+  eval: ["script-call", "script-source", "rewritten"],
   evalsha: ["script-call", "rewritten"],
-  eval_ro: ["script-call", "read-only-script", "rewritten"],
+  eval_ro: ["script-call", "read-only-script", "script-source", "rewritten"],
   evalsha_ro: ["script-call", "read-only-script", "rewritten"],
   fcall: ["script-call"],
   fcall_ro: ["script-call", "read-only-script"],
-  script: ["lua-debugger", "rewritten"],
+  script: ["lua-debugger", "script-source", "rewritten"],
   xtrim: ["rewritten"],
   setrange: ["offset-write"],
   setbit: ["offset-write"],

@@ -5,6 +5,7 @@ import { fileStamp } from "../../shared/files.js";
 import type { Logger } from "../../shared/log.js";
 import { parseRedisUrl, type RedisEndpoint } from "../../shared/redis/connection.js";
 import { ManagedRedis } from "../../shared/redis/managed.js";
+import { managedMaxBulk, managedMaxMemory } from "./managed-limits.js";
 import { KvDatabase, type Principal, type RedisSharing } from "./database.js";
 import {
   createDatabase,
@@ -127,7 +128,7 @@ export class DatabaseManager {
         this.logger.info("database removed", { db: name });
       } else if (next.password !== db.record.password || !sameLimits(next, db.record)) {
         const migrateChanged = next.allowMigrate !== db.record.allowMigrate;
-        replaceRecord(db.record, next);
+        await this.resizeAround(db, next, () => replaceRecord(db.record, next));
         if (migrateChanged) await db.remakeUsers();
       }
     }
@@ -136,6 +137,24 @@ export class DatabaseManager {
     }
     this.tokens = indexTokens([...this.dbs.values()]);
     this.aclTokens = new Map();
+  }
+
+  /**
+   * Runs `apply` (the new record taking effect) and sets the managed Redis's new sizes around it:
+   * a larger argument limit before requests may carry longer arguments, a smaller one after.
+   */
+  private async resizeAround(
+    db: KvDatabase,
+    next: DatabaseRecord,
+    apply: () => void,
+  ): Promise<void> {
+    const before = managedMaxBulk(this.config, db.record);
+    const memory = managedMaxMemory(this.config, next);
+    const bulk = managedMaxBulk(this.config, next);
+    const changed = bulk !== before || memory !== managedMaxMemory(this.config, db.record);
+    if (changed && bulk >= before) await db.applyManagedLimits(memory, bulk);
+    apply();
+    if (changed && bulk < before) await db.applyManagedLimits(memory, bulk);
   }
 
   /**
@@ -193,6 +212,8 @@ export class DatabaseManager {
       maxRestartBackoffMs: this.config.managedRestartMaxBackoffMs,
       luaTimeLimitMs: record.scriptTimeLimitMs ?? this.config.kvScriptTimeLimitMs,
       replyBufferLimitBytes: replyBufferLimit(this.config.kvMaxReplyBytes),
+      maxMemoryBytes: managedMaxMemory(this.config, record),
+      maxBulkBytes: managedMaxBulk(this.config, record),
       logger: log,
     });
     const endpoint: RedisEndpoint = await managed.start();
@@ -225,6 +246,7 @@ function replaceRecord(target: DatabaseRecord, next: DatabaseRecord): void {
 function sameLimits(a: DatabaseRecord, b: DatabaseRecord): boolean {
   return (
     a.maxRequestBytes === b.maxRequestBytes &&
+    a.maxDataBytes === b.maxDataBytes &&
     a.dailyRequestLimit === b.dailyRequestLimit &&
     a.scriptTimeLimitMs === b.scriptTimeLimitMs &&
     a.allowMigrate === b.allowMigrate &&

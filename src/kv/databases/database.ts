@@ -317,6 +317,26 @@ export class KvDatabase {
     ];
   }
 
+  /**
+   * Applies a changed `--max-data-size` or `--max-request-size` to a running managed Redis (its
+   * config file gets them at the next start): `maxmemory`, and `proto-max-bulk-len`, which must
+   * grow with the request size cap before a longer argument arrives.
+   */
+  async applyManagedLimits(maxMemoryBytes: number, maxBulkBytes: number): Promise<void> {
+    if (!this.managed) return;
+    const reply = await this.admin.exec([
+      "CONFIG",
+      "SET",
+      "maxmemory",
+      String(maxMemoryBytes),
+      "proto-max-bulk-len",
+      String(maxBulkBytes),
+    ]);
+    if (reply.kind === "error") {
+      this.logger.warn("cannot apply the database's new limits", { error: reply.value });
+    }
+  }
+
   /** Sets the users' rules again (after a change of allowMigrate, or a refused login). */
   async remakeUsers(): Promise<void> {
     await this.applyRights(await this.commandTable());

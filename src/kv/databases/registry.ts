@@ -19,6 +19,8 @@ export interface DatabaseRecord {
   redisUrl?: string;
   /** Per-database override of STASHD_KV_MAX_REQUEST_BYTES. */
   maxRequestBytes?: number;
+  /** Per-database override of STASHD_KV_MAX_DATA_BYTES (a managed database's `maxmemory`). */
+  maxDataBytes?: number;
   /** Per-database override of STASHD_KV_DAILY_REQUEST_LIMIT (0 = off). */
   dailyRequestLimit?: number;
   /** Per-database override of STASHD_KV_SCRIPT_TIME_LIMIT_MS. */
@@ -68,6 +70,7 @@ export function newPassword(): string {
 const OPTIONAL_FIELDS = [
   "redisUrl",
   "maxRequestBytes",
+  "maxDataBytes",
   "dailyRequestLimit",
   "scriptTimeLimitMs",
   "allowMigrate",

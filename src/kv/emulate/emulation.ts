@@ -7,8 +7,16 @@ import type { LuaScript } from "../../shared/lua/script.js";
  * a given backend, and how they map onto its Lua script's KEYS and ARGV (route.ts sends them).
  */
 export interface Emulation {
-  /** The script for writes; `read`, flagged no-writes, for the commands `call` marks as reads. */
-  readonly scripts: { readonly write: LuaScript; readonly read?: LuaScript };
+  /**
+   * The script for writes; `read`, flagged no-writes, for the commands `call` marks as reads;
+   * `frees`, flagged allow-oom, for the commands `call` marks as only deleting (so a database at
+   * its memory limit can still make room).
+   */
+  readonly scripts: {
+    readonly write: LuaScript;
+    readonly read?: LuaScript;
+    readonly frees?: LuaScript;
+  };
   /** The lower-case command name when this emulation runs argv on this backend. */
   claims(argv: readonly Arg[], table: CommandTable, options: EmulationOptions): string | undefined;
   /**
@@ -29,6 +37,8 @@ export interface ScriptCall {
   readonly keys: Arg[];
   readonly args: Arg[];
   readonly read: boolean;
+  /** The command only deletes keys: it runs the emulation's `frees` script when there is one. */
+  readonly frees?: boolean;
 }
 
 /** Redis's arity convention: N means exactly N arguments (name included), -N at least N. */

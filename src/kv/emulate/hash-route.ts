@@ -17,6 +17,7 @@ import { LuaScript } from "../../shared/lua/script.js";
 export const HASH_SCRIPT = {
   write: LuaScript.fromFile(new URL("./lua/hash-write.lua", import.meta.url)),
   read: LuaScript.fromFile(new URL("./lua/hash-read.lua", import.meta.url)),
+  frees: LuaScript.fromFile(new URL("./lua/hash-delete.lua", import.meta.url)),
 };
 
 /** Commands Redis 7.0 does not know, with their arity (Redis's COMMAND convention). */
@@ -106,7 +107,7 @@ export const HASH_EMULATION: Emulation = {
     if (arity !== undefined && !arityOk(arity, argv.length)) return arityError(name);
     if (KEY_DELETES.has(name)) {
       const keys = argv.slice(1).flatMap((k) => [k, companionKey(k)]);
-      return { keys, args: [name], read: false };
+      return { keys, args: [name], read: false, frees: true };
     }
     const [, key, ...rest] = argv as Arg[];
     const keys: Arg[] = [key as Arg, companionKey(key as Arg)];

@@ -72,6 +72,10 @@ export function routeEmulated(
 ): EmulatedRoute | Reply {
   const call = emulation.call(name, argv);
   if (!("keys" in call)) return call;
-  const script = (call.read ? emulation.scripts.read : undefined) ?? emulation.scripts.write;
+  const { scripts } = emulation;
+  const script =
+    (call.frees ? scripts.frees : undefined) ??
+    (call.read ? scripts.read : undefined) ??
+    scripts.write;
   return { argv: script.command(by, call.keys, call.args), script, name, emulation };
 }

@@ -133,16 +133,31 @@ export function* itemPieces(reply: Reply, base64: boolean): Generator<string> {
  * Redis words ACL refusals differently by version (`NOPERM this user has no permissions to run
  * the 'set' command` in 7.0, `NOPERM User <u> has no permissions …` in 7.2+); the Upstash service
  * (and code matching on it) says `… command or its subcommand`. One wording whatever the backend.
- * A storage refusal (MISCONF, OOM) keeps Redis's text and says the server cannot store now.
+ * A database at its memory limit (OOM) answers as Upstash does at its max data size, `ERR DB
+ * capacity quota exceeded`, with what to do and Redis's own text; MISCONF keeps Redis's text and
+ * says the server cannot store now.
  */
 export function upstashError(text: string): string {
   const m = /^NOPERM (?:this user|User \S+) has no permissions to run the '([^']+)' command/.exec(
     text,
   );
-  return m
-    ? `NOPERM this user has no permissions to run the '${m[1] ?? ""}' command or its subcommand`
-    : explainRefusal(text);
+  if (m) {
+    return `NOPERM this user has no permissions to run the '${m[1] ?? ""}' command or its subcommand`;
+  }
+  if (text.startsWith("OOM ")) return `${CAPACITY_EXCEEDED} (Redis: ${text})`;
+  if (text.startsWith(STRING_TOO_LONG)) return `ERR max single record size exceeded (${text})`;
+  return explainRefusal(text);
 }
+
+/** Redis's refusal to grow a string past `proto-max-bulk-len` (a managed database's record size). */
+const STRING_TOO_LONG = "ERR string exceeds maximum allowed size";
+
+/** Upstash's words for a database past its max data size, then what a reader can do about it. */
+const CAPACITY_EXCEEDED =
+  "ERR DB capacity quota exceeded: the database is at its memory limit and refuses writes; " +
+  "reads and deletes still work. Delete keys or set TTLs, or raise the limit " +
+  "(STASHD_KV_MAX_DATA_BYTES or `db create --max-data-size` for a managed database, " +
+  "maxmemory for an external Redis)";
 
 /**
  * HTTP status of a single command's error reply: 400 as Upstash answers, but 507 when Redis

@@ -26,6 +26,19 @@ export interface ManagedRedisOptions {
    * cap, so one read of many large values cannot make Redis build gigabytes first).
    */
   replyBufferLimitBytes?: number;
+  /**
+   * Redis's `maxmemory`, with `maxmemory-policy noeviction`: past it Redis refuses writes that
+   * could grow its memory (`OOM …`) while reads and deletes go on, so one database's writers
+   * cannot take the machine's memory from the queue and the other databases.
+   */
+  maxMemoryBytes?: number;
+  /**
+   * Redis's `proto-max-bulk-len`: the longest argument Redis reads, and the longest string
+   * APPEND, SETRANGE, SETBIT and BITFIELD may grow a key to, from a request or from a script.
+   * Must stay at or above the longest argument stashd sends (the request size cap): a longer one
+   * is a protocol error that closes the connection.
+   */
+  maxBulkBytes?: number;
   logger: Logger;
 }
 
@@ -173,6 +186,12 @@ export class ManagedRedis {
         : []),
       ...(this.opts.luaTimeLimitMs !== undefined
         ? [`lua-time-limit ${this.opts.luaTimeLimitMs}`]
+        : []),
+      ...(this.opts.maxMemoryBytes !== undefined
+        ? [`maxmemory ${this.opts.maxMemoryBytes}`, "maxmemory-policy noeviction"]
+        : []),
+      ...(this.opts.maxBulkBytes !== undefined
+        ? [`proto-max-bulk-len ${this.opts.maxBulkBytes}`]
         : []),
       "",
     ].join("\n");

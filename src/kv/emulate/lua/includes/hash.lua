@@ -593,26 +593,7 @@ local function move_with_companion()
   return r
 end
 
--- DEL / UNLINK: the keys, then their companions; the reply counts the keys only.
-local function delete_with_companions()
-  local names, companions = {}, {}
-  for i = 1, #KEYS, 2 do
-    names[#names + 1] = KEYS[i]
-    companions[#companions + 1] = KEYS[i + 1]
-  end
-  -- In slices: unpack() fails beyond a few thousand values.
-  local total = 0
-  for from = 1, #names, 1000 do
-    local upto = math.min(from + 999, #names)
-    local r = redis.pcall(cmd, unpack(names, from, upto))
-    if type(r) == 'table' and r.err then
-      return r
-    end
-    total = total + r
-    redis.call('UNLINK', unpack(companions, from, upto))
-  end
-  return total
-end
+--@include delete-with-companions
 
 -- EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT, PERSIST: the companion gets the hash's new key TTL.
 local KEY_EXPIRY = {
@@ -642,7 +623,7 @@ end
 ---------------------------------------------------------------------------------------------
 
 if cmd == 'del' or cmd == 'unlink' then
-  return delete_with_companions()
+  return delete_with_companions(cmd)
 elseif KEY_EXPIRY[cmd] then
   return key_expiry()
 end

@@ -1,0 +1,33 @@
+import os from "node:os";
+import type { Config } from "../../config/schema.js";
+import type { DatabaseRecord } from "./registry.js";
+
+/** Redis refuses a `proto-max-bulk-len` below 1 MiB. */
+const MIN_BULK_BYTES = 1024 * 1024;
+
+/**
+ * The memory a managed database's redis-server may fill with data (its `maxmemory`): the
+ * database's own `--max-data-size`, else STASHD_KV_MAX_DATA_BYTES, whose 0 means half of what
+ * the machine has, or of the container's memory limit when that is lower (cgroup).
+ */
+export function managedMaxMemory(config: Config, record: DatabaseRecord): number {
+  const chosen = record.maxDataBytes ?? config.kvMaxDataBytes;
+  return chosen > 0 ? chosen : Math.floor(availableMemory() / 2);
+}
+
+/**
+ * A managed database's `proto-max-bulk-len`: the max record size, so APPEND and scripts cannot
+ * grow a string past it, but never below the largest argument a request may carry (a longer
+ * argument than Redis accepts is a protocol error that closes a pooled connection).
+ */
+export function managedMaxBulk(config: Config, record: DatabaseRecord): number {
+  const request = record.maxRequestBytes ?? config.kvMaxRequestBytes;
+  return Math.max(config.kvMaxRecordBytes, request, MIN_BULK_BYTES);
+}
+
+function availableMemory(): number {
+  const total = os.totalmem();
+  // 0 or a huge number when no cgroup limit is set.
+  const constrained = process.constrainedMemory?.() ?? 0;
+  return constrained > 0 && constrained < total ? constrained : total;
+}
