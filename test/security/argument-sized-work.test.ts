@@ -153,3 +153,42 @@ describe("offset writes", () => {
     expect(field.body).toEqual({ result: [0, 200] });
   });
 });
+
+describe("sort patterns", () => {
+  const gets = (n: number, pattern: string): string[] =>
+    Array.from({ length: n }).flatMap(() => ["GET", pattern]);
+
+  it("refuses more GET patterns than the cap, before Redis looks any up", async () => {
+    await command(stashd(), ["RPUSH", "so:l", ...Array.from({ length: 2000 }, (_, i) => `${i}`)]);
+    for (const name of ["SORT", "SORT_RO"]) {
+      const t = performance.now();
+      const res = await command(stashd(), [name, "so:l", "BY", "nosort", ...gets(25_000, "w_*")]);
+      expect(res.status, name).toBe(400);
+      expect((res.body as { error: string }).error).toMatch(
+        new RegExp(`^ERR ${name} with 25000 GET patterns: at most 64`),
+      );
+      // Redis held for about 10 s before; now refused without it.
+      expect(performance.now() - t).toBeLessThan(2000);
+    }
+  });
+
+  it("sorts with up to 64 patterns as Redis does", async () => {
+    await command(stashd(), ["RPUSH", "so:s", "2", "1"]);
+    await command(stashd(), ["MSET", "so:w_1", "one", "so:w_2", "two"]);
+    const res = await command(stashd(), [
+      "SORT",
+      "so:s",
+      "LIMIT",
+      "0",
+      "2",
+      ...gets(63, "#"),
+      "GET",
+      "so:w_*",
+    ]);
+    expect(res.status).toBe(200);
+    const result = (res.body as { result: (string | null)[] }).result;
+    expect(result).toHaveLength(128);
+    expect(result.slice(62, 66)).toEqual(["1", "one", "2", "2"]);
+    expect(result[127]).toBe("two");
+  });
+});

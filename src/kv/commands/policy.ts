@@ -1,6 +1,7 @@
 import { ELEMENT_OVERHEAD_BYTES, type Arg, type Reply } from "../../shared/redis/resp.js";
 import { blockingForm } from "./blocking.js";
 import { scriptSourceRefusal } from "./rewrite.js";
+import { sortPatternRefusal } from "./sort-patterns.js";
 import { decidedByName, namesWith } from "./traits.js";
 
 /**
@@ -65,6 +66,7 @@ const COUNTED_PICKS = namesWith("counted-picks");
 const OFFSET_WRITES = namesWith("offset-write");
 const SCRIPT_SOURCES = namesWith("script-source");
 const SUMMED_KEYS = namesWith("summed-keys");
+const SORT_PATTERNS = namesWith("sort-patterns");
 /**
  * Where the keys of a "summed-keys" command are: from `from` to the end, or, with `count`, the
  * number at argv[count] of them from `from`; with `streams`, the first half of what follows the
@@ -177,6 +179,10 @@ export function refusalOf(
   }
   if (SCRIPT_SOURCES.has(name)) {
     const why = scriptSourceRefusal(name, argv);
+    if (why !== undefined) return why;
+  }
+  if (SORT_PATTERNS.has(name)) {
+    const why = sortPatternRefusal(upper, argv);
     if (why !== undefined) return why;
   }
   if (SUMMED_KEYS.has(name)) {

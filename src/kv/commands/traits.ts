@@ -47,6 +47,8 @@ const TRAIT_STEPS = {
    * not, so a quoted `allow-oom` flag would reach Redis.
    */
   "script-source": { step: "policy", byName: false },
+  /** Policy, refused past MAX_SORT_GETS GET patterns: each is a lookup per element (sort-patterns.ts). */
+  "sort-patterns": { step: "policy", byName: false },
   /** Policy, refused when its offset would extend a string past the max record size. */
   "offset-write": { step: "policy", byName: false },
   /**
@@ -118,6 +120,8 @@ const COMMAND_TRAITS: Readonly<Record<string, readonly Trait[]>> = {
   hrandfield: ["counted-picks"],
   srandmember: ["counted-picks"],
   zrandmember: ["counted-picks"],
+  sort: ["sort-patterns"],
+  sort_ro: ["sort-patterns"],
   sunion: ["summed-keys"],
   sinter: ["summed-keys"],
   sdiff: ["summed-keys"],
