@@ -60,6 +60,14 @@ async function fillUntilRefused(
   throw new Error("200 writes of 256 KiB (50 MiB) were all accepted");
 }
 
+/** Changes a database's max data size in the registry, as an operator editing it would. */
+function setMaxDataBytes(name: string, bytes: number): void {
+  const records = readRegistry(stashd.dataDir).map((r) =>
+    r.name === name ? { ...r, maxDataBytes: bytes } : r,
+  );
+  writeJsonFile(registryFile(stashd.dataDir), records);
+}
+
 function expectCapacityRefusal([status, body]: [number, unknown, string[]]): void {
   expect(status).toBe(507);
   expect((body as { error: string }).error).toMatch(
@@ -143,15 +151,35 @@ describe("per database", () => {
     // Its own limit, not the default's: refused after about 4 MiB, not 8.
     expect(first[2].length).toBeLessThan(16);
 
-    const records = readRegistry(stashd.dataDir).map((r) =>
-      r.name === "small" ? { ...r, maxDataBytes: 64 * MIB } : r,
-    );
-    writeJsonFile(registryFile(stashd.dataDir), records);
+    setMaxDataBytes("small", 64 * MIB);
     await eventually(async () =>
       expect(await run(["SET", "s:more", "x".repeat(256 * 1024)], token)).toEqual([
         200,
         { result: "OK" },
       ]),
+    );
+  });
+});
+
+describe("over the limit", () => {
+  it("still runs DEL, UNLINK and HDEL (on Redis 7.0 they run in stashd's field-TTL script)", async () => {
+    const record = createDatabase(stashd.dataDir, "over", { maxDataBytes: 8 * MIB });
+    const token = credentialsOf(record).token;
+    await eventually(async () => expect((await run(["PING"], token))[0]).toBe(200));
+    expect((await run(["HSET", "h", "a", "1", "b", "2"], token))[0]).toBe(200);
+    expect((await run(["HEXPIRE", "h", "100", "FIELDS", "1", "b"], token))[0]).toBe(200);
+    const [, , written] = await fillUntilRefused("o:", token);
+    // Lowered below what the database holds: now every write is refused, whatever its size.
+    setMaxDataBytes("over", 2 * MIB);
+    await eventually(async () => expect((await run(["SET", "tiny", "x"], token))[0]).toBe(507));
+    expect(await run(["HDEL", "h", "a", "b"], token)).toEqual([200, { result: 2 }]);
+    expect(await run(["UNLINK", ...written.slice(1)], token)).toEqual([
+      200,
+      { result: written.length - 1 },
+    ]);
+    expect(await run(["DEL", written[0]], token)).toEqual([200, { result: 1 }]);
+    await eventually(async () =>
+      expect(await run(["SET", "tiny", "x"], token)).toEqual([200, { result: "OK" }]),
     );
   });
 });

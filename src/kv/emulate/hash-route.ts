@@ -117,6 +117,6 @@ export const HASH_EMULATION: Emulation = {
     }
     const native = (READS.has(name) && !Object.hasOwn(ADDED, name)) || NATIVE_WRITES.has(name);
     const plain = native ? "+" : ""; // see lua/includes/hash.lua, ARGV[1]
-    return { keys, args: [plain + name, ...rest], read: READS.has(name) };
+    return { keys, args: [plain + name, ...rest], read: READS.has(name), frees: name === "hdel" };
   },
 };
