@@ -1,6 +1,7 @@
 import http from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { AppError } from "../errors.js";
+import type { ConnectionCap } from "./connections.js";
 import { installLane, type LaneConnections, type LaneService } from "./lane.js";
 
 export interface HttpServerOptions {
@@ -12,6 +13,8 @@ export interface HttpServerOptions {
   errorPrefix?: string;
   /** Requests the service takes from the fast lane in front of node:http (lane.ts). */
   lane?: LaneService;
+  /** The process's bound on open connections, shared by its listeners (connections.ts). */
+  connections?: ConnectionCap | undefined;
 }
 
 export interface RunningHttpServer {
@@ -46,6 +49,9 @@ export async function listen(
   // A request arriving in pieces waits on the lane for at most the keep-alive timeout.
   const keepAlive = server.keepAliveTimeout;
   const lanes = opts.lane ? installLane(server, opts.lane, keepAlive, keepAlive) : undefined;
+  // After the lane's and node:http's own listeners: a connection shed at once is then closed
+  // like any other that its client ends.
+  if (opts.connections) server.on("connection", opts.connections.admit);
   server.on("request", trackUnfinished);
   server.on("clientError", (err: NodeJS.ErrnoException, socket: Socket) =>
     answerClientError(err, socket, opts),
