@@ -8,6 +8,7 @@ import { startKvService, type KvService } from "./kv/service.js";
 import { startQueueService, type QueueService } from "./queue/service.js";
 import { AppError } from "./shared/errors.js";
 import { BodyBudget } from "./shared/http/body.js";
+import { ConnectionCap, defaultConnectionCap } from "./shared/http/connections.js";
 import type { Logger } from "./shared/log.js";
 import { runtimeFile, writeRuntime } from "./runtime.js";
 import type { ServiceName, Stashd } from "./index.js";
@@ -36,14 +37,16 @@ export async function startServices(
   const { release = () => undefined, ownsRuntimeFile = true } = opts;
   // One budget of request body bytes for both listeners (STASHD_MAX_INFLIGHT_BODY_BYTES).
   const bodies = new BodyBudget(config.maxInflightBodyBytes);
+  // One bound on open connections for all three listeners (STASHD_MAX_CONNECTIONS).
+  const connections = connectionCapOf(config);
   const kv = services.has("kv")
-    ? await startKvService(config, logger.child("kv"), bodies)
+    ? await startKvService(config, logger.child("kv"), { bodies, connections })
     : undefined;
   let queue: QueueService | undefined;
   let admin: AdminListener | undefined;
   try {
     queue = services.has("queue")
-      ? await startQueueService(config, logger.child("queue"), { bodies })
+      ? await startQueueService(config, logger.child("queue"), { bodies, connections })
       : undefined;
   } catch (err) {
     await kv?.close();
@@ -62,6 +65,7 @@ export async function startServices(
         ? await adminFor(config, kv, queue, logger, {
             scrape: opts.scrape,
             charts: counts && { counts, gather: opts.gatherCounts },
+            connections,
           })
         : undefined;
   } catch (err) {
@@ -78,6 +82,13 @@ export async function startServices(
       startedAt: new Date().toISOString(),
     });
   return assemble(config, logger, { kv, queue, admin, counts }, release, ownsRuntimeFile);
+}
+
+/** STASHD_MAX_CONNECTIONS, or (0) the cap derived from the process's fd limit. */
+function connectionCapOf(config: Config): ConnectionCap {
+  return new ConnectionCap(
+    config.maxConnections > 0 ? config.maxConnections : defaultConnectionCap(),
+  );
 }
 
 /** What one process runs. */

@@ -1,6 +1,7 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from "node:http";
 import { Gauge, Registry } from "prom-client";
 import { messageOf } from "../shared/errors.js";
+import type { ConnectionCap } from "../shared/http/connections.js";
 import { sendJson } from "../shared/http/respond.js";
 import { listen, type RunningHttpServer } from "../shared/http/server.js";
 import type { Logger } from "../shared/log.js";
@@ -25,6 +26,8 @@ export interface AdminOptions {
   /** Set in a worker of several; otherwise /metrics is this process's own. */
   scrape?: MetricsScrape | undefined;
   logger: Logger;
+  /** The process's bound on open connections, shared with the other listeners. */
+  connections?: ConnectionCap | undefined;
 }
 
 export interface AdminListener {
@@ -106,6 +109,7 @@ export async function startAdmin(opts: AdminOptions): Promise<AdminListener> {
     host: opts.host,
     port: opts.port,
     requestTimeoutMs: opts.requestTimeoutMs,
+    connections: opts.connections,
   });
   return {
     url: http.url,

@@ -3,6 +3,7 @@ import { readRegistry } from "../kv/databases/registry.js";
 import type { KvDatabase } from "../kv/databases/database.js";
 import type { KvService } from "../kv/service.js";
 import { AppError } from "../shared/errors.js";
+import type { ConnectionCap } from "../shared/http/connections.js";
 import { withTimeout } from "../shared/wait.js";
 import type { QueueService } from "../queue/service.js";
 import type { Logger } from "../shared/log.js";
@@ -40,9 +41,13 @@ export async function adminFor(
   kv: KvService | undefined,
   queue: QueueService,
   logger: Logger,
-  opts: { scrape?: MetricsScrape | undefined; charts?: ChartWiring | undefined } = {},
+  opts: {
+    scrape?: MetricsScrape | undefined;
+    charts?: ChartWiring | undefined;
+    connections?: ConnectionCap | undefined;
+  } = {},
 ): Promise<AdminListener> {
-  const admin = await startProbes(config, kv, queue, logger, opts.scrape);
+  const admin = await startProbes(config, kv, queue, logger, opts);
   if (!kv) return admin;
   admin.mount("/console", consoleFor(config, kv, queue, logger, opts.charts));
   return admin;
@@ -145,7 +150,10 @@ function startProbes(
   kv: KvService | undefined,
   queue: QueueService,
   logger: Logger,
-  scrape: MetricsScrape | undefined,
+  {
+    scrape,
+    connections,
+  }: { scrape?: MetricsScrape | undefined; connections?: ConnectionCap | undefined },
 ): Promise<AdminListener> {
   const timeoutMs = Math.min(READY_PING_TIMEOUT_MS, config.redisConnectTimeoutMs);
   return startAdmin({
@@ -155,6 +163,7 @@ function startProbes(
     logger: logger.child("admin"),
     registries: [queueGaugeRegistry(queue.pool.partitions)],
     scrape,
+    connections,
     readiness: () =>
       checkReadiness({
         databases: () =>

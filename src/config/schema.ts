@@ -314,6 +314,12 @@ export const SETTINGS = {
     default: 256 * 1024 * 1024,
     doc: "Request body bytes the process reads or holds at once (KV and queue together); past it a request with a body is answered 503 with `Retry-After` before its body is read.",
   },
+  maxConnections: {
+    env: "STASHD_MAX_CONNECTIONS",
+    kind: "int",
+    default: 0,
+    doc: "Client connections one process keeps open, its KV, queue and admin listeners together; past it the oldest connection no standard, ACL or queue token has been sent on is closed. 0: three quarters of the process's open-file limit (the rest is kept for Redis and delivery sockets). Per worker under `stashd start`.",
+  },
   requestTimeoutMs: {
     env: "STASHD_REQUEST_TIMEOUT_MS",
     kind: "int",

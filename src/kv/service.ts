@@ -1,5 +1,6 @@
 import type { Config } from "../config/schema.js";
 import { BodyBudget } from "../shared/http/body.js";
+import type { ConnectionCap } from "../shared/http/connections.js";
 import { KV_SHAPE } from "../shared/http/lane-parse.js";
 import { listen, type RunningHttpServer } from "../shared/http/server.js";
 import { instrument, meterLane, RequestMeter, requestLogging } from "../shared/instrument.js";
@@ -15,12 +16,21 @@ export interface KvService {
   close(): Promise<void>;
 }
 
+/** What the gateway shares with the other listeners of its process (serve.ts). */
+export interface KvShared {
+  /** Request body bytes in flight (own budget when not given). */
+  bodies?: BodyBudget;
+  /** The process's bound on open connections (none when not given). */
+  connections?: ConnectionCap;
+}
+
 /** Starts the databases (managed redis-servers included) and the gateway's HTTP server. */
 export async function startKvService(
   config: Config,
   logger: Logger,
-  bodies = new BodyBudget(config.maxInflightBodyBytes),
+  shared: KvShared = {},
 ): Promise<KvService> {
+  const bodies = shared.bodies ?? new BodyBudget(config.maxInflightBodyBytes);
   const manager = new DatabaseManager(config, logger.child("db"));
   await manager.start();
   const handler = new KvHttpHandler({
@@ -40,6 +50,7 @@ export async function startKvService(
       port: config.kvPort,
       requestTimeoutMs: config.requestTimeoutMs,
       errorPrefix: "ERR ",
+      connections: shared.connections,
       ...(config.kvFastLane
         ? {
             lane: {

@@ -2,6 +2,7 @@ import path from "node:path";
 import type { Config } from "../config/schema.js";
 import { messageOf } from "../shared/errors.js";
 import { BodyBudget } from "../shared/http/body.js";
+import type { ConnectionCap } from "../shared/http/connections.js";
 import { Cors } from "../shared/http/cors.js";
 import { waitAtMost } from "../shared/wait.js";
 import { listen } from "../shared/http/server.js";
@@ -55,6 +56,8 @@ export interface QueueDeps {
   clock?: Clock;
   /** Request body bytes in flight, shared with the KV gateway (own budget when not given). */
   bodies?: BodyBudget;
+  /** The process's bound on open connections, shared with the other listeners (none: no bound). */
+  connections?: ConnectionCap;
 }
 
 /**
@@ -80,7 +83,8 @@ export async function startQueueService(
   }
   try {
     const bodies = deps.bodies ?? new BodyBudget(config.maxInflightBodyBytes);
-    return await assemble(config, log, pool, managed, deps.clock ?? systemClock, bodies);
+    const shared = { bodies, connections: deps.connections };
+    return await assemble(config, log, pool, managed, deps.clock ?? systemClock, shared);
   } catch (err) {
     await pool.close();
     await managed?.stop();
@@ -134,7 +138,7 @@ async function assemble(
   pool: QueueConnection,
   managed: ManagedRedis | undefined,
   clock: Clock,
-  bodies: BodyBudget,
+  { bodies, connections }: { bodies: BodyBudget; connections: ConnectionCap | undefined },
 ): Promise<QueueService> {
   const safety = new StoreSafety(
     pool.partitions,
@@ -198,6 +202,7 @@ async function assemble(
       host: config.host,
       port: config.queuePort,
       requestTimeoutMs: config.requestTimeoutMs,
+      connections,
       ...(config.queueFastLane
         ? {
             lane: {

@@ -79,6 +79,16 @@ const sseOpen = new Gauge({
   help: "Server-sent event streams (subscribe, psubscribe, monitor) open now.",
   registers: [registry],
 });
+const connectionsOpen = new Gauge({
+  name: "stashd_http_connections_open",
+  help: "Client connections open now on this process's listeners (KV, queue, admin), counted against STASHD_MAX_CONNECTIONS.",
+  registers: [registry],
+});
+const connectionsShed = new Counter({
+  name: "stashd_http_connections_shed_total",
+  help: "Client connections closed because STASHD_MAX_CONNECTIONS was reached (the oldest that no token vouched for).",
+  registers: [registry],
+});
 const deliveries = new Counter({
   name: "stashd_queue_deliveries_total",
   help: "Delivery attempts recorded, by outcome: delivered, retry (will be retried), failed (to the DLQ).",
@@ -210,6 +220,15 @@ export const metrics = {
   /** A connection a fast lane gave to node:http. */
   laneHandedOver(service: "kv" | "queue"): void {
     laneOutcome(service, "handed_over");
+  },
+  connectionOpened(): void {
+    connectionsOpen.inc();
+  },
+  connectionClosed(): void {
+    connectionsOpen.dec();
+  },
+  connectionShed(): void {
+    connectionsShed.inc();
   },
   sseOpened(): void {
     sseOpen.inc();

@@ -11,6 +11,8 @@ export interface SpawnOptions {
   stdio?: StdioOptions;
   /** A fixed queue port (default: a free one), for clients that must outlive a restart. */
   queuePort?: number;
+  /** The process's open-file limit (`ulimit -n`), below the test's own: fd exhaustion tests. */
+  openFiles?: number;
 }
 
 /**
@@ -21,7 +23,13 @@ export interface SpawnOptions {
 export function spawnStashd(dataDir: string, options: SpawnOptions = {}): ChildProcess {
   const queue = String(options.queuePort ?? 0);
   const ports = ["--kv-port", "0", "--queue-port", queue, "--admin-port", "0"];
-  return spawn(process.execPath, [BIN, "start", "--data-dir", dataDir, ...ports], {
+  const command = [process.execPath, BIN, "start", "--data-dir", dataDir, ...ports];
+  // The shell lowers the limit and then becomes stashd (exec): the child's pid is stashd's.
+  const limited =
+    options.openFiles === undefined
+      ? command
+      : ["/bin/sh", "-c", `ulimit -n ${options.openFiles} && exec "$@"`, "sh", ...command];
+  return spawn(limited[0] as string, limited.slice(1), {
     env: options.env ?? {},
     stdio: options.stdio ?? "ignore",
   });

@@ -158,6 +158,20 @@ describe("a malformed request pipelined after valid ones", () => {
   });
 });
 
+describe("console login bodies", () => {
+  it("refuses a login body past 4 KiB with 413 JSON before reading it (a stranger's 10 MB logins were held whole)", async () => {
+    const res = await fetch(`${admin}/console/api/login`, {
+      method: "POST",
+      headers: CSRF,
+      body: JSON.stringify({ token: "x", pad: " ".repeat(1024 * 1024) }),
+    });
+    expect(res.status).toBe(413);
+    expect(await res.json()).toEqual({ error: "console requests are limited to 4096 bytes" });
+    // A real login still fits.
+    expect((await login(s.queue.token)).status).toBe(200);
+  });
+});
+
 describe("console login guessing", () => {
   it("refuses an address past its failure budget with 429 + Retry-After, even the right token", async () => {
     await new Promise((r) => setTimeout(r, WINDOW_MS)); // a fresh window (earlier tests logged in)

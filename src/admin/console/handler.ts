@@ -62,6 +62,11 @@ export type ConsoleHandler = (req: IncomingMessage, res: ServerResponse) => Prom
 const PREFIX = "/console";
 /** Largest body the console accepts (a publish body or a KV value edited in the browser). */
 const MAX_BODY = 10 * 1024 * 1024;
+/**
+ * Largest login body: `{"token": …}` with room for any token. A login is read before anyone is
+ * known, so a stranger's 10 MB logins were each held whole before the 401 (50 at once: 568 MiB).
+ */
+const LOGIN_MAX_BODY = 4096;
 /** Most commands one command-box or edit call may run. */
 const MAX_COMMANDS = 100;
 
@@ -196,7 +201,7 @@ async function login(
 ): Promise<void> {
   const address = c.req.socket.remoteAddress ?? "unknown";
   throttle.check(address);
-  const body = await readJson(c);
+  const body = await readJson(c, LOGIN_MAX_BODY);
   const token = typeof body["token"] === "string" ? body["token"] : "";
   const role = roleOfToken(token, deps.queueToken(), deps.consoleToken);
   if (!role) {
@@ -324,8 +329,8 @@ async function exec(deps: ConsoleDeps, c: Call, creds: DatabaseCredentials): Pro
   json(c, 200, { results });
 }
 
-async function readJson(c: Call): Promise<Record<string, unknown>> {
-  const raw = await readBody(c.req, MAX_BODY, tooLarge);
+async function readJson(c: Call, limit = MAX_BODY): Promise<Record<string, unknown>> {
+  const raw = await readBody(c.req, limit, () => tooLarge(limit));
   let parsed: unknown;
   try {
     parsed = JSON.parse(raw.toString("utf8") || "{}");
@@ -338,8 +343,8 @@ async function readJson(c: Call): Promise<Record<string, unknown>> {
   return parsed as Record<string, unknown>;
 }
 
-function tooLarge(): AppError {
-  return new AppError("payload_too_large", `console requests are limited to ${MAX_BODY} bytes`);
+function tooLarge(limit = MAX_BODY): AppError {
+  return new AppError("payload_too_large", `console requests are limited to ${limit} bytes`);
 }
 
 function json(c: Call, status: number, value: unknown, headers: Record<string, string> = {}): void {

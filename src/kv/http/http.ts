@@ -3,6 +3,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { AppError } from "../../shared/errors.js";
 import { readBody, type BodyBudget } from "../../shared/http/body.js";
+import { vouchFor } from "../../shared/http/connections.js";
 import { Cors } from "../../shared/http/cors.js";
 import type { LaneResponse } from "../../shared/http/lane.js";
 import type { LaneRequest } from "../../shared/http/lane-parse.js";
@@ -152,6 +153,7 @@ export class KvHttpHandler {
     const principal = this.laneable(r, r.body.length);
     const format = laneFormat(r);
     if (!principal || format === undefined || !this.opts.bodies.take(r.body.length)) return false;
+    vouchForPrincipal(res.socket, principal);
     res.hold(() => this.opts.bodies.give(r.body.length));
     if (!r.pipeline && this.sentDirect(principal, r.body, format, res)) return true;
     if (r.pipeline && this.sentPipelineDirect(principal, r.body, format, res)) return true;
@@ -184,9 +186,16 @@ export class KvHttpHandler {
    * arriving is waited for when serveLane would take it, its body counted in the budget from the
    * head, as node:http's route counts it.
    */
-  readonly admitLane = (r: LaneRequest, length: number): (() => void) | undefined => {
-    const ok = this.laneable(r, length) && laneFormat(r) !== undefined;
-    return ok && this.opts.bodies.take(length) ? () => this.opts.bodies.give(length) : undefined;
+  readonly admitLane = (
+    r: LaneRequest,
+    length: number,
+    socket: Socket,
+  ): (() => void) | undefined => {
+    const principal = this.laneable(r, length);
+    if (!principal || laneFormat(r) === undefined || !this.opts.bodies.take(length))
+      return undefined;
+    vouchForPrincipal(socket, principal);
+    return () => this.opts.bodies.give(length);
   };
 
   /** The principal of a lane request with a body of `length` bytes, if it may send that much. */
@@ -288,6 +297,7 @@ export class KvHttpHandler {
     const url = parseUrl(req.url ?? "/");
     const principal = this.opts.manager.authenticate(tokenOf(req, url));
     if (!principal) throw new AppError("unauthorized", UNAUTHORIZED);
+    vouchForPrincipal(req.socket, principal);
     await this.serve(principal, url, req, res, headers).catch((err: unknown) => {
       throw principal.db.explainFailure(err);
     });
@@ -412,6 +422,14 @@ export class KvHttpHandler {
       },
     });
   }
+}
+
+/**
+ * A request authenticated as `principal` keeps its connection from being shed under a
+ * connection flood (shared/http/connections.ts), unless it gave the public read-only token.
+ */
+function vouchForPrincipal(socket: Socket, principal: Principal): void {
+  if (principal.role !== "readonly") vouchFor(socket);
 }
 
 function tokenOf(req: IncomingMessage, url: UrlParts): string | undefined {

@@ -1,3 +1,5 @@
+import type { Socket } from "node:net";
+import { vouchFor } from "../../shared/http/connections.js";
 import type { LaneHandler, LaneService } from "../../shared/http/lane.js";
 import type { LaneRequest } from "../../shared/http/lane-parse.js";
 import type { QueueContext } from "./context.js";
@@ -29,6 +31,7 @@ export function createQueueLane(
     const length = req.body.length;
     const taken = laneable(ctx, token(), req, length);
     if (taken === undefined || !ctx.bodies.take(length)) return false;
+    vouchFor(res.socket);
     res.hold(() => ctx.bodies.give(length));
     res.label = { label: taken.label, unverified: false };
     res.leadingLines = corsLines;
@@ -47,10 +50,12 @@ export function createQueueLane(
     return true;
   };
   // A body still arriving is counted from the head, as node:http's route counts it.
-  const admit = (head: LaneRequest, length: number): (() => void) | undefined =>
-    laneable(ctx, token(), head, length) !== undefined && ctx.bodies.take(length)
-      ? () => ctx.bodies.give(length)
-      : undefined;
+  const admit = (head: LaneRequest, length: number, socket: Socket): (() => void) | undefined => {
+    if (laneable(ctx, token(), head, length) === undefined || !ctx.bodies.take(length))
+      return undefined;
+    vouchFor(socket);
+    return () => ctx.bodies.give(length);
+  };
   return { take, admit };
 }
 

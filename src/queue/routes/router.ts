@@ -1,6 +1,7 @@
 import { timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { AppError, isAppError } from "../../shared/errors.js";
+import { vouchFor } from "../../shared/http/connections.js";
 import { closingIfUnread, sendError, type ReplySink } from "../../shared/http/respond.js";
 import { labelRequest } from "../../shared/instrument.js";
 import type { Handler, QueueContext, QueueRequest } from "./context.js";
@@ -116,7 +117,10 @@ async function handle(
   res: ServerResponse,
 ): Promise<void> {
   const target = parseTarget(req.url ?? "/");
-  if (!isPublicPath(target.rawPathFull)) authorize(req.headers.authorization, target.query, token);
+  if (!isPublicPath(target.rawPathFull)) {
+    authorize(req.headers.authorization, target.query, token);
+    vouchFor(req.socket);
+  }
   const method = (req.method ?? "GET").toUpperCase();
   const { route, segments, rawPath } = findRoute(method, target.rawPathFull);
   labelRequest(req, route[0]);

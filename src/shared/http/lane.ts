@@ -67,7 +67,7 @@ export interface LaneService {
    * stranger could make the lane hold a body of up to LANE_MAX_BODY bytes per connection,
    * counted nowhere, that node:http would have refused unread.
    */
-  admit(head: LaneRequest, length: number): (() => void) | undefined;
+  admit(head: LaneRequest, length: number, socket: Socket): (() => void) | undefined;
   /** Each request taken, once its answer is over (its metrics and log line). */
   answered(res: LaneResponse): void;
 }
@@ -281,7 +281,7 @@ class LaneConnection {
    * service once per request (LaneService.admit).
    */
   private admit(head: LaneRequest, length: number): boolean {
-    this.admitted ??= this.service.admit(head, length);
+    this.admitted ??= this.service.admit(head, length, this.socket);
     return this.admitted !== undefined;
   }
 

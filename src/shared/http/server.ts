@@ -1,6 +1,7 @@
 import http from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { AppError } from "../errors.js";
+import type { ConnectionCap } from "./connections.js";
 import { installLane, type LaneConnections, type LaneService } from "./lane.js";
 
 export interface HttpServerOptions {
@@ -12,6 +13,8 @@ export interface HttpServerOptions {
   errorPrefix?: string;
   /** Requests the service takes from the fast lane in front of node:http (lane.ts). */
   lane?: LaneService;
+  /** The process's bound on open connections, shared by its listeners (connections.ts). */
+  connections?: ConnectionCap | undefined;
 }
 
 export interface RunningHttpServer {
@@ -40,12 +43,19 @@ export async function listen(
       // Checked below instead, to answer with a JSON error like every other refusal.
       requireHostHeader: false,
     },
-    (req, res) => (lacksHost(req) ? refuseHostless(res, opts) : handler(req, res)),
+    (req, res) => {
+      if (pipelinedTooDeep(req.socket)) req.socket.destroy();
+      else if (lacksHost(req)) refuseHostless(res, opts);
+      else handler(req, res);
+    },
   );
   server.maxHeadersCount = 200;
   // A request arriving in pieces waits on the lane for at most the keep-alive timeout.
   const keepAlive = server.keepAliveTimeout;
   const lanes = opts.lane ? installLane(server, opts.lane, keepAlive, keepAlive) : undefined;
+  // After the lane's and node:http's own listeners: a connection shed at once is then closed
+  // like any other that its client ends.
+  if (opts.connections) server.on("connection", opts.connections.admit);
   server.on("request", trackUnfinished);
   server.on("clientError", (err: NodeJS.ErrnoException, socket: Socket) =>
     answerClientError(err, socket, opts),
@@ -175,6 +185,23 @@ function answerClientError(
     return;
   }
   writeClientError(err, (err as { rawPacket?: Buffer }).rawPacket, socket, opts);
+}
+
+/**
+ * Requests one connection may have unanswered at once (HTTP/1.1 pipelining); the one after them
+ * ends the connection, unanswered, with the answers still to come. Why: node:http parses a whole
+ * read (up to 64 KiB: about 2,000 small requests) and starts every request in it before it looks
+ * at whether the answers are read, and reads on while they are written: one stranger's
+ * connection sending GETs without reading kept 2,000 requests at a time going, and 200 such
+ * connections held every other client for tens of seconds (2026-11-28, docs/reliability.md).
+ * Ending the connection also stops node:http from parsing the rest of that read. No SDK
+ * pipelines requests (undici sends one at a time per connection by default); a client that
+ * pipelines deeper than this gets its connection closed.
+ */
+export const MAX_PIPELINED = 32;
+
+function pipelinedTooDeep(socket: Socket): boolean {
+  return (unfinished.get(socket)?.requests.size ?? 0) >= MAX_PIPELINED;
 }
 
 /** The JSON answer to what node:http refused, then the end of the connection. */
