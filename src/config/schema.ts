@@ -414,6 +414,18 @@ export const SETTINGS = {
     default: undefined,
     doc: "External Redis holding all queue state (unset: a managed redis-server, appendfsync always).",
   },
+  queueMaxDataBytes: {
+    env: "STASHD_QUEUE_MAX_DATA_BYTES",
+    kind: "int",
+    default: 0,
+    doc: "Most memory the queue's Redis may use (`used_memory`, the fullest partition's) before the queue API's writes (publish, batch, schedules, DLQ retries…) answer 507 `the queue's storage is full`; deliveries of what was accepted go on, reads and deletes make room. Checked every STASHD_QUEUE_ROOM_CHECK_MS. 0: half of the machine's memory, or of the container's memory limit when it has one.",
+  },
+  queueRoomCheckMs: {
+    env: "STASHD_QUEUE_ROOM_CHECK_MS",
+    kind: "int",
+    default: 1_000,
+    doc: "How often the queue reads its Redis's memory use against STASHD_QUEUE_MAX_DATA_BYTES; a publisher may write up to one interval's worth past the limit.",
+  },
   queueAllowUnsafeRedis: {
     env: "STASHD_QUEUE_ALLOW_UNSAFE_REDIS",
     kind: "bool",

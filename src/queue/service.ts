@@ -24,6 +24,8 @@ import { MessageStore } from "./store/message-store.js";
 import { QueueStore } from "./store/queue-store.js";
 import { openQueueRedis, type QueueConnection } from "./store/redis.js";
 import { FlowControlStore } from "./store/flow-control-store.js";
+import { halfOfMemory } from "../shared/memory.js";
+import { StoreRoom } from "./store/room.js";
 import { StoreSafety } from "./store/safety.js";
 import { ScheduleStore } from "./store/schedule-store.js";
 import { SigningKeys } from "./store/signing-keys.js";
@@ -146,6 +148,12 @@ async function assemble(
     log.child("store"),
   );
   await safety.checkAtStart();
+  const room = new StoreRoom(
+    pool.partitions,
+    { maxBytes: config.queueMaxDataBytes || halfOfMemory(), everyMs: config.queueRoomCheckMs },
+    log.child("store"),
+  );
+  await room.start();
   const creds = loadQueueCredentials(config);
   const tokens = new QueueTokenWatch(config, log, creds.token);
   const keys = new SigningKeys(pool.partitions, config.queueReapMs);
@@ -188,7 +196,13 @@ async function assemble(
     scheduler,
     queues,
     flowControl: new FlowControlStore(pool.partitions),
-    safety,
+    // An API write needs a Redis that keeps it (safety) and room for it (room).
+    safety: {
+      assertWritable: () => {
+        safety.assertWritable();
+        room.assertRoom();
+      },
+    },
     workflows: new WorkflowStore(pool.partitions, config.queueLogRetentionMs, MAX_RUN_ENTRIES),
     bodies,
   };
@@ -252,7 +266,7 @@ async function assemble(
         server.close(grace),
         scheduler.stop(),
         dispatcher.stop(grace),
-        waitAtMost(Promise.all([safety.stop(), expiring]), grace),
+        waitAtMost(Promise.all([safety.stop(), room.stop(), expiring]), grace),
       ]);
       await client.close();
       await pool.close();

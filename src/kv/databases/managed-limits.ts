@@ -1,5 +1,5 @@
-import os from "node:os";
 import type { Config } from "../../config/schema.js";
+import { halfOfMemory } from "../../shared/memory.js";
 import type { DatabaseRecord } from "./registry.js";
 
 /** Redis refuses a `proto-max-bulk-len` below 1 MiB. */
@@ -12,7 +12,7 @@ const MIN_BULK_BYTES = 1024 * 1024;
  */
 export function managedMaxMemory(config: Config, record: DatabaseRecord): number {
   const chosen = record.maxDataBytes ?? config.kvMaxDataBytes;
-  return chosen > 0 ? chosen : Math.floor(availableMemory() / 2);
+  return chosen > 0 ? chosen : halfOfMemory();
 }
 
 /**
@@ -23,11 +23,4 @@ export function managedMaxMemory(config: Config, record: DatabaseRecord): number
 export function managedMaxBulk(config: Config, record: DatabaseRecord): number {
   const request = record.maxRequestBytes ?? config.kvMaxRequestBytes;
   return Math.max(config.kvMaxRecordBytes, request, MIN_BULK_BYTES);
-}
-
-function availableMemory(): number {
-  const total = os.totalmem();
-  // 0 or a huge number when no cgroup limit is set.
-  const constrained = process.constrainedMemory?.() ?? 0;
-  return constrained > 0 && constrained < total ? constrained : total;
 }
