@@ -1,0 +1,24 @@
+/**
+ * A database's data size as the summary gives it (src/admin/console/kv-data-size.ts): Redis's
+ * used memory against its limit (null: none set), or why it is not known.
+ */
+export type DataSize = { used: number; limit: number | null } | { unknown: string };
+
+/** From this share of its limit a database shows amber. */
+const WARN_AT = 0.8;
+/**
+ * From this share it shows red, "100 %": Redis refuses a write when its memory, the write's own
+ * request already read included, is past the limit, so a database whose writes are refused rests
+ * a request's size under it once the refused request is gone (99.98 % after 4 KiB writes).
+ */
+export const FULL_AT = 0.995;
+
+/** How full a database is: no limit, under WARN_AT, nearly full, full, or not known. */
+export type DataLevel = "none" | "ok" | "warn" | "full" | "unknown";
+
+export function dataLevel(d: DataSize | undefined): DataLevel {
+  if (d === undefined || "unknown" in d) return "unknown";
+  if (d.limit === null) return "none";
+  const share = d.used / d.limit;
+  return share >= FULL_AT ? "full" : share >= WARN_AT ? "warn" : "ok";
+}
