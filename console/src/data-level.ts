@@ -7,11 +7,12 @@ export type DataSize = { used: number; limit: number | null } | { unknown: strin
 /** From this share of its limit a database shows amber. */
 const WARN_AT = 0.8;
 /**
- * From this share it shows red, "100 %": Redis refuses a write when its memory, the write's own
- * request already read included, is past the limit, so a database whose writes are refused rests
- * a request's size under it once the refused request is gone (99.98 % after 4 KiB writes).
+ * From this share it shows red, full. Not 100 %: Redis refuses a write when its memory passes the
+ * limit, counting what it holds for a while besides the data (the buffers of requests being
+ * read, a hash table's old buckets while it grows), so a database whose writes were just refused
+ * rests somewhat under it once those are freed: 99.0 % for an 8 MiB one filled with 4 KiB values.
  */
-export const FULL_AT = 0.995;
+export const FULL_AT = 0.98;
 
 /** How full a database is: no limit, under WARN_AT, nearly full, full, or not known. */
 export type DataLevel = "none" | "ok" | "warn" | "full" | "unknown";

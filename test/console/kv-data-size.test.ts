@@ -55,8 +55,8 @@ test("a managed database reports its memory against its max data size, at or pas
   expect(used).toBeGreaterThan(0);
   expect(used).toBeLessThan(8 * MIB);
 
-  // Redis counts a refused request's own buffer: once it is freed the data may rest just under
-  // the limit, which the console shows as 100 %, full (FULL_AT); a few more small writes fit.
+  // Redis counts buffers besides the data, freed once the write is refused: the data rests just
+  // under the limit, which the console counts as full (FULL_AT).
   const usedOf = async () => (await entry("default")).data as { used: number };
   const full = await fillUntilFull(env, async () => (await usedOf()).used >= FULL_AT * 8 * MIB);
   expect(full.error).toMatch(/^ERR DB capacity quota exceeded/);

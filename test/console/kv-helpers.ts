@@ -19,6 +19,9 @@ export async function openKeyOn(env: ConsoleEnv, page: Page, key: string): Promi
   await page.locator("aside.panel h2", { hasText: key }).waitFor();
 }
 
+/** Keys fillUntilRefused wrote so far in this test file (their names number on). */
+let filled = 0;
+
 /**
  * Writes `size`-byte values to the default database until Redis refuses one (507, its max data
  * size); answers the refusal's error and how many keys were written.
@@ -27,21 +30,21 @@ export async function fillUntilRefused(
   env: ConsoleEnv,
   size: number,
 ): Promise<{ error: string; keys: number }> {
-  for (let i = 0; i < 4096; i++) {
+  for (let i = 0; i < 8192; i++) {
     const res = await env.q.stashd.kvFetch("/", {
-      body: JSON.stringify(["SET", `fill:${size}:${Date.now()}:${i}`, "v".repeat(size)]),
+      body: JSON.stringify(["SET", `cache:item:${++filled}`, "v".repeat(size)]),
     });
     if (res.status === 507)
       return { error: ((await res.json()) as { error: string }).error, keys: i };
   }
-  throw new Error(`4,096 writes of ${size} bytes were all accepted`);
+  throw new Error(`8,192 writes of ${size} bytes were all accepted`);
 }
 
 /**
- * Fills the default database until it is full as the console shows it (`isFull`): 256 KiB
- * values while they fit, then smaller ones, again whenever Redis has freed the buffers of
- * refused requests (counted in its memory while they were read) and takes a few more. Answers
- * the last refusal and how many keys were written.
+ * Fills the default database until it is full as the console shows it (`isFull`): 4 KiB values
+ * until one is refused, then 256-byte ones until `isFull` holds after a refusal. Small values on
+ * purpose: Redis counts the buffers of requests being read in its memory, and large ones left on
+ * idle connections are trimmed a few seconds later, which would make room again.
  */
 export async function fillUntilFull(
   env: ConsoleEnv,
@@ -53,7 +56,6 @@ export async function fillUntilFull(
     keys += refused.keys;
     return refused.error;
   };
-  await fill(256 * 1024);
   let error = await fill(4096);
   await eventually(async () => {
     error = await fill(256);

@@ -1,9 +1,9 @@
 import { dataLevel, type DataSize } from "../data-level.js";
 import { fmtBytes } from "../ui.js";
 
-/** "85 %", rounded: "100 %" from FULL_AT on, where the meter turns red. */
+/** "85 %", floored: "100 %" only at or past the limit. */
 function percent(used: number, limit: number): string {
-  return `${Math.round((used / limit) * 100)} %`;
+  return `${Math.floor((used / limit) * 100)} %`;
 }
 
 /**
