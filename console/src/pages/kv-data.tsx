@@ -1,9 +1,10 @@
 import { dataLevel, type DataSize } from "../data-level.js";
 import { fmtBytes } from "../ui.js";
 
-/** "85 %", floored: "100 %" only at or past the limit. */
+/** "85 %", floored: "100 %" only at or past the limit; "< 1 %" for a little data, not "0 %". */
 function percent(used: number, limit: number): string {
-  return `${Math.floor((used / limit) * 100)} %`;
+  const share = Math.floor((used / limit) * 100);
+  return share === 0 && used > 0 ? "< 1 %" : `${share} %`;
 }
 
 /**
