@@ -17,12 +17,11 @@ let page: Page;
 
 beforeAll(async () => {
   env = await consoleEnv({ start: { kvMaxDataBytes: 8 * MIB } });
+  // A few keys of the application beside the cache that will fill the database.
   const seed = [
-    ["SET", "greeting", "hello"],
-    ["HSET", "user:1", "name", "ann", "role", "admin"],
-    ["RPUSH", "jobs", "a", "b", "c"],
-    ["SADD", "tags", "red", "green"],
-    ["ZADD", "scores", "1", "ann", "2", "bob"],
+    ["SET", "config:theme", "dark"],
+    ["HSET", "user:1", "name", "ann"],
+    ["ZADD", "leaderboard", "7", "ann"],
   ];
   await env.q.stashd.kvFetch("/pipeline", { body: JSON.stringify(seed) });
   page = await env.newPage();
