@@ -5,6 +5,8 @@ import { Login } from "./login.js";
 import { DlqPage } from "./pages/dlq.js";
 import { FlowControlPage } from "./pages/flow-control.js";
 import { KvPage } from "./pages/kv.js";
+import type { DataSize } from "./data-level.js";
+import { DataMark } from "./pages/kv-data.js";
 import { LogsPage } from "./pages/logs.js";
 import { filtersFrom } from "./filters.js";
 import { MessageListPage } from "./pages/message-list.js";
@@ -35,7 +37,7 @@ export interface Summary {
   queues: number | null;
   urlGroups: number | null;
   flowControlKeys: number | null;
-  databases: { name: string; keys: number | null }[];
+  databases: { name: string; keys: number | null; data: DataSize }[];
   /** Sources that did not answer (src/admin/console/summary.ts). */
   down: string[];
 }
@@ -154,9 +156,8 @@ function Shell(p: { session: Session; onLogout: () => void }) {
             class={page === "kv" && route.rest[0] === db ? "active" : ""}
           >
             <span>{db}</span>
-            <span class="count">
-              {fmtCount(summary?.databases.find((d) => d.name === db)?.keys)}
-            </span>
+            <DataMark data={databaseOf(summary, db)?.data} />
+            <span class="count">{fmtCount(databaseOf(summary, db)?.keys)}</span>
           </a>
         ))}
         <button type="button" class="btn plain logout" onClick={logout}>
@@ -171,10 +172,18 @@ function Shell(p: { session: Session; onLogout: () => void }) {
             it loads again when the connection is back.
           </p>
         )}
-        <PageFor route={route} session={p.session} />
+        <PageFor route={route} session={p.session} summary={summary} />
       </main>
     </div>
   );
+}
+
+/** A database's entry in the live summary (its key count and data size), if it came. */
+function databaseOf(
+  s: Summary | undefined,
+  name: string,
+): Summary["databases"][number] | undefined {
+  return s?.databases.find((d) => d.name === name);
 }
 
 function navCount(id: string, s: Summary | undefined): string {
@@ -250,7 +259,7 @@ function StatusBar(p: { summary: Summary | undefined; conn: Connection }) {
  * The page of a route (routes.ts has the URL forms). A list page is keyed by its filters, so new
  * filters (a link, back/forward) start it afresh at its first page; the object open is a prop.
  */
-function PageFor(p: { route: Route; session: Session }) {
+function PageFor(p: { route: Route; session: Session; summary: Summary | undefined }) {
   const { page, rest, params } = p.route;
   const id = rest[0];
   const filters = params.toString();
@@ -288,7 +297,8 @@ function PageFor(p: { route: Route; session: Session }) {
     case "kv": {
       const db = id ?? p.session.databases[0] ?? "default";
       const key = rest[1] === "key" ? rest[2] : undefined;
-      return <KvPage key={db} db={db} selected={key} params={params} />;
+      const data = databaseOf(p.summary, db)?.data;
+      return <KvPage key={db} db={db} selected={key} params={params} data={data} />;
     }
     default:
       if (page === "messages" && id !== undefined) return <MessagePage key={id} id={id} />;

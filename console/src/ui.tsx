@@ -443,12 +443,13 @@ export function fmtTtl(ms: number): string {
   return `${Math.round(s / 86400)}d`;
 }
 
-/** A size in bytes, in B / KiB / MiB; "—" when unknown. */
+/** A size in bytes, in B / KiB / MiB / GiB; "—" when unknown. */
 export function fmtBytes(n: number | null | undefined): string {
   if (n === null || n === undefined) return "—";
   if (n < 1024) return `${n} B`;
   if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
-  return `${(n / 1024 / 1024).toFixed(1)} MiB`;
+  if (n < 1024 * 1024 * 1024) return `${(n / 1024 / 1024).toFixed(1)} MiB`;
+  return `${(n / 1024 / 1024 / 1024).toFixed(1)} GiB`;
 }
 
 /** A count with thousands separators ("12,345"); "—" when unknown. */

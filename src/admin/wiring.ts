@@ -13,6 +13,7 @@ import type { QueueRedis } from "../queue/store/redis.js";
 import { CountRing } from "./console/chart-counts.js";
 import { chartsAnswer, type ChartsAnswer, type GatherCounts } from "./console/charts.js";
 import { createConsoleHandler } from "./console/handler.js";
+import { readDataSize, type DataSize } from "./console/kv-data-size.js";
 import { readPendingIds, readPendingNow } from "./console/pending.js";
 import { queueGaugeRegistry } from "./queue-gauges.js";
 import { checkReadiness } from "./readiness.js";
@@ -96,6 +97,13 @@ async function dbSizeOf(kv: KvService, name: string): Promise<number> {
   return Number(reply.value);
 }
 
+/** A database's memory used and its limit (INFO memory on each master), on stashd's connection. */
+function dataSizeOf(kv: KvService, name: string): Promise<DataSize> {
+  const db = kv.manager.get(name);
+  if (!db) return Promise.reject(new AppError("not_found", `no database ${name}`));
+  return readDataSize(db.serverAdmin);
+}
+
 /** Each open database's key count, null for one that does not answer within DBSIZE_TIMEOUT_MS. */
 async function databaseSizes(kv: KvService): Promise<{ name: string; keys: number | null }[]> {
   return Promise.all(
@@ -130,6 +138,7 @@ function consoleFor(
     kvUrl: kv.url,
     databases: () => kv.databases(),
     dbSize: (name) => dbSizeOf(kv, name),
+    dataSize: (name) => dataSizeOf(kv, name),
     consoleToken: config.consoleToken,
     queueDepth: () => readQueueDepth(queue.pool.partitions),
     pendingNow: (q) => readPendingNow(queue.pool.partitions, q),

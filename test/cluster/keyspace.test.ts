@@ -1,4 +1,6 @@
+import { readDataSize } from "../../src/admin/console/kv-data-size.js";
 import { textOf } from "../../src/shared/redis/cluster/commands.js";
+import { BackendFactory } from "../../src/shared/redis/cluster/factory.js";
 import { Redis } from "@upstash/redis";
 import { describe, expect, it } from "vitest";
 import { eventually } from "../harness/eventually.js";
@@ -37,6 +39,32 @@ describe("KV on a Redis Cluster: commands spanning the keyspace", () => {
     expect(await c.direct.randomkey()).toBeNull();
     for (const port of await c.masters()) {
       expect(await c.node(port, ["DBSIZE"])).toEqual({ kind: "int", value: "0" });
+    }
+  });
+
+  it("sums the console's data size (INFO memory) over every master; no limit while one has none", async () => {
+    const masters = await c.masters();
+    const endpoint = { host: "127.0.0.1", port: masters[0] as number };
+    const factory = new BackendFactory(endpoint, { connectTimeoutMs: 2000, failoverWindowMs: 0 });
+    const admin = factory.open(endpoint, { size: 1, connectTimeoutMs: 2000, retryBackoffMs: 20 });
+    const setLimit = (port: number, bytes: number) =>
+      c.node(port, ["CONFIG", "SET", "maxmemory", String(bytes)]);
+    const usedOn = async (port: number) =>
+      Number(/^used_memory:(\d+)/m.exec(textOf(await c.node(port, ["INFO", "memory"])) ?? "")?.[1]);
+    try {
+      await Promise.all(masters.map((port, i) => setLimit(port, (i + 1) * 100 * 1024 * 1024)));
+      const size = await readDataSize(admin);
+      expect(size.limit).toBe(600 * 1024 * 1024);
+      const each = await Promise.all(masters.map(usedOn));
+      const sum = each.reduce((a, b) => a + b, 0);
+      // Every master counted once (each uses about the same; their memory moves a little).
+      expect(size.used).toBeGreaterThan(sum * 0.9);
+      expect(size.used).toBeLessThan(sum * 1.1);
+      await setLimit(masters[1] as number, 0);
+      expect((await readDataSize(admin)).limit).toBeNull();
+    } finally {
+      await Promise.all(masters.map((port) => setLimit(port, 0)));
+      await admin.close();
     }
   });
 

@@ -15,6 +15,8 @@ import {
   toast,
 } from "../ui.js";
 import { CommandBox } from "./kv-command.js";
+import type { DataSize } from "../data-level.js";
+import { DataMeter } from "./kv-data.js";
 import { KeyDetail } from "./kv-key.js";
 import { globUnder, NamespaceTree, useSeparator } from "./kv-tree.js";
 
@@ -48,7 +50,13 @@ const TYPES: [string, string][] = [
  * edit, and a command box. The URL holds the search (`#/kv/<db>?match=user:*&type=hash`) and the
  * key open (`#/kv/<db>/key/<key>`).
  */
-export function KvPage(p: { db: string; selected: string | undefined; params: URLSearchParams }) {
+export function KvPage(p: {
+  db: string;
+  selected: string | undefined;
+  params: URLSearchParams;
+  /** The database's data size from the live summary (undefined until one came). */
+  data: DataSize | undefined;
+}) {
   const search = { match: p.params.get("match") || "*", type: p.params.get("type") ?? "" };
   const searchParams = { match: search.match === "*" ? "" : search.match, type: search.type };
   const [pattern, setPattern] = useState(search.match);
@@ -129,6 +137,7 @@ export function KvPage(p: { db: string; selected: string | undefined; params: UR
         )
       }
     >
+      <DataMeter data={p.data} />
       {creating && (
         <NewKey
           db={p.db}

@@ -17,6 +17,7 @@ import {
 } from "./auth.js";
 import type { QueueDepth } from "../../queue/store/depth.js";
 import { readKey, scanKeys } from "./kv-browse.js";
+import type { DataSize } from "./kv-data-size.js";
 import { parseEdit, runEdit } from "./kv-edit.js";
 import { deleteMatching, planDelete, treeLevel } from "./kv-namespaces.js";
 import type { ChartsAnswer } from "./charts.js";
@@ -40,6 +41,8 @@ export interface ConsoleDeps {
    * not counted among the database's commands on the Charts page.
    */
   dbSize: (name: string) => Promise<number>;
+  /** A database's memory used and its limit (kv-data-size.ts), on stashd's own connection. */
+  dataSize: (name: string) => Promise<DataSize>;
   /** STASHD_CONSOLE_TOKEN: a second login token besides the queue token. */
   consoleToken?: string | undefined;
   /** Queue depth for the live counts (optional: without it those counts are not shown). */
@@ -220,6 +223,7 @@ function summarySources(deps: ConsoleDeps) {
     queueToken: deps.queueToken(),
     databases: deps.databases(),
     dbSize: deps.dbSize,
+    dataSize: deps.dataSize,
     queueDepth: deps.queueDepth,
   };
 }

@@ -1,6 +1,8 @@
 import type { DatabaseCredentials } from "../../kv/databases/database-manager.js";
 import type { QueueDepth } from "../../queue/store/depth.js";
 import { withTimeout } from "../../shared/wait.js";
+import { messageOf } from "../../shared/errors.js";
+import type { DataSize, DataSizeAnswer } from "./kv-data-size.js";
 import { callApi } from "./upstream.js";
 
 /** The live counts the console polls every few seconds; null where a source did not answer. */
@@ -10,7 +12,8 @@ export interface Summary {
   queues: number | null;
   urlGroups: number | null;
   flowControlKeys: number | null;
-  databases: { name: string; keys: number | null }[];
+  /** Each database's key count and data size (kv-data-size.ts; a failed read says why). */
+  databases: { name: string; keys: number | null; data: DataSizeAnswer }[];
   /**
    * The sources that did not answer within SOURCE_TIMEOUT_MS ("queue" for the queue's Redis,
    * "queue API", "KV <name>"): the console shows itself offline while any is listed.
@@ -24,6 +27,8 @@ export interface SummarySources {
   databases: DatabaseCredentials[];
   /** A database's key count, read by stashd itself (not counted as a command of the database). */
   dbSize: (name: string) => Promise<number>;
+  /** A database's memory used and its limit (INFO memory), read by stashd itself too. */
+  dataSize: (name: string) => Promise<DataSize>;
   queueDepth: (() => Promise<QueueDepth>) | undefined;
 }
 
@@ -52,6 +57,8 @@ export async function summarize(s: SummarySources): Promise<Summary> {
       down.add(name);
       return null;
     });
+  // Read beside the counts, not after them: a slow Redis costs one timeout, not two.
+  const dataPending = Promise.all(s.databases.map((db) => dataSizeOf(s, db.name)));
   const [queue, schedules, queues, urlGroups, flowControlKeys, ...sizes] = await Promise.all([
     s.queueDepth ? settle("queue", s.queueDepth()) : Promise.resolve(null),
     settle("queue API", listLength("schedules")),
@@ -60,13 +67,30 @@ export async function summarize(s: SummarySources): Promise<Summary> {
     settle("queue API", listLength("flowControl")),
     ...s.databases.map((db) => settle(`KV ${db.name}`, s.dbSize(db.name))),
   ]);
+  const data = await dataPending;
   return {
     queue: queue as QueueDepth | null,
     schedules: schedules as number | null,
     queues: queues as number | null,
     urlGroups: urlGroups as number | null,
     flowControlKeys: flowControlKeys as number | null,
-    databases: s.databases.map((db, i) => ({ name: db.name, keys: sizes[i] as number | null })),
+    databases: s.databases.map((db, i) => ({
+      name: db.name,
+      keys: sizes[i] as number | null,
+      data: data[i] as DataSizeAnswer,
+    })),
     down: [...down],
   };
+}
+
+/**
+ * A database's data size within SOURCE_TIMEOUT_MS, or why not: unlike its key count, a failure
+ * here does not make the console offline (an external Redis may refuse INFO to stashd's user).
+ */
+async function dataSizeOf(s: SummarySources, name: string): Promise<DataSizeAnswer> {
+  try {
+    return await withTimeout(s.dataSize(name), SOURCE_TIMEOUT_MS);
+  } catch (err) {
+    return { unknown: messageOf(err) };
+  }
 }

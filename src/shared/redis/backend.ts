@@ -35,6 +35,16 @@ export interface RedisBackend {
   release(conn: ExclusiveConnection): void;
   discard(conn: ExclusiveConnection): void;
   close(): Promise<void>;
+  /**
+   * A node-local command (INFO memory) on every master of a cluster, one reply per master; only
+   * a cluster has it (see `onEachMaster`).
+   */
+  execOnEachMaster?(args: readonly Arg[]): Promise<Reply[]>;
+}
+
+/** `args` on every master of `backend`: the one Redis of a single server, each of a cluster's. */
+export async function onEachMaster(backend: RedisBackend, args: readonly Arg[]): Promise<Reply[]> {
+  return backend.execOnEachMaster ? backend.execOnEachMaster(args) : [await backend.exec(args)];
 }
 
 /** A backend that takes commands already encoded now (see `encodedExchanges`). */

@@ -101,6 +101,16 @@ export class ClusterBackend implements RedisBackend {
     return { replies, bytes: tally.bytes };
   }
 
+  /** `args` on each master of the slot map as it is now, one reply per master, in its order. */
+  async execOnEachMaster(args: readonly Arg[]): Promise<Reply[]> {
+    const map = await this.topology.map();
+    return Promise.all(
+      map.masters.map(
+        async (node) => (await this.sendOn(node.addr, [args], { bytes: 0 }))[0] as Reply,
+      ),
+    );
+  }
+
   /** `pool.exchange` within what is left of the tally's budget; adds the cost to the tally. */
   async sendOn(
     addr: string,

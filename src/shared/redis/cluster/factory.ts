@@ -1,6 +1,7 @@
 import { textOf } from "./commands.js";
 import { AppError } from "../../errors.js";
 import {
+  onEachMaster,
   takesEncoded,
   type ExclusiveConnection,
   type ReceivingConnection,
@@ -136,6 +137,10 @@ class DetectingBackend implements RedisBackend {
 
   async exchange(commands: readonly (readonly Arg[])[], opts: ExchangeOptions): Promise<Exchange> {
     return (this.inner ?? (await this.resolve())).exchange(commands, opts);
+  }
+
+  async execOnEachMaster(args: readonly Arg[]): Promise<Reply[]> {
+    return onEachMaster(this.inner ?? (await this.resolve()), args);
   }
 
   async acquire(): Promise<ExclusiveConnection> {
