@@ -37,18 +37,7 @@ beforeAll(async () => {
     words.map((w, j) => `${w}${(i * 7 + j * 131) % 1000}`).join(" "),
   ]);
   expect((await s.kvFetch("/pipeline", { body: JSON.stringify(pipeline) })).status).toBe(200);
-  await command(s, [
-    "SEARCH.CREATE",
-    "docs",
-    "ON",
-    "HASH",
-    "PREFIX",
-    "1",
-    "doc:",
-    "SCHEMA",
-    "body",
-    "TEXT",
-  ]);
+  await command(s, "SEARCH.CREATE docs ON HASH PREFIX 1 doc: SCHEMA body TEXT".split(" "));
   expect((await command(s, ["SEARCH.WAITINDEXING", "docs"])).body).toEqual({ result: 1 });
 }, 30_000);
 afterAll(async () => {
