@@ -1,4 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { textOf } from "../../src/shared/redis/cluster/commands.js";
+import { prefixOf } from "../../src/queue/store/keys.js";
+import { partitionTags } from "../../src/queue/store/partitions.js";
+import { testPool } from "../harness/redis.js";
 import { queueEnv, type QueueTestEnv } from "./setup.js";
 
 /**
@@ -67,5 +71,39 @@ describe("bulk cancel over more pending messages than a page", () => {
     expect(await cancelled("")).toBe(PER_URL - 1_000);
     expect(await cancelled("")).toBe(0);
     expect(await stillPending(idsOf.b)).toBe(0);
+  }, 60_000);
+
+  it("steps over runs of equal stored times longer than a page", async () => {
+    const rx = await env.receiver();
+    const items = Array.from({ length: 1000 }, (_, i) => ({
+      destination: `${rx.url}/tie`,
+      body: String(i),
+      headers: { "Upstash-Delay": "1h" },
+    }));
+    for (let i = 0; i < 3; i++) {
+      const res = await env.api("/v2/batch", { method: "POST", body: JSON.stringify(items) });
+      expect(res.status).toBe(201);
+    }
+    // Every pending message stored "at the same millisecond": runs of 1000 per partition and
+    // more, which a page (1000) must step over by offset rather than stop inside.
+    const pool = testPool(env.redis.url, 1);
+    try {
+      for (const tag of partitionTags(3)) {
+        const key = `${prefixOf(tag)}pending`;
+        const ids = await pool.exec(["ZRANGE", key, "0", "-1"]);
+        const members = ids.kind === "array" ? ids.value.map((m) => textOf(m) ?? "") : [];
+        expect(members.length).toBeGreaterThan(0);
+        for (let i = 0; i < members.length; i += 500) {
+          const pairs = members.slice(i, i + 500).flatMap((id) => ["1000", id]);
+          await pool.exec(["ZADD", key, "XX", ...pairs]);
+        }
+      }
+    } finally {
+      await pool.close();
+    }
+    expect(await cancelled("?count=1500")).toBe(1500);
+    expect(await cancelled("?count=1000")).toBe(1000);
+    expect(await cancelled("")).toBe(500);
+    expect(await cancelled("")).toBe(0);
   }, 60_000);
 });
