@@ -12,8 +12,15 @@ import { counter } from "../ops/helpers.js";
  * limits here (a 60 s wall limit, a 30 s time limit) would keep such queries in their places for
  * the whole file without that; the queries stop within a few slices once their clients abort.
  */
-const MAX_RUNNING = 2;
-const MAX_WAITING = 2;
+/** Small places; limits that would keep abandoned queries in them for the whole file. */
+const LIMITS = {
+  kvComputeSliceMs: 2,
+  kvComputeMaxRunning: 2,
+  kvComputeMaxWaiting: 2,
+  kvComputeWallLimitMs: 60_000,
+  searchQueryTimeLimitMs: 30_000,
+};
+const { kvComputeMaxRunning: MAX_RUNNING, kvComputeMaxWaiting: MAX_WAITING } = LIMITS;
 const DOCS = 2_000;
 const ABANDONED = "stashd_kv_compute_abandoned_total";
 
@@ -21,13 +28,7 @@ let redis: TestRedis;
 let s: TestStashd;
 
 beforeAll(async () => {
-  ({ redis, stashd: s } = await startOnOneRedis({
-    kvComputeSliceMs: 2,
-    kvComputeMaxRunning: MAX_RUNNING,
-    kvComputeMaxWaiting: MAX_WAITING,
-    kvComputeWallLimitMs: 60_000,
-    searchQueryTimeLimitMs: 30_000,
-  }));
+  ({ redis, stashd: s } = await startOnOneRedis(LIMITS));
   const words = "alpha beta gamma delta epsilon zeta".split(" ");
   // Some 6000 distinct terms: a fuzzy prefix match scans all of them for each word it names.
   const pipeline = Array.from({ length: DOCS }, (_, i) => [
