@@ -89,6 +89,18 @@ const connectionsShed = new Counter({
   help: "Client connections closed because STASHD_MAX_CONNECTIONS was reached (the oldest that no token vouched for).",
   registers: [registry],
 });
+const computeAbandoned = new Counter({
+  name: "stashd_kv_compute_abandoned_total",
+  help: "SEARCH.* and VECTOR.* queries ended because their client went away, by where they were (waiting, running).",
+  labelNames: ["stage"],
+  registers: [registry],
+});
+const computePlaces = new Gauge({
+  name: "stashd_kv_compute_queries",
+  help: "SEARCH.* and VECTOR.* queries holding a place on the compute scheduler now, by state (running, waiting).",
+  labelNames: ["state"],
+  registers: [registry],
+});
 const deliveries = new Counter({
   name: "stashd_queue_deliveries_total",
   help: "Delivery attempts recorded, by outcome: delivered, retry (will be retried), failed (to the DLQ).",
@@ -235,6 +247,14 @@ export const metrics = {
   },
   sseClosed(): void {
     sseOpen.dec();
+  },
+  /** Queries taking (1) or leaving (-1) a running or waiting place (kv/search/scheduler.ts). */
+  computePlaces(state: "running" | "waiting", change: 1 | -1): void {
+    computePlaces.inc({ state }, change);
+  },
+  /** A query whose client went away left the compute scheduler (kv/search/scheduler.ts). */
+  computeAbandoned(stage: "waiting" | "running"): void {
+    computeAbandoned.inc({ stage });
   },
   delivery(outcome: DeliveryOutcome, detail?: DeliveryDetail): void {
     deliveries.inc({ outcome });

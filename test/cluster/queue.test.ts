@@ -135,6 +135,41 @@ describe("the queue on a Redis Cluster", () => {
     expect(bodies).toEqual(ids.map((_, i) => `o${i}`));
   });
 
+  it("bulk-cancels page by page over the partitions on every master", async () => {
+    const client = new Client({ baseUrl: a.queue.url, token: TEST_TOKEN });
+    const publish = (url: string, i: number) =>
+      client.batchJSON(
+        Array.from({ length: 1000 }, (_, j) => ({ url, body: `${i}-${j}`, delay: 3600 })),
+      );
+    // 2300 + 1300 pending messages: pages of ids (1000) spread over the 3 partitions.
+    for (let i = 0; i < 2; i++) await publish(`${rx.url}/later-a`, i);
+    await publish(`${rx.url}/later-b`, 2);
+    await client.batchJSON(
+      Array.from({ length: 600 }, (_, j) => ({
+        url: `${rx.url}/later-${j % 2 === 0 ? "a" : "b"}`,
+        body: `x${j}`,
+        delay: 3600,
+      })),
+    );
+    const later = new Client({ baseUrl: b.queue.url, token: TEST_TOKEN });
+    expect(
+      await later.messages.cancel({ filter: { url: `${rx.url}/later-a` }, count: 1500 }),
+    ).toEqual({
+      cancelled: 1500,
+    });
+    expect(
+      await later.messages.cancel({ filter: { url: `${rx.url}/later-a` }, count: 2000 }),
+    ).toEqual({
+      cancelled: 800,
+    });
+    expect(await later.messages.cancel({ all: true, count: 100 })).toEqual({ cancelled: 100 });
+    // Without a count the SDK sends 100: the rest (1200) takes 12 calls, as its users loop.
+    const calls: number[] = [];
+    for (let n = -1; n !== 0; calls.push(n))
+      ({ cancelled: n } = await later.messages.cancel({ all: true }));
+    expect(calls).toEqual([...(Array(12).fill(100) as number[]), 0]);
+  }, 60_000);
+
   it("pauses its scripts while the queue's slot is migrating, writing nothing half", async () => {
     const from = await queueMaster(cluster);
     const to = (await mastersOf(cluster)).find((p) => p !== from) as number;

@@ -1,4 +1,5 @@
 import { AppError, type ErrorCode } from "../../shared/errors.js";
+import type { Interrupts } from "../../shared/http/interrupts.js";
 import type { Exchange, ExchangeOptions } from "../../shared/redis/connection.js";
 import type { RedisBackend } from "../../shared/redis/backend.js";
 import type { Arg } from "../../shared/redis/resp.js";
@@ -103,11 +104,7 @@ function timeoutText(ms: number, unit: "s" | "ms"): string {
   return unit === "ms" ? String(ms) : String(ms / 1000);
 }
 
-/** How a request's blocked wait is ended early: the client went away, or stashd stops. */
-export interface Interrupts {
-  /** Calls `end` (with why) once, if ever, until the returned function stops watching. */
-  watch(end: (why: string) => void): () => void;
-}
+export type { Interrupts };
 
 /**
  * One request's blocking commands: their time budget, and the exclusive connection they run on

@@ -392,6 +392,7 @@ async function startSlices(
       maxRecordBytes: p.db.maxRecordBytes,
     },
     blocking: new BlockingHold(p, pool, interrupts),
+    interrupts,
     raw,
   };
 }
@@ -410,6 +411,8 @@ interface PipelineSlices {
   };
   /** The request's blocking commands; from the first on, its slices go to their connection. */
   blocking: BlockingHold;
+  /** What tells the request's queries that its client went away (gateway-commands.ts). */
+  interrupts: Interrupts | undefined;
   /** The caller takes RawReplies (see runShortPipeline). */
   raw: boolean;
 }
@@ -476,7 +479,9 @@ async function runSlice(p: Principal, commands: Arg[][], s: PipelineSlices): Pro
     if (anyError(replies)) await retryReadOnlyFcalls(p, commands, replies);
   }
   // Gateway-handled commands run after the slice they came in (documented in compatibility.md).
-  for (const [i, handler] of special) replies[i] = await handler(p, commands[i] as Arg[]);
+  for (const [i, handler] of special) {
+    replies[i] = await handler(p, commands[i] as Arg[], s.interrupts);
+  }
   return replies as Reply[];
 }
 

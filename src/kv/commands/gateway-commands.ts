@@ -1,6 +1,7 @@
 import { LoginRefusedError, RedisConnection } from "../../shared/redis/connection.js";
 import type { RedisBackend } from "../../shared/redis/backend.js";
 import type { Arg, Reply } from "../../shared/redis/resp.js";
+import type { Interrupts } from "../../shared/http/interrupts.js";
 import type { Principal } from "../databases/database.js";
 import { mintAclToken } from "../databases/tokens.js";
 import { QUEUE_KEY_PREFIX, patternAvoidsPrefix } from "./command-rights.js";
@@ -21,8 +22,11 @@ import { isSearchCommand, searchCommand } from "../search/commands.js";
  *   the policy's ceiling appended and may not touch stashd's users; `CONFIG GET` hides passwords.
  *   Other tokens run them as their own ACL user, which Redis checks.
  * - `SEARCH.*`: Upstash's search commands, served from search/ (docs/search.md).
+ *
+ * `client` tells a handler that the request's client went away: SEARCH.* and VECTOR.* queries
+ * then give up their place on the compute scheduler (search/scheduler.ts).
  */
-export type GatewayHandler = (p: Principal, argv: Arg[]) => Promise<Reply>;
+export type GatewayHandler = (p: Principal, argv: Arg[], client?: Interrupts) => Promise<Reply>;
 
 const errorReply = (value: string): Reply => ({ kind: "error", value });
 const lower = (a: Arg | undefined): string | undefined => a?.toString().toLowerCase();

@@ -252,9 +252,10 @@ export class KvHttpHandler {
   }
 
   /**
-   * What ends a request's blocked wait early (blocking.ts): its client going away (the socket
-   * closes; watched on the socket, since a response queued behind others on a keep-alive
-   * connection has none yet), or shutdown. Watching starts only when a request blocks.
+   * What ends a request's blocked wait (blocking.ts) or its SEARCH.* / VECTOR.* query
+   * (search/scheduler.ts) early: its client going away (the socket closes; watched on the
+   * socket, since a response queued behind others on a keep-alive connection has none yet), or
+   * shutdown. Watching starts only when a request blocks or asks for a place to compute.
    */
   private interruptsOf(socket: Socket): Interrupts {
     return {

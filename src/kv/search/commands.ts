@@ -17,6 +17,7 @@ import {
 import { errorReply, formatNumber, toReply, type Plain } from "./reply.js";
 import { withLease, type Lease, type Steps } from "./scheduler.js";
 import { describe, parseCreate, Words } from "./schema.js";
+import type { Interrupts } from "../../shared/http/interrupts.js";
 import { checkName, SearchService, type SearchHost } from "./service.js";
 
 /**
@@ -28,7 +29,13 @@ import { checkName, SearchService, type SearchHost } from "./service.js";
  * QUERY, COUNT and AGGREGATE compute under a lease of the process's scheduler (scheduler.ts):
  * a slice of the event loop at a time, a bounded number at once, refused when too many wait.
  */
-type Handler = (s: SearchService, words: Words, host: SearchHost) => Promise<Plain>;
+/** `client` ends a query early when the request's client goes away (scheduler.ts). */
+type Handler = (
+  s: SearchService,
+  words: Words,
+  host: SearchHost,
+  client?: Interrupts,
+) => Promise<Plain>;
 
 const WRITES = new Set([
   "search.create",
@@ -74,7 +81,11 @@ export function closeSearch(host: SearchHost): void {
   services.delete(host);
 }
 
-export async function searchCommand(p: Principal, argv: Arg[]): Promise<Reply> {
+export async function searchCommand(
+  p: Principal,
+  argv: Arg[],
+  client?: Interrupts,
+): Promise<Reply> {
   const name = (argv[0] as Arg).toString().toLowerCase();
   const upper = name.toUpperCase();
   if (p.role === "acl") return errorReply(`NOPERM ${upper} is not available to ACL-user tokens`);
@@ -83,7 +94,7 @@ export async function searchCommand(p: Principal, argv: Arg[]): Promise<Reply> {
   }
   const handler = HANDLERS[name] as Handler;
   try {
-    return toReply(await handler(searchServiceOf(p.db), new Words(argv.slice(1)), p.db));
+    return toReply(await handler(searchServiceOf(p.db), new Words(argv.slice(1)), p.db, client));
   } catch (err) {
     if (err instanceof SearchError) return errorReply(err.message);
     throw err;
@@ -120,24 +131,35 @@ async function reindex(s: SearchService, words: Words): Promise<Plain> {
 /** Runs `work` in slices under a lease, with the query's time budget (summed over slices). */
 function computed<T>(
   host: SearchHost,
+  client: Interrupts | undefined,
   work: (lease: Lease, deadline: Deadline) => Promise<T>,
 ): Promise<T> {
   const deadline = new Deadline(host.config.searchQueryTimeLimitMs);
-  return withLease(host.config, "search", (lease) => work(lease, deadline));
+  return withLease(host.config, "search", (lease) => work(lease, deadline), client);
 }
 
-async function countMatches(s: SearchService, words: Words, host: SearchHost): Promise<Plain> {
+async function countMatches(
+  s: SearchService,
+  words: Words,
+  host: SearchHost,
+  client?: Interrupts,
+): Promise<Plain> {
   const index = await s.index(checkName(words.next("index name")));
   const filter = parseFilter(words.next("filter"));
   if (!index) return -1;
   const live = answering(index);
-  return computed(host, async (lease, deadline) => {
+  return computed(host, client, async (lease, deadline) => {
     const { scores } = await lease.run(matchesOf(live.memory, filter, deadline), deadline);
     return scores.size;
   });
 }
 
-async function query(s: SearchService, words: Words, host: SearchHost): Promise<Plain> {
+async function query(
+  s: SearchService,
+  words: Words,
+  host: SearchHost,
+  client?: Interrupts,
+): Promise<Plain> {
   const index = await s.index(checkName(words.next("index name")));
   const filterText = words.next("filter");
   const rest: string[] = [];
@@ -145,7 +167,7 @@ async function query(s: SearchService, words: Words, host: SearchHost): Promise<
   const opts: QueryOptions = parseQueryOptions(filterText, rest, host.config.searchMaxLimit);
   if (!index) return null;
   const live = answering(index);
-  return computed(host, async (lease, deadline) => {
+  return computed(host, client, async (lease, deadline) => {
     const page = await lease.run(rankedMatches(live, opts, deadline), deadline);
     if (opts.noContent) return page.ranked.map((r) => [r.key, formatNumber(r.score)]);
     const max = host.config.kvMaxReplyBytes;
@@ -200,13 +222,18 @@ function* pageOf(
   return out;
 }
 
-async function aggregateCommand(s: SearchService, words: Words, host: SearchHost): Promise<Plain> {
+async function aggregateCommand(
+  s: SearchService,
+  words: Words,
+  host: SearchHost,
+  client?: Interrupts,
+): Promise<Plain> {
   const index = await s.index(checkName(words.next("index name")));
   const filter = parseFilter(words.next("filter"));
   const spec = parseFilter(words.next("aggregations"));
   if (!index) throw new SearchError("ERR no such index");
   const live = answering(index);
-  return computed(host, (lease, deadline) =>
+  return computed(host, client, (lease, deadline) =>
     lease.run(aggregated(live, filter, spec, deadline), deadline),
   );
 }

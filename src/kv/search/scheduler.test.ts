@@ -70,4 +70,60 @@ describe("SliceScheduler", () => {
       /ERR search waited and ran longer than 30 ms/,
     );
   });
+
+  it("drops a query whose client goes away: off the wait list at once, or at its next slice", async () => {
+    const scheduler = new SliceScheduler(settings);
+    const client = new TestClient();
+    const running = await scheduler.admit("search", client);
+    await scheduler.admit("search");
+    const waiting = scheduler.admit("search", client);
+    const log: string[] = [];
+    const budget = new Deadline(60_000);
+    const work = running.run(spinner("r", 1_000_000, log, budget), budget);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    client.goAway("the client went away");
+    await expect(waiting).rejects.toThrow("ERR search ended: the client went away");
+    await expect(work).rejects.toThrow("ERR search ended: the client went away");
+    expect(log.length).toBeLessThan(1_000_000);
+    running.release();
+    expect(client.watching).toBe(0); // both watches stopped
+    // Both places are free again: one more running, one waiting.
+    await scheduler.admit("search");
+    void scheduler.admit("search");
+    await expect(scheduler.admit("search")).rejects.toThrow("busy");
+  });
+
+  it("gives no place to a query whose client is already gone", async () => {
+    const scheduler = new SliceScheduler(settings);
+    const client = new TestClient();
+    client.goAway("the client went away");
+    await expect(scheduler.admit("search", client)).rejects.toThrow("ERR search ended");
+    expect(client.watching).toBe(0);
+    await scheduler.admit("search");
+    await scheduler.admit("search");
+  });
 });
+
+/** Interrupts as http.ts gives them: `goAway` calls every watcher (at once for later ones). */
+class TestClient {
+  private gone: string | undefined;
+  private readonly ends = new Set<(why: string) => void>();
+
+  get watching(): number {
+    return this.ends.size;
+  }
+
+  watch(end: (why: string) => void): () => void {
+    if (this.gone !== undefined) {
+      end(this.gone);
+      return () => undefined;
+    }
+    this.ends.add(end);
+    return () => this.ends.delete(end);
+  }
+
+  goAway(why: string): void {
+    this.gone = why;
+    for (const end of [...this.ends]) end(why);
+  }
+}

@@ -1,4 +1,6 @@
 import type { Config } from "../../config/schema.js";
+import type { Interrupts } from "../../shared/http/interrupts.js";
+import { metrics } from "../../shared/metrics.js";
 import type { Deadline } from "./deadline.js";
 import { SearchError } from "./errors.js";
 
@@ -15,6 +17,12 @@ import { SearchError } from "./errors.js";
  * A lease ends its query once STASHD_KV_COMPUTE_WALL_LIMIT_MS have passed since it was asked
  * for, waiting included. Indexing work (`background`) takes no lease: its amount is bounded by
  * the indexes, not by requests.
+ *
+ * A query whose client goes away (`Interrupts`: the request's socket closed before its reply was
+ * written) is abandoned: waiting, it leaves the wait list at once; running, it stops at its next
+ * slice boundary (within STASHD_KV_COMPUTE_SLICE_MS) and its lease's place goes to the next
+ * waiter as soon as the caller releases it. Either way its promise rejects with `Abandoned`, which
+ * the command answers as an error reply that nobody reads (the socket is gone).
  */
 export type Steps<T> = Generator<void, T, void>;
 
@@ -28,6 +36,9 @@ export interface SchedulerSettings {
 /** A query refused (busy) or ended (past the wall-clock limit): answered as an error reply. */
 export class Refused extends SearchError {}
 
+/** A query ended because its client went away (or stashd is stopping): see `Interrupts`. */
+export class Abandoned extends Refused {}
+
 interface Job {
   readonly steps: Steps<unknown>;
   readonly deadline: Deadline;
@@ -40,9 +51,33 @@ interface Waiter {
   readonly since: number;
   readonly what: string;
   readonly timer: NodeJS.Timeout;
+  readonly client: ClientWatch;
   resolve(lease: Lease): void;
   reject(err: Error): void;
 }
+
+/**
+ * Whether a query's client went away, from `admit` on: the reason once it did. Watching stops when
+ * the lease is released (or the query leaves the wait list).
+ */
+class ClientWatch {
+  gone: string | undefined;
+  private readonly unwatch: () => void;
+
+  constructor(interrupts: Interrupts | undefined, onGone: (watch: ClientWatch) => void) {
+    this.unwatch =
+      interrupts?.watch((why) => {
+        this.gone = why;
+        onGone(this);
+      }) ?? noop;
+  }
+
+  stop(): void {
+    this.unwatch();
+  }
+}
+
+const noop = (): void => undefined;
 
 /** One query's right to compute; `release` it when the query is answered. */
 export class Lease {
@@ -53,6 +88,7 @@ export class Lease {
     private readonly scheduler: SliceScheduler,
     readonly what: string,
     since: number,
+    readonly client: ClientWatch,
   ) {
     this.wallEnd = since + scheduler.settings.wallLimitMs;
   }
@@ -65,6 +101,7 @@ export class Lease {
   release(): void {
     if (this.released) return;
     this.released = true;
+    this.client.stop();
     this.scheduler.leaseEnded();
   }
 }
@@ -78,30 +115,53 @@ export class SliceScheduler {
 
   constructor(readonly settings: SchedulerSettings) {}
 
-  /** A lease now, or once one ends; `Refused` when the wait list is full or the wait too long. */
-  admit(what: string): Promise<Lease> {
+  /**
+   * A lease now, or once one ends; `Refused` when the wait list is full or the wait too long,
+   * `Abandoned` when `interrupts` end the query first (or had already: it takes no place then).
+   */
+  admit(what: string, interrupts?: Interrupts): Promise<Lease> {
     const since = performance.now();
+    let waiter: Waiter | undefined;
+    const client = new ClientWatch(interrupts, (watch) => {
+      if (waiter !== undefined && this.leaveWaitList(waiter)) {
+        metrics.computeAbandoned("waiting");
+        waiter.reject(abandoned(what, watch));
+      }
+    });
+    if (client.gone !== undefined) {
+      client.stop();
+      metrics.computeAbandoned("waiting");
+      return Promise.reject(abandoned(what, client));
+    }
     if (this.leases < this.settings.maxRunning) {
       this.leases++;
-      return Promise.resolve(new Lease(this, what, since));
+      metrics.computePlaces("running", 1);
+      return Promise.resolve(new Lease(this, what, since, client));
     }
     if (this.waiting.length >= this.settings.maxWaiting) {
+      client.stop();
       return Promise.reject(new Refused(`ERR ${what} is busy, try again`));
     }
     return new Promise<Lease>((resolve, reject) => {
-      const waiter: Waiter = {
-        since,
-        what,
-        resolve,
-        reject,
-        timer: setTimeout(() => {
-          const at = this.waiting.indexOf(waiter);
-          if (at >= 0) this.waiting.splice(at, 1);
-          reject(this.tooLong(what));
-        }, this.settings.wallLimitMs).unref(),
-      };
+      const timer = setTimeout(() => {
+        if (waiter !== undefined) this.leaveWaitList(waiter);
+        reject(this.tooLong(what));
+      }, this.settings.wallLimitMs).unref();
+      waiter = { since, what, resolve, reject, timer, client };
       this.waiting.push(waiter);
+      metrics.computePlaces("waiting", 1);
     });
+  }
+
+  /** Takes `waiter` off the wait list (its timer and watch stopped); false when it was not on it. */
+  private leaveWaitList(waiter: Waiter): boolean {
+    const at = this.waiting.indexOf(waiter);
+    if (at < 0) return false;
+    this.waiting.splice(at, 1);
+    metrics.computePlaces("waiting", -1);
+    clearTimeout(waiter.timer);
+    waiter.client.stop();
+    return true;
   }
 
   /** Runs indexing work a slice at a time, beside the queries (no lease, never refused). */
@@ -117,12 +177,15 @@ export class SliceScheduler {
   }
 
   leaseEnded(): void {
-    this.leases--;
     const next = this.waiting.shift();
-    if (next === undefined) return;
+    if (next === undefined) {
+      this.leases--;
+      metrics.computePlaces("running", -1);
+      return;
+    }
+    metrics.computePlaces("waiting", -1);
     clearTimeout(next.timer);
-    this.leases++;
-    next.resolve(new Lease(this, next.what, next.since));
+    next.resolve(new Lease(this, next.what, next.since, next.client));
   }
 
   private schedule(): void {
@@ -142,9 +205,10 @@ export class SliceScheduler {
   /** Runs one slice of `job`; true when it has more to do. */
   private slice(job: Job): boolean {
     const start = performance.now();
-    if (job.lease !== undefined && start > job.lease.wallEnd) {
+    const ended = job.lease && this.endOf(job.lease, start);
+    if (ended !== undefined) {
       job.steps.return(undefined);
-      job.reject(this.tooLong(job.lease.what));
+      job.reject(ended);
       return false;
     }
     job.deadline.beginSlice(start, this.settings.sliceMs);
@@ -160,11 +224,24 @@ export class SliceScheduler {
     return false;
   }
 
+  /** Why a leased query stops before its next slice (client gone, past the wall limit), if so. */
+  private endOf(lease: Lease, now: number): Refused | undefined {
+    if (lease.client.gone !== undefined) {
+      metrics.computeAbandoned("running");
+      return abandoned(lease.what, lease.client);
+    }
+    return now > lease.wallEnd ? this.tooLong(lease.what) : undefined;
+  }
+
   private tooLong(what: string): Refused {
     return new Refused(
       `ERR ${what} waited and ran longer than ${this.settings.wallLimitMs} ms (STASHD_KV_COMPUTE_WALL_LIMIT_MS): try again`,
     );
   }
+}
+
+function abandoned(what: string, client: ClientWatch): Abandoned {
+  return new Abandoned(`ERR ${what} ended: ${client.gone ?? "the client went away"}`);
 }
 
 const schedulers = new WeakMap<Config, SliceScheduler>();
@@ -184,13 +261,17 @@ export function schedulerOf(config: Config): SliceScheduler {
   return scheduler;
 }
 
-/** Runs `work` under a lease of `config`'s scheduler, released however it ends. */
+/**
+ * Runs `work` under a lease of `config`'s scheduler, released however it ends; `interrupts`
+ * abandon it when its client goes away (see SliceScheduler).
+ */
 export async function withLease<T>(
   config: Config,
   what: string,
   work: (lease: Lease) => Promise<T>,
+  interrupts?: Interrupts,
 ): Promise<T> {
-  const lease = await schedulerOf(config).admit(what);
+  const lease = await schedulerOf(config).admit(what, interrupts);
   try {
     return await work(lease);
   } finally {

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { LuaScript } from "../../shared/lua/script.js";
 import type { Arg, Reply } from "../../shared/redis/resp.js";
+import type { Interrupts } from "../../shared/http/interrupts.js";
 import type { Principal } from "../databases/database.js";
 import { ID_PREFIX, logKeyOf, META_FIELD_COUNT } from "./keys.js";
 import { Deadline } from "../search/deadline.js";
@@ -46,7 +47,8 @@ export function isVectorCommand(argv: readonly Arg[]): boolean {
   return name !== undefined && name.length <= 16 && /^vector\./i.test(name.toString());
 }
 
-type Handler = (p: Principal, index: string, rest: Arg[]) => Promise<Reply>;
+/** `client` ends a query early when the request's client goes away (search/scheduler.ts). */
+type Handler = (p: Principal, index: string, rest: Arg[], client?: Interrupts) => Promise<Reply>;
 
 /** Each command: its handler, how many arguments after the index it takes, and whether it writes. */
 const COMMANDS: Record<string, { run: Handler; args: [number, number]; writes: boolean }> = {
@@ -61,7 +63,11 @@ const COMMANDS: Record<string, { run: Handler; args: [number, number]; writes: b
 };
 
 /** The gateway handler of every VECTOR.* command (gateway-commands.ts). */
-export async function vectorCommand(p: Principal, argv: Arg[]): Promise<Reply> {
+export async function vectorCommand(
+  p: Principal,
+  argv: Arg[],
+  client?: Interrupts,
+): Promise<Reply> {
   const name = (argv[0] as Arg).toString().toLowerCase();
   const command = COMMANDS[name];
   if (!command) return errorReply(`ERR unknown command '${name.toUpperCase()}'`);
@@ -75,7 +81,7 @@ export async function vectorCommand(p: Principal, argv: Arg[]): Promise<Reply> {
     return errorReply(`NOPERM the read-only token cannot run ${name.toUpperCase()}`);
   }
   try {
-    return await command.run(p, index.toString(), rest);
+    return await command.run(p, index.toString(), rest, client);
   } catch (err) {
     if (err instanceof IndexReadError) return err.reply;
     if (
@@ -166,28 +172,38 @@ async function info(p: Principal, index: string): Promise<Reply> {
  * The copy is brought up to date (waiting at most the query time limit), then searched in
  * slices: the search's own computing time is bounded by the same limit, summed over its slices.
  */
-async function query(p: Principal, index: string, rest: Arg[]): Promise<Reply> {
+async function query(
+  p: Principal,
+  index: string,
+  rest: Arg[],
+  client?: Interrupts,
+): Promise<Reply> {
   const settings = p.db.vectorSettings;
   const req = parseQuery(rest, settings);
-  return withLease(p.db.config, "vector search", async (lease) => {
-    const loadedBy = performance.now() + settings.queryTimeoutMs;
-    const local = await storeOf(p).current(p.db.poolFor(p), index, logOf(index), loadedBy);
-    if (!local) return { kind: "array", value: [] };
-    if (req.vector.length !== local.dim) {
-      return errorReply(
-        `ERR query vector has ${req.vector.length} elements, the index has DIM ${local.dim}`,
-      );
-    }
-    const budget = new Deadline(settings.queryTimeoutMs, () => new QueryTimeout());
-    const hits = await lease.run(nearest(local, req, budget), budget);
-    return {
-      kind: "array",
-      value: hits.map(({ id, score }) => ({
+  return withLease(
+    p.db.config,
+    "vector search",
+    async (lease) => {
+      const loadedBy = performance.now() + settings.queryTimeoutMs;
+      const local = await storeOf(p).current(p.db.poolFor(p), index, logOf(index), loadedBy);
+      if (!local) return { kind: "array", value: [] };
+      if (req.vector.length !== local.dim) {
+        return errorReply(
+          `ERR query vector has ${req.vector.length} elements, the index has DIM ${local.dim}`,
+        );
+      }
+      const budget = new Deadline(settings.queryTimeoutMs, () => new QueryTimeout());
+      const hits = await lease.run(nearest(local, req, budget), budget);
+      return {
         kind: "array",
-        value: [bulk(id), bulk(String(score))],
-      })),
-    };
-  });
+        value: hits.map(({ id, score }) => ({
+          kind: "array",
+          value: [bulk(id), bulk(String(score))],
+        })),
+      };
+    },
+    client,
+  );
 }
 
 function storeOf(p: Principal): VectorStore {

@@ -7,9 +7,12 @@ import {
   type Filter,
 } from "../domain/filters.js";
 import { renderMessage } from "../domain/render.js";
+import type { PendingEntry } from "../store/message-store.js";
 import type { Handler, QueueContext, QueueRequest } from "./context.js";
 import { countParam, decode, multi, notFound, readJsonObject, reply, stringList } from "./util.js";
 
+/** Ids read from the pending set at a time, and filtered and cancelled at a time (cancelMany). */
+const PAGE = 1000;
 const CHUNK = 500;
 
 /** GET /v2/messages/{id}: pending or in-flight messages only (finished ones are gone: 404). */
@@ -55,26 +58,52 @@ function countOf(r: QueueRequest, json: Record<string, unknown> | undefined): nu
   return countParam(r.query, Infinity, Infinity);
 }
 
+/**
+ * Walks the pending set a page of PAGE ids at a time (oldest first, stored before the request
+ * began), with a turn of the event loop between pages: memory and each stretch of work are
+ * bounded by the page, however many messages are pending. Each page is filtered and cancelled in
+ * chunks until `count` are cancelled.
+ */
 async function cancelMatching(ctx: QueueContext, filter: Filter, count: number): Promise<number> {
-  const all = await ctx.messages.pendingIds();
+  const until = Date.now();
   let cancelled = 0;
-  for (let i = 0; i < all.length && cancelled < count; i += CHUNK) {
-    const chunk = all.slice(i, i + CHUNK);
-    const picked = isEmpty(filter)
-      ? chunk
-      : (await ctx.messages.getMany(chunk))
-          .filter((m) => matches(filter, m.meta, { time: m.meta.createdAt, state: m.state }))
-          .map((m) => m.meta.messageId);
-    // Some picked ones may already be cancelled (not counted again): take the rest of the chunk
-    // in steps until `count` is reached.
-    for (let j = 0; j < picked.length && cancelled < count;) {
-      const step = picked.slice(j, j + (count - cancelled));
-      j += step.length;
-      cancelled += await cancel(ctx, step);
+  let after: PendingEntry | undefined;
+  while (cancelled < count) {
+    const page = await ctx.messages.pendingPage(after, PAGE, until);
+    if (page.length === 0) break;
+    after = page[page.length - 1];
+    for (let i = 0; i < page.length && cancelled < count; i += CHUNK) {
+      const chunk = page.slice(i, i + CHUNK).map(([id]) => id);
+      cancelled += await cancelPicked(ctx, await picked(ctx, filter, chunk), count - cancelled);
     }
+    await nextTurn();
   }
   return cancelled;
 }
+
+/** The ids of `chunk` whose messages match `filter` (all of them for no filter). */
+async function picked(ctx: QueueContext, filter: Filter, chunk: string[]): Promise<string[]> {
+  if (isEmpty(filter)) return chunk;
+  return (await ctx.messages.getMany(chunk))
+    .filter((m) => matches(filter, m.meta, { time: m.meta.createdAt, state: m.state }))
+    .map((m) => m.meta.messageId);
+}
+
+/**
+ * Cancels up to `most` of `ids`, in order. Some may be cancelled already (not counted again):
+ * the rest are taken in steps until `most` are.
+ */
+async function cancelPicked(ctx: QueueContext, ids: string[], most: number): Promise<number> {
+  let cancelled = 0;
+  for (let j = 0; j < ids.length && cancelled < most;) {
+    const step = ids.slice(j, j + (most - cancelled));
+    j += step.length;
+    cancelled += await cancel(ctx, step);
+  }
+  return cancelled;
+}
+
+const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
 
 /**
  * Cancels the messages (store/lua cancel) and aborts this process's attempts of those in flight,

@@ -1,5 +1,4 @@
 import { randomBytes } from "node:crypto";
-import { TimeSlice } from "../../shared/time-slice.js";
 import type { Arg } from "../../shared/redis/resp.js";
 import { originOf } from "../delivery/destination-share.js";
 import type { DlqMeta, MessageMeta, MessageState } from "../domain/message.js";
@@ -477,29 +476,33 @@ export class MessageStore {
     });
   }
 
-  /**
-   * Ids of every unfinished message, oldest first: the partitions' pending sets merged by
-   * creation time, then id (the order of one sorted set).
-   */
+  /** Every pending message's id, oldest first (tests; the bulk cancel pages: `pendingPage`). */
   async pendingIds(): Promise<string[]> {
-    // 200,000 pending messages took 300 ms of JS in one go (reading and sorting their ids):
-    // other requests get turns meanwhile, and one partition's list, already in order, is not sorted.
-    const slice = new TimeSlice();
-    const lists = await this.parts.each(async (p) => {
-      const reply = await p.redis.exec(["ZRANGE", p.keys.pending, "0", "-1", "WITHSCORES"]);
-      const flat = asArray(checked(reply, "pending"));
-      const pairs: [string, number][] = [];
-      for (let i = 0; i + 1 < flat.length; i += 2) {
-        if ((i & 2047) === 0) await slice.pass();
-        pairs.push([asText(flat[i]) ?? "", Number(asText(flat[i + 1]))]);
-      }
-      return pairs;
-    });
-    const byTime = (a: [string, number], b: [string, number]) =>
-      a[1] - b[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0);
-    // ZRANGE gives a partition's ids by score, then by id (ASCII: byTime's order).
-    const ordered = lists.length === 1 ? (lists[0] ?? []) : mergeSorted(lists, byTime);
-    return ordered.map(([id]) => id);
+    const ids: string[] = [];
+    const until = Date.now();
+    let after: PendingEntry | undefined;
+    for (;;) {
+      const page = await this.pendingPage(after, PENDING_PAGE, until);
+      if (page.length === 0) return ids;
+      for (const [id] of page) ids.push(id);
+      after = page[page.length - 1];
+    }
+  }
+
+  /**
+   * The next `size` pending messages after `after` (a `[id, score]` of an earlier page; from the
+   * first when undefined), oldest first (by the time they were stored, then by id, over every
+   * partition), stored at or before `until` (ms) so a walk does not chase new messages. Memory
+   * and the work per call are bounded by `size` (times the partition count): a caller walks the
+   * whole set page by page, resuming after the last entry it got, whatever was removed since.
+   */
+  async pendingPage(
+    after: PendingEntry | undefined,
+    size: number,
+    until: number,
+  ): Promise<PendingEntry[]> {
+    const lists = await this.parts.each((p) => pendingAfter(p, after, size, until));
+    return lists.length === 1 ? (lists[0] ?? []) : mergeSorted(lists, byStoredTime, size);
   }
 
   /** Earliest due time in any partition (after `after`, when given); undefined when none. */
@@ -517,4 +520,40 @@ export class MessageStore {
 
 function bump(counts: Map<string, number>, origin: string): void {
   counts.set(origin, (counts.get(origin) ?? 0) + 1);
+}
+
+/** A pending message's id and the time it was stored (its score in the pending set). */
+export type PendingEntry = readonly [id: string, storedAt: number];
+
+/** The entries of one page of pending ids (pendingPage). */
+const PENDING_PAGE = 1000;
+
+/** ZRANGE's order: by score, then by id (ASCII). */
+function byStoredTime(a: PendingEntry, b: PendingEntry): number {
+  return a[1] - b[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0);
+}
+
+/**
+ * One partition's first `size` pending entries after `after` stored by `until`. The set is read
+ * from `after`'s score on; entries of that same score up to its id were read before and are
+ * skipped, and a run of more than `size` of them is stepped over a page at a time.
+ */
+async function pendingAfter(
+  p: Partition,
+  after: PendingEntry | undefined,
+  size: number,
+  until: number,
+): Promise<PendingEntry[]> {
+  const min = after === undefined ? "-inf" : String(after[1]);
+  for (let offset = 0; ; offset += size) {
+    const cmd = ["ZRANGE", p.keys.pending, min, String(until), "BYSCORE"];
+    const reply = await p.redis.exec([...cmd, "LIMIT", String(offset), String(size), "WITHSCORES"]);
+    const flat = asArray(checked(reply, "pending"));
+    const entries: PendingEntry[] = [];
+    for (let i = 0; i + 1 < flat.length; i += 2) {
+      const entry: PendingEntry = [asText(flat[i]) ?? "", Number(asText(flat[i + 1]))];
+      if (after === undefined || byStoredTime(entry, after) > 0) entries.push(entry);
+    }
+    if (entries.length > 0 || flat.length < 2 * size) return entries;
+  }
 }
