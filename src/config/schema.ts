@@ -140,6 +140,18 @@ export const SETTINGS = {
     default: 5_000,
     doc: "A Lua script or function running longer is killed (SCRIPT/FUNCTION KILL) and its request answered with an error.",
   },
+  kvScriptMemoryCheckMs: {
+    env: "STASHD_KV_SCRIPT_MEMORY_CHECK_MS",
+    kind: "int",
+    default: 50,
+    doc: "While a script runs on a managed database, how often its redis-server's resident memory is read (STASHD_KV_SCRIPT_MAX_GROWTH_BYTES).",
+  },
+  kvScriptMaxGrowthBytes: {
+    env: "STASHD_KV_SCRIPT_MAX_GROWTH_BYTES",
+    kind: "int",
+    default: 0,
+    doc: "How far one script may grow a managed database's redis-server (resident memory) past its max data size, or past what it held when the script was sent; then the script is killed, or its Redis stopped without saving when it wrote (its writes dropped). Redis itself checks the limit only when a script starts. 0 = a quarter of the max data size, at least 64 MiB.",
+  },
   kvVectorMaxDimension: {
     env: "STASHD_KV_VECTOR_MAX_DIMENSION",
     kind: "int",

@@ -162,13 +162,19 @@ export class RequestReplies {
     watched: ReadonlySet<number>,
     raw: boolean,
   ): Promise<Exchange> {
-    const sent = await target.exchange(commands, {
-      maxReplyBytes: Math.max(0, this.left),
-      watched,
-      raw,
-    });
-    this.left -= sent.bytes;
-    return sent;
+    // A script call's memory is watched while it is in flight (script-memory.ts).
+    const done = watched.size > 0 ? this.p.db.scriptCallStarted() : undefined;
+    try {
+      const sent = await target.exchange(commands, {
+        maxReplyBytes: Math.max(0, this.left),
+        watched,
+        raw,
+      });
+      this.left -= sent.bytes;
+      return sent;
+    } finally {
+      done?.();
+    }
   }
 
   /** One reply as `exchange` gives it (a command sent on its own, kv/fast/single.ts). */
@@ -200,8 +206,11 @@ export class RequestReplies {
       db.scriptKills > this.killsBefore &&
       /killed by user with (SCRIPT|FUNCTION) KILL/i.test(reply.value)
     ) {
+      const { reason, past } = db.scriptKillReason;
       return errorReply(
-        `ERR script killed: it ran longer than this database's script time limit of ${db.scriptTimeLimitMs} ms`,
+        reason === "memory"
+          ? `ERR script killed: it ran past ${past}`
+          : `ERR script killed: it ran longer than this database's script time limit of ${db.scriptTimeLimitMs} ms`,
       );
     }
     return reply;

@@ -19,7 +19,9 @@ import {
 } from "../commands/command-rights.js";
 import type { DatabaseRecord } from "./registry.js";
 import { ScriptAliases } from "../commands/rewrite.js";
-import { ScriptKiller } from "./script-killer.js";
+import { ScriptKiller, type KillReason } from "./script-killer.js";
+import { ScriptMemoryWatch } from "./script-memory.js";
+import { managedMaxMemory } from "./managed-limits.js";
 import { closeSearch } from "../search/commands.js";
 import { ExclusiveLimits } from "./exclusive-limits.js";
 import { FailureThrottle } from "../../shared/failure-throttle.js";
@@ -98,6 +100,8 @@ export class KvDatabase {
   commandsRun = 0;
   /** Ends scripts past the time limit (SCRIPT/FUNCTION KILL, or SHUTDOWN NOSAVE). */
   private readonly killer: ScriptKiller;
+  /** Ends scripts that grow a managed Redis past its max data size (script-memory.ts). */
+  private readonly memoryWatch: ScriptMemoryWatch | undefined;
   /** Bounds on exclusive connections and event streams, all tokens together (exclusive-limits.ts). */
   readonly limits: ExclusiveLimits;
   /** Failed ACL RESTTOKEN logins, per ACL user (gateway-commands.ts): no password guessing. */
@@ -112,6 +116,7 @@ export class KvDatabase {
     private readonly sharing: RedisSharing = { withQueue: false, queueUser: undefined },
   ) {
     this.killer = new ScriptKiller(this, config, logger);
+    this.memoryWatch = managed && this.watchMemory(managed);
     this.limits = new ExclusiveLimits(record.name, config);
     this.restTokenGuesses = new FailureThrottle({
       perKey: config.kvRestTokenFailures,
@@ -404,6 +409,33 @@ export class KvDatabase {
     return this.killer.attempts;
   }
 
+  /** Why the last kill was started, and what it ran past (for replies). */
+  get scriptKillReason(): { reason: KillReason; past: string } {
+    return { reason: this.killer.reason, past: this.killer.causeText() };
+  }
+
+  /**
+   * Marks a script call sent to this database; the returned function marks it answered. A
+   * managed database's memory is watched meanwhile (script-memory.ts).
+   */
+  scriptCallStarted(): () => void {
+    return this.memoryWatch?.started() ?? noop;
+  }
+
+  private watchMemory(managed: ManagedRedis): ScriptMemoryWatch {
+    return new ScriptMemoryWatch(
+      { pidFile: managed.pidFile, maxDataBytes: () => managedMaxMemory(this.config, this.record) },
+      {
+        checkMs: this.config.kvScriptMemoryCheckMs,
+        maxGrowthBytes: this.config.kvScriptMaxGrowthBytes,
+        onOverrun: ({ rssBytes, boundBytes }) =>
+          this.killer.killForMemory(
+            `its redis-server held ${mib(rssBytes)} MiB, past ${mib(boundBytes)} MiB: the max data size or what it held before the script, plus STASHD_KV_SCRIPT_MAX_GROWTH_BYTES`,
+          ),
+      },
+    );
+  }
+
   /** The backend's masters (a single Redis is one), where scripts run. */
   masterEndpoints(): Promise<RedisEndpoint[]> {
     return this.backends.masterEndpoints();
@@ -445,6 +477,7 @@ export class KvDatabase {
 
   async close(): Promise<void> {
     this.killer.close();
+    this.memoryWatch?.close();
     closeSearch(this);
     await Promise.all([
       this.admin.close(),
@@ -480,4 +513,10 @@ export class KvDatabase {
       }
     }
   }
+}
+
+function noop(): void {}
+
+function mib(bytes: number): string {
+  return (bytes / (1024 * 1024)).toFixed(0);
 }

@@ -18,12 +18,20 @@ export interface ScriptDatabase {
   forceRestart(): void;
 }
 
+/**
+ * Why a kill was started: `time`, the script ran past the time limit; `memory`, it grew its
+ * managed Redis past the database's max data size (script-memory.ts).
+ */
+export type KillReason = "time" | "memory";
+
 /** `no-answer`: the kill was not even read within the grace (the script is inside a C call). */
 type KillOutcome = "killed" | "unkillable" | "not-busy" | "no-answer";
 
 /** How long after a SHUTDOWN the server is polled for, and backend errors explained. */
 const BACK_WAIT_MS = 60_000;
 const BACK_POLL_MS = 50;
+/** How long a kill for memory may wait for Redis to read it before the server is SIGKILLed. */
+const MEMORY_ANSWER_WAIT_MS = 100;
 
 /**
  * Ends scripts that run past the database's time limit (docs/reliability.md, issue 11). Called
@@ -45,6 +53,9 @@ export class ScriptKiller {
    * killed script's error reply (on another connection) may arrive first.
    */
   attempts = 0;
+  /** Why the last attempt was started: replies and errors say so. */
+  reason: KillReason = "time";
+  private memoryDetail = "";
   private readonly connections = new Map<string, Promise<RedisConnection>>();
   private running = false;
   /** When the last attempt started (Date.now), for the `busy` trigger's spacing. */
@@ -68,14 +79,17 @@ export class ScriptKiller {
    * starts an attempt at most once per time limit, since traffic to a busy database answers
    * BUSY at the rate it arrives. Both repeat while the script runs, so an attempt that failed
    * (Redis stalled past the reply deadline, or read the kill before the script) is retried.
+   * `memory`: the script grew its Redis past the bound (script-memory.ts); a script that wrote is
+   * then stopped without the grace, since every moment of it costs more memory.
    */
-  killSlowScript(cause: "stall" | "busy" = "stall"): void {
+  killSlowScript(cause: "stall" | "busy" | "memory" = "stall"): void {
     if (this.running || this.closed) return;
     const now = Date.now();
     if (cause === "busy" && now - this.lastAttemptAt < this.db.scriptTimeLimitMs) return;
     this.lastAttemptAt = now;
     this.running = true;
     this.attempts++;
+    this.reason = cause === "memory" ? "memory" : "time";
     void this.killEverywhere()
       .catch((err: unknown) =>
         this.logger.warn("could not kill a slow script", { db: this.db.name, err: messageOf(err) }),
@@ -90,18 +104,22 @@ export class ScriptKiller {
    */
   explain(err: unknown): unknown {
     if (!this.phase || !isBackendFailure(err)) return err;
-    const limit = `the script time limit of ${this.db.scriptTimeLimitMs} ms`;
+    const cause = this.causeText();
     if (this.phase === "grace") {
       return new AppError(
         "backend_unavailable",
-        `ERR database busy: a script that had written runs past ${limit} and cannot be killed; its Redis is stopped without saving (SHUTDOWN NOSAVE) if it still runs ${this.config.kvUnkillableScriptGraceMs} ms later. Retry in a moment.`,
+        `ERR database busy: a script that had written runs past ${cause} and cannot be killed; its Redis is stopped without saving (SHUTDOWN NOSAVE) if it still runs ${this.config.kvUnkillableScriptGraceMs} ms later. Retry in a moment.`,
         { cause: err },
       );
     }
     if (this.phase === "forced") {
+      const why =
+        this.reason === "memory"
+          ? `grew its Redis past ${cause} while Redis read no other command`
+          : `ran past ${cause} inside one long call that Redis cannot interrupt`;
       return new AppError(
         "backend_unavailable",
-        `ERR database restarting: a script ran past ${limit} inside one long call that Redis cannot interrupt, so stashd killed its redis-server and is restarting it from its AOF; none of the script's writes were kept. Retry in a moment.`,
+        `ERR database restarting: a script ${why}, so stashd killed its redis-server and is restarting it from its AOF; none of the script's writes were kept. Retry in a moment.`,
         { cause: err },
       );
     }
@@ -110,9 +128,26 @@ export class ScriptKiller {
       : "it answers again once its supervisor restarts it";
     return new AppError(
       "backend_unavailable",
-      `ERR database restarting: a script that had written ran past ${limit} and could not be killed, so its Redis was stopped without saving (SHUTDOWN NOSAVE); none of the script's writes were kept and ${back}. Retry in a moment.`,
+      `ERR database restarting: a script that had written ran past ${cause} and could not be killed, so its Redis was stopped without saving (SHUTDOWN NOSAVE); none of the script's writes were kept and ${back}. Retry in a moment.`,
       { cause: err },
     );
+  }
+
+  /**
+   * Starts a kill for a script that grew its Redis past the memory bound (script-memory.ts);
+   * `detail` says by how much, for replies and logs.
+   */
+  killForMemory(detail: string): void {
+    if (this.running) return;
+    this.memoryDetail = detail;
+    this.killSlowScript("memory");
+  }
+
+  /** What the script ran past, for replies: the time limit or the memory bound. */
+  causeText(): string {
+    return this.reason === "memory"
+      ? `the database's memory bound (${this.memoryDetail})`
+      : `the script time limit of ${this.db.scriptTimeLimitMs} ms`;
   }
 
   close(): void {
@@ -137,14 +172,16 @@ export class ScriptKiller {
     if (outcome === "no-answer") return this.forceRestart();
     if (outcome !== "unkillable") return;
     const graceMs = this.config.kvUnkillableScriptGraceMs;
-    const fields = { db: this.db.name, limitMs: this.db.scriptTimeLimitMs };
+    const fields = { db: this.db.name, past: this.causeText() };
     if (graceMs === 0 || !this.db.stopsUnkillableScripts) {
       this.logger.error(
-        "a script that already wrote runs past the time limit and cannot be killed; the database answers BUSY until it ends",
+        "a script that already wrote runs past its bound and cannot be killed; the database answers BUSY until it ends",
         { ...fields, stop: graceMs === 0 ? "off (grace 0)" : "not allowed for this database" },
       );
       return;
     }
+    // Past the memory bound every moment costs more memory: stopped at once, without the grace.
+    if (this.reason === "memory") return this.shutdown(endpoint);
     this.logger.error(
       "a script that already wrote runs past the time limit and cannot be killed; its Redis is stopped (SHUTDOWN NOSAVE) if it still runs after the grace",
       { ...fields, graceMs },
@@ -163,13 +200,18 @@ export class ScriptKiller {
    * The kill's outcome, or `no-answer` when Redis has not read it within the grace: a script
    * inside one C call (string.find with a backtracking pattern, string.rep of gigabytes) never
    * reaches the hook where Redis reads commands, so neither SCRIPT KILL nor SHUTDOWN lands.
+   * Past the memory bound the wait is MEMORY_ANSWER_WAIT_MS: Redis reads no other client's
+   * command in a script's first `busy-reply-threshold` (the time limit), and the script grows all
+   * that time. A SIGKILL keeps every acknowledged write: Redis write()s its AOF buffer to the file
+   * before it answers, and the script's own writes reach the buffer only when it returns.
    */
   private async withinGrace(kill: Promise<KillOutcome>): Promise<KillOutcome> {
     const graceMs = this.config.kvUnkillableScriptGraceMs;
     if (graceMs === 0 || !this.db.isManaged || !this.db.stopsUnkillableScripts) return kill;
+    const waitMs = this.reason === "memory" ? Math.min(graceMs, MEMORY_ANSWER_WAIT_MS) : graceMs;
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<KillOutcome>((resolve) => {
-      timer = setTimeout(() => resolve("no-answer"), graceMs);
+      timer = setTimeout(() => resolve("no-answer"), waitMs);
     });
     kill.catch(() => undefined);
     return Promise.race([kill, late]).finally(() => clearTimeout(timer));
@@ -180,8 +222,8 @@ export class ScriptKiller {
     this.phase = "forced";
     metrics.kvScriptShutdown(this.db.name);
     this.logger.error(
-      "the database's redis-server does not read commands: a script is inside one long C call that SCRIPT KILL and SHUTDOWN cannot reach; killing it (SIGKILL) and restarting it from its AOF",
-      { db: this.db.name, limitMs: this.db.scriptTimeLimitMs },
+      "the database's redis-server does not read commands: a script is inside one long C call, or in its first busy-reply-threshold, where SCRIPT KILL and SHUTDOWN cannot reach it; killing it (SIGKILL) and restarting it from its AOF",
+      { db: this.db.name, past: this.causeText() },
     );
     this.db.forceRestart();
     void this.db.masterEndpoints().then((nodes) => this.awaitBack(nodes[0] as RedisEndpoint));
@@ -196,9 +238,9 @@ export class ScriptKiller {
     }
     if (reply.kind !== "error") {
       metrics.kvScriptKilled(this.db.name);
-      this.logger.warn("killed a script that ran past the time limit", {
+      this.logger.warn("killed a script that ran past its bound", {
         db: this.db.name,
-        limitMs: this.db.scriptTimeLimitMs,
+        past: this.causeText(),
       });
       return "killed";
     }
@@ -209,11 +251,11 @@ export class ScriptKiller {
     this.phase = "stopped";
     metrics.kvScriptShutdown(this.db.name);
     this.logger.error(
-      "stopping the database's Redis with SHUTDOWN NOSAVE: a script that wrote still runs past the time limit and the grace; its writes are dropped",
+      "stopping the database's Redis with SHUTDOWN NOSAVE: a script that wrote still runs past its bound; its writes are dropped",
       {
         db: this.db.name,
-        limitMs: this.db.scriptTimeLimitMs,
-        graceMs: this.config.kvUnkillableScriptGraceMs,
+        past: this.causeText(),
+        graceMs: this.reason === "memory" ? 0 : this.config.kvUnkillableScriptGraceMs,
         then: this.db.isManaged
           ? "restarted from its AOF"
           : "external: its supervisor must restart it",

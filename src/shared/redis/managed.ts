@@ -157,6 +157,11 @@ export class ManagedRedis {
     if (this.running) this.child?.kill("SIGKILL");
   }
 
+  /** The server's pid file, rewritten at each (re)start: its current pid, wherever it is hosted. */
+  get pidFile(): string {
+    return path.join(this.opts.dir, "redis.pid");
+  }
+
   /** Pid of the running child (as of start when hosted elsewhere), for fault-injection tests. */
   get pid(): number | undefined {
     return this.host ? this.hostedPid : this.child?.pid;
