@@ -23,6 +23,7 @@ import { mayEmulate } from "../emulate/route.js";
 import { encodePipelineBody } from "../fast/encoded-pipeline.js";
 import { readOnlyFcallRefusal, retryReadOnlyFcalls } from "../emulate/fcall-ro.js";
 import { BlockingHold, blockingCall, type Interrupts } from "./blocking.js";
+import { definesFunctions, refuseOomFunctions } from "./function-flags.js";
 
 /**
  * The guard chain every command goes through, in this order: daily limit → command table →
@@ -432,6 +433,7 @@ async function runSlice(p: Principal, commands: Arg[][], s: PipelineSlices): Pro
   const toSend: Arg[][] = [];
   const sendIndex: number[] = [];
   let watched: Set<number> | undefined;
+  let defines: number[] | undefined;
   // Pipelines repeat names (100 GETs): the previous command's answers serve an equal name.
   let lastName: Arg | undefined;
   let lastSteps = NOT_PLAIN;
@@ -468,6 +470,7 @@ async function runSlice(p: Principal, commands: Arg[][], s: PipelineSlices): Pro
       }
       // A plain command sent as it is is never a script call (traits.ts: "script-call").
       if ((!plain || out !== argv) && isScriptCall(out)) (watched ??= new Set()).add(toSend.length);
+      if (!plain && definesFunctions(out)) (defines ??= []).push(i);
       toSend.push(out);
       sendIndex.push(i);
     }
@@ -486,6 +489,7 @@ async function runSlice(p: Principal, commands: Arg[][], s: PipelineSlices): Pro
     // awaited only when they have work: an await costs a single GET's latency a few microtasks.
     if (s.emulated.pending) await s.emulated.settle(replies as Reply[], commands, s.pool);
     if (anyError(replies)) await retryReadOnlyFcalls(p, commands, replies);
+    if (defines) await refuseOomFunctions(p, defines, replies);
   }
   // Gateway-handled commands run after the slice they came in (documented in compatibility.md).
   for (const [i, handler] of special) {

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import type { Arg } from "../../shared/redis/resp.js";
 import { exactTrim } from "../emulate/rewrites.js";
 import { namesWith } from "./traits.js";
+import { withFunctionFlagsStripped } from "./function-flags.js";
 
 /**
  * Rewrites for what popular clients send that plain Redis refuses:
@@ -11,6 +12,9 @@ import { namesWith } from "./traits.js";
  * - `allow-oom` is removed the same way: it would let a script write past the database's memory
  *   limit (`maxmemory`, STASHD_KV_MAX_DATA_BYTES), so a database at its limit refuses the script
  *   as it refuses any other write.
+ * - FUNCTION LOAD: the same two flags are removed from `redis.register_function{…, flags = {…}}`
+ *   (function-flags.ts); `allow-key-locking` is in Upstash's own examples, and Redis refuses a
+ *   library that declares it.
  * - `XTRIM … ~ N` trims exactly, as Upstash does (emulate/rewrites.ts).
  * - `FLUSHALL` is `FLUSHDB`: a token empties its own database, never the other database numbers
  *   of its Redis (the ACL denies FLUSHALL inside scripts too: command-rights.ts).
@@ -34,7 +38,7 @@ function sha1(data: Buffer): string {
 }
 
 /** Shebang flags Redis never sees: Upstash's own, and the one that lifts the memory limit. */
-const STRIPPED_FLAGS = new Set(["allow-key-locking", "allow-oom"]);
+export const STRIPPED_FLAGS: ReadonlySet<string> = new Set(["allow-key-locking", "allow-oom"]);
 
 /** The script's `#!` line (without its line feed), or undefined when it has none. */
 function shebangOf(script: Buffer): string | undefined {
@@ -117,6 +121,7 @@ export function rewriteCommand(argv: Arg[], aliases: ScriptAliases): Arg[] {
     out[1] = resolved;
     return out;
   }
+  if (name === "function") return withFunctionFlagsStripped(argv);
   if (name === "xtrim") return exactTrim(argv);
   if (name === "flushall") return [Buffer.from("FLUSHDB"), ...argv.slice(1)];
   return argv;

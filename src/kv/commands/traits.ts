@@ -113,6 +113,7 @@ const COMMAND_TRAITS: Readonly<Record<string, readonly Trait[]>> = {
   fcall: ["script-call"],
   fcall_ro: ["script-call", "read-only-script"],
   script: ["lua-debugger", "script-source", "rewritten"],
+  function: ["rewritten"],
   xtrim: ["rewritten"],
   setrange: ["offset-write"],
   setbit: ["offset-write"],

@@ -1,3 +1,4 @@
+import { definesFunctions, refuseOomFunctions } from "./function-flags.js";
 import { AppError } from "../../shared/errors.js";
 import type { RedisBackend } from "../../shared/redis/backend.js";
 import type { Arg, Reply } from "../../shared/redis/resp.js";
@@ -78,6 +79,7 @@ async function checkAndRun(
   // retried.
   const emulated = new EmulationBatch(p.db, table, p.db.emulatesFieldTtl, true);
   const withType: number[] = [];
+  const defines: number[] = [];
   let from = 0;
   let scripts = false;
   const nextSlice = (maxArgs?: number): Arg[][] => {
@@ -87,7 +89,9 @@ async function checkAndRun(
         withType.push(from + j);
         return withoutWithType(argv);
       }
-      return script ?? rewriteCommand(argv, p.db.aliases);
+      const out = script ?? rewriteCommand(argv, p.db.aliases);
+      if (definesFunctions(out)) defines.push(from + j);
+      return out;
     });
     from += slice.length;
     scripts ||= slice.some(isScriptCall);
@@ -100,6 +104,7 @@ async function checkAndRun(
     // In a transaction settle retries nothing, so it needs no commands.
     await emulated.settle(exec.value, [], pool);
     for (const i of withType) exec.value[i] = await addKeyTypes(pool, exec.value[i] as Reply);
+    if (defines.length > 0) await refuseOomFunctions(p, defines, exec.value);
     return exec.value;
   }
   const first = replies.find((r) => r.kind === "error");
