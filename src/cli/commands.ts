@@ -144,6 +144,11 @@ export const COMMANDS: CommandSpec[] = [
         doc: "Let the standard token run MIGRATE (it makes the Redis connect to another host).",
       },
       {
+        flag: "eviction",
+        type: "boolean",
+        doc: "Managed database used as a cache: at its max data size evict the least recently used keys (any key) instead of refusing writes.",
+      },
+      {
         flag: "stop-unkillable-scripts",
         type: "boolean",
         doc: "External Redis: let stashd stop it (SHUTDOWN NOSAVE) when a script that wrote runs past the time limit and cannot be killed; its supervisor must restart it. Managed databases always do.",

@@ -62,6 +62,12 @@ async function create(inv: Invocation, dataDir: string, name: string): Promise<n
       "--max-data-size applies to managed databases: set maxmemory on that Redis instead",
     );
   }
+  if (typeof redisUrl === "string" && inv.values["eviction"] === true) {
+    throw new AppError(
+      "bad_request",
+      "--eviction applies to managed databases: set maxmemory-policy on that Redis instead",
+    );
+  }
   if (typeof redisUrl === "string" && !inv.values["no-check"]) {
     await checkReachable(redisUrl, inv.config().redisConnectTimeoutMs);
   }
@@ -72,6 +78,7 @@ async function create(inv: Invocation, dataDir: string, name: string): Promise<n
     ...wholeNumber("dailyRequestLimit", "daily-request-limit", inv.values["daily-request-limit"]),
     ...wholeNumber("scriptTimeLimitMs", "script-time-limit", inv.values["script-time-limit"]),
     ...(inv.values["allow-migrate"] === true ? { allowMigrate: true } : {}),
+    ...(inv.values["eviction"] === true ? { eviction: true } : {}),
     ...(inv.values["stop-unkillable-scripts"] === true ? { stopUnkillableScripts: true } : {}),
   });
   const creds = credentialsOf(record);

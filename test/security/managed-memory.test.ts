@@ -161,6 +161,34 @@ describe("per database", () => {
   });
 });
 
+describe("a database created with --eviction", () => {
+  it("drops keys at its max data size instead of refusing writes, and refuses again once eviction is turned off", async () => {
+    const record = createDatabase(stashd.dataDir, "cache", {
+      maxDataBytes: 4 * MIB,
+      eviction: true,
+    });
+    const token = credentialsOf(record).token;
+    await eventually(async () => expect((await run(["PING"], token))[0]).toBe(200));
+    const value = "c".repeat(256 * 1024);
+    // 60 writes of 256 KiB (15 MiB) into 4 MiB: all accepted, the database stays at its size.
+    // (Redis's LRU clock ticks once a second, so within this test which keys go is not ordered.)
+    for (let i = 0; i < 60; i++) {
+      expect(await run(["SET", `c:${i}`, value], token)).toEqual([200, { result: "OK" }]);
+    }
+    const [, size] = await run(["DBSIZE"], token);
+    expect((size as { result: number }).result).toBeLessThan(20);
+    expect(await run(["STRLEN", "c:59"], token)).toEqual([200, { result: value.length }]);
+    const conf = readFileSync(path.join(managedDir(stashd.dataDir, "cache"), "redis.conf"), "utf8");
+    expect(conf).toMatch(/^maxmemory-policy allkeys-lru$/m);
+
+    const records = readRegistry(stashd.dataDir).map((r) =>
+      r.name === "cache" ? { ...r, eviction: false } : r,
+    );
+    writeJsonFile(registryFile(stashd.dataDir), records);
+    await eventually(async () => expectCapacityRefusal(await fillUntilRefused("n:", token)));
+  });
+});
+
 describe("over the limit", () => {
   it("still runs DEL, UNLINK and HDEL (on Redis 7.0 they run in stashd's field-TTL script)", async () => {
     const record = createDatabase(stashd.dataDir, "over", { maxDataBytes: 8 * MIB });

@@ -5,7 +5,7 @@ import { fileStamp } from "../../shared/files.js";
 import type { Logger } from "../../shared/log.js";
 import { parseRedisUrl, type RedisEndpoint } from "../../shared/redis/connection.js";
 import { ManagedRedis } from "../../shared/redis/managed.js";
-import { managedMaxBulk, managedMaxMemory } from "./managed-limits.js";
+import { managedEvictionPolicy, managedMaxBulk, managedMaxMemory } from "./managed-limits.js";
 import { KvDatabase, type Principal, type RedisSharing } from "./database.js";
 import {
   createDatabase,
@@ -151,10 +151,14 @@ export class DatabaseManager {
     const before = managedMaxBulk(this.config, db.record);
     const memory = managedMaxMemory(this.config, next);
     const bulk = managedMaxBulk(this.config, next);
-    const changed = bulk !== before || memory !== managedMaxMemory(this.config, db.record);
-    if (changed && bulk >= before) await db.applyManagedLimits(memory, bulk);
+    const policy = managedEvictionPolicy(next);
+    const changed =
+      bulk !== before ||
+      memory !== managedMaxMemory(this.config, db.record) ||
+      policy !== managedEvictionPolicy(db.record);
+    if (changed && bulk >= before) await db.applyManagedLimits(memory, bulk, policy);
     apply();
-    if (changed && bulk < before) await db.applyManagedLimits(memory, bulk);
+    if (changed && bulk < before) await db.applyManagedLimits(memory, bulk, policy);
   }
 
   /**
@@ -213,6 +217,7 @@ export class DatabaseManager {
       luaTimeLimitMs: record.scriptTimeLimitMs ?? this.config.kvScriptTimeLimitMs,
       replyBufferLimitBytes: replyBufferLimit(this.config.kvMaxReplyBytes),
       maxMemoryBytes: managedMaxMemory(this.config, record),
+      evictionPolicy: managedEvictionPolicy(record),
       maxBulkBytes: managedMaxBulk(this.config, record),
       logger: log,
     });
@@ -250,6 +255,7 @@ function sameLimits(a: DatabaseRecord, b: DatabaseRecord): boolean {
     a.dailyRequestLimit === b.dailyRequestLimit &&
     a.scriptTimeLimitMs === b.scriptTimeLimitMs &&
     a.allowMigrate === b.allowMigrate &&
+    a.eviction === b.eviction &&
     a.stopUnkillableScripts === b.stopUnkillableScripts
   );
 }

@@ -323,17 +323,24 @@ export class KvDatabase {
   }
 
   /**
-   * Applies a changed `--max-data-size` or `--max-request-size` to a running managed Redis (its
-   * config file gets them at the next start): `maxmemory`, and `proto-max-bulk-len`, which must
+   * Applies a changed `--max-data-size`, `--eviction` or `--max-request-size` to a running
+   * managed Redis (its config file gets them at the next start): `maxmemory`, `maxmemory-policy`,
+   * and `proto-max-bulk-len`, which must
    * grow with the request size cap before a longer argument arrives.
    */
-  async applyManagedLimits(maxMemoryBytes: number, maxBulkBytes: number): Promise<void> {
+  async applyManagedLimits(
+    maxMemoryBytes: number,
+    maxBulkBytes: number,
+    evictionPolicy: string,
+  ): Promise<void> {
     if (!this.managed) return;
     const reply = await this.admin.exec([
       "CONFIG",
       "SET",
       "maxmemory",
       String(maxMemoryBytes),
+      "maxmemory-policy",
+      evictionPolicy,
       "proto-max-bulk-len",
       String(maxBulkBytes),
     ]);

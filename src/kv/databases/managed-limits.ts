@@ -16,6 +16,18 @@ export function managedMaxMemory(config: Config, record: DatabaseRecord): number
 }
 
 /**
+ * A managed database's `maxmemory-policy`. `noeviction` unless it was created with `--eviction`:
+ * then `allkeys-lru`. Upstash's eviction samples keys at random, those with a TTL first, then any
+ * (it calls this optimistic-volatile); Redis has no policy that falls back from TTL keys to the
+ * others, and a cache is better served by dropping what was used least recently than at random.
+ * Any key may go, stashd's own in the database included (a search index's definition, a hash's
+ * field deadlines on Redis 7.0): docs/operations.md says so.
+ */
+export function managedEvictionPolicy(record: DatabaseRecord): "noeviction" | "allkeys-lru" {
+  return record.eviction === true ? "allkeys-lru" : "noeviction";
+}
+
+/**
  * A managed database's `proto-max-bulk-len`: the max record size, so APPEND and scripts cannot
  * grow a string past it, but never below the largest argument a request may carry (a longer
  * argument than Redis accepts is a protocol error that closes a pooled connection).

@@ -31,6 +31,11 @@ export interface DatabaseRecord {
    */
   allowMigrate?: boolean;
   /**
+   * A managed database evicts keys at its max data size instead of refusing writes, as Upstash's
+   * eviction option does for caches (`db create --eviction`; managed-limits.ts says which keys).
+   */
+  eviction?: boolean;
+  /**
    * Whether a script that cannot be killed (it wrote) and runs past the time limit and the grace
    * (STASHD_KV_UNKILLABLE_SCRIPT_GRACE_MS) ends with SHUTDOWN NOSAVE of the Redis. Unset: yes for
    * a managed database (stashd restarts it), no for an external one, which stashd must not stop
@@ -74,6 +79,7 @@ const OPTIONAL_FIELDS = [
   "dailyRequestLimit",
   "scriptTimeLimitMs",
   "allowMigrate",
+  "eviction",
   "stopUnkillableScripts",
 ] as const;
 

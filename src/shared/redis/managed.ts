@@ -32,6 +32,8 @@ export interface ManagedRedisOptions {
    * cannot take the machine's memory from the queue and the other databases.
    */
   maxMemoryBytes?: number;
+  /** Redis's `maxmemory-policy` with `maxMemoryBytes` (default `noeviction`). */
+  evictionPolicy?: "noeviction" | "allkeys-lru";
   /**
    * Redis's `proto-max-bulk-len`: the longest argument Redis reads, and the longest string
    * APPEND, SETRANGE, SETBIT and BITFIELD may grow a key to, from a request or from a script.
@@ -193,7 +195,10 @@ export class ManagedRedis {
         ? [`lua-time-limit ${this.opts.luaTimeLimitMs}`]
         : []),
       ...(this.opts.maxMemoryBytes !== undefined
-        ? [`maxmemory ${this.opts.maxMemoryBytes}`, "maxmemory-policy noeviction"]
+        ? [
+            `maxmemory ${this.opts.maxMemoryBytes}`,
+            `maxmemory-policy ${this.opts.evictionPolicy ?? "noeviction"}`,
+          ]
         : []),
       ...(this.opts.maxBulkBytes !== undefined
         ? [`proto-max-bulk-len ${this.opts.maxBulkBytes}`]
