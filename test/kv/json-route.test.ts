@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { CommandTable } from "../../src/kv/commands/policy.js";
 import { EmulationBatch } from "../../src/kv/emulate/batch.js";
-import { READ_SCRIPT, WRITE_SCRIPT } from "../../src/kv/json/route.js";
+import { DELETE_SCRIPT, READ_SCRIPT, WRITE_SCRIPT } from "../../src/kv/json/route.js";
 
 const info = { arity: -2, flags: new Set<string>(), categories: new Set<string>() };
 const plain: CommandTable = new Map([["get", info]]);
@@ -62,7 +62,12 @@ describe("routing JSON.* commands", () => {
       Array.isArray(r) ? r.slice(0, 2) : r;
     expect(head(multi.rewrite(["JSON.GET", "k"], 0))).toEqual(["EVAL_RO", READ_SCRIPT.text]);
     expect(head(multi.rewrite(["JSON.TYPE", "k"], 1))).toEqual(["EVALSHA_RO", READ_SCRIPT.sha]);
-    expect(head(multi.rewrite(["JSON.DEL", "k"], 2))).toEqual(["EVAL", WRITE_SCRIPT.text]);
+    expect(head(multi.rewrite(["JSON.SET", "k", "$", "1"], 2))).toEqual([
+      "EVAL",
+      WRITE_SCRIPT.text,
+    ]);
+    // JSON.DEL and JSON.FORGET run in the delete-only script (flagged allow-oom).
+    expect(head(multi.rewrite(["JSON.DEL", "k"], 3))).toEqual(["EVAL", DELETE_SCRIPT.text]);
   });
 
   it("answers malformed key lists with Redis's arity error", () => {

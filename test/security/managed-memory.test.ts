@@ -190,17 +190,37 @@ describe("a database created with --eviction", () => {
 });
 
 describe("over the limit", () => {
-  it("still runs DEL, UNLINK and HDEL (on Redis 7.0 they run in stashd's field-TTL script)", async () => {
+  it("still runs DEL, UNLINK, HDEL, JSON.DEL, VECTOR.DEL and DROP (some run in stashd's scripts)", async () => {
     const record = createDatabase(stashd.dataDir, "over", { maxDataBytes: 8 * MIB });
     const token = credentialsOf(record).token;
     await eventually(async () => expect((await run(["PING"], token))[0]).toBe(200));
     expect((await run(["HSET", "h", "a", "1", "b", "2"], token))[0]).toBe(200);
     expect((await run(["HEXPIRE", "h", "100", "FIELDS", "1", "b"], token))[0]).toBe(200);
+    const doc = JSON.stringify({ keep: 1, drop: "x".repeat(1000), also: [1, 2] });
+    expect(await run(["JSON.SET", "doc", "$", doc], token)).toEqual([200, { result: "OK" }]);
+    expect((await run(["VECTOR.CREATE", "vi", "DIM", "2", "METRIC", "COSINE"], token))[0]).toBe(
+      200,
+    );
+    for (const id of ["a", "b"]) {
+      expect((await run(["VECTOR.ADD", "vi", id, "VALUES", "2", "0.5", "1"], token))[0]).toBe(200);
+    }
     const [, , written] = await fillUntilRefused("o:", token);
     // Lowered below what the database holds: now every write is refused, whatever its size.
     setMaxDataBytes("over", 2 * MIB);
     await eventually(async () => expect((await run(["SET", "tiny", "x"], token))[0]).toBe(507));
     expect(await run(["HDEL", "h", "a", "b"], token)).toEqual([200, { result: 2 }]);
+    // JSON.DEL of a path rewrites the document in stashd's JSON script (no JSON module here).
+    expect(await run(["JSON.DEL", "doc", "$.drop"], token)).toEqual([200, { result: 1 }]);
+    expect(await run(["JSON.FORGET", "doc", "$.also[0]"], token)).toEqual([200, { result: 1 }]);
+    expect(await run(["JSON.GET", "doc", "$"], token)).toEqual([
+      200,
+      { result: JSON.stringify([{ keep: 1, also: [2] }]) },
+    ]);
+    expect((await run(["JSON.SET", "doc", "$.more", "1"], token))[0]).toBe(507);
+    // VECTOR.DEL and DROP run in stashd's vector script.
+    expect((await run(["VECTOR.ADD", "vi", "c", "VALUES", "2", "1", "0"], token))[0]).toBe(507);
+    expect(await run(["VECTOR.DEL", "vi", "a"], token)).toEqual([200, { result: 1 }]);
+    expect(await run(["VECTOR.DROP", "vi"], token)).toEqual([200, { result: 1 }]);
     expect(await run(["UNLINK", ...written.slice(1)], token)).toEqual([
       200,
       { result: written.length - 1 },

@@ -12,6 +12,9 @@ import type { CommandTable } from "../commands/policy.js";
  */
 export const READ_SCRIPT = LuaScript.fromFile(new URL("./lua/json-read.lua", import.meta.url));
 export const WRITE_SCRIPT = LuaScript.fromFile(new URL("./lua/json-write.lua", import.meta.url));
+/** JSON.DEL and JSON.FORGET, flagged allow-oom: a full database can still delete (json-delete.lua). */
+export const DELETE_SCRIPT = LuaScript.fromFile(new URL("./lua/json-delete.lua", import.meta.url));
+const FREES = new Set(["json.del", "json.forget"]);
 
 const READS = new Set([
   "json.get",
@@ -70,7 +73,7 @@ function keysAndArgs(name: string, argv: readonly Arg[]): [Arg[], Arg[]] | undef
 
 /** The JSON group as one of the gateway's emulations (emulate/route.ts sends the calls). */
 export const JSON_EMULATION: Emulation = {
-  scripts: { write: WRITE_SCRIPT, read: READ_SCRIPT },
+  scripts: { write: WRITE_SCRIPT, read: READ_SCRIPT, frees: DELETE_SCRIPT },
 
   claims(argv, table) {
     return emulatesJson(table) ? jsonCommandName(argv) : undefined;
@@ -84,6 +87,6 @@ export const JSON_EMULATION: Emulation = {
     const split = keysAndArgs(name, argv);
     if (!split) return arityError(name);
     const [keys, args] = split;
-    return { keys, args: [name, ...args], read: READS.has(name) };
+    return { keys, args: [name, ...args], read: READS.has(name), frees: FREES.has(name) };
   },
 };

@@ -29,6 +29,8 @@ import { nearest } from "./search.js";
  */
 
 const WRITE_SCRIPT = LuaScript.fromFile(new URL("./lua/vector-write.lua", import.meta.url));
+/** VECTOR.DEL and VECTOR.DROP, flagged allow-oom: a full database can still delete. */
+const DELETE_SCRIPT = LuaScript.fromFile(new URL("./lua/vector-delete.lua", import.meta.url));
 
 /** Change-log entries kept per index (XADD MAXLEN ~): a copy further behind loads whole. */
 const LOG_LENGTH = 10_000;
@@ -113,7 +115,8 @@ function logOf(index: string): string {
 }
 
 function write(p: Principal, index: string, args: Arg[]): Promise<Reply> {
-  return WRITE_SCRIPT.run(p.db.poolFor(p), [index, logOf(index)], args);
+  const script = args[0] === "del" || args[0] === "drop" ? DELETE_SCRIPT : WRITE_SCRIPT;
+  return script.run(p.db.poolFor(p), [index, logOf(index)], args);
 }
 
 async function create(p: Principal, index: string, rest: Arg[]): Promise<Reply> {
