@@ -38,6 +38,11 @@ function setting(name: SettingName, arg: string): OptionSpec {
 }
 
 const DATA_DIR = setting("dataDir", "DIR");
+
+/** An option of `db update`: a value, or `default` for the server-wide setting. */
+function updateOption(flag: string, arg: string, doc: string): OptionSpec {
+  return { flag, type: "string", arg, doc: `${doc} \`default\`: the server-wide setting.` };
+}
 const JSON_OUT: OptionSpec = { flag: "json", type: "boolean", doc: "Print JSON instead of text." };
 const FORCE: OptionSpec = {
   flag: "force",
@@ -156,7 +161,40 @@ export const COMMANDS: CommandSpec[] = [
       DATA_DIR,
     ],
   },
-  { name: "db list", args: "", summary: "List the databases.", options: [DATA_DIR, JSON_OUT] },
+  {
+    name: "db update",
+    args: "NAME",
+    summary:
+      "Change a database's settings; running servers apply them. Each takes `default` to go back to the server-wide setting.",
+    options: [
+      updateOption("max-request-size", "BYTES", "Largest request body for this database."),
+      updateOption(
+        "max-data-size",
+        "BYTES",
+        "Managed database: most memory its data may use (applied to the running redis-server).",
+      ),
+      updateOption("daily-request-limit", "N", "Commands per UTC day and process, 0 = off."),
+      updateOption("script-time-limit", "MS", "Longest a Lua script or function may run."),
+      updateOption("allow-migrate", "on|off", "Let the standard token run MIGRATE."),
+      updateOption(
+        "eviction",
+        "on|off",
+        "Managed database used as a cache: evict keys at its max data size instead of refusing writes.",
+      ),
+      updateOption(
+        "stop-unkillable-scripts",
+        "on|off",
+        "External Redis: let stashd stop it when a script that wrote cannot be killed.",
+      ),
+      DATA_DIR,
+    ],
+  },
+  {
+    name: "db list",
+    args: "",
+    summary: "List the databases and the settings each sets itself.",
+    options: [DATA_DIR, JSON_OUT],
+  },
   {
     name: "db reset-password",
     args: "NAME",

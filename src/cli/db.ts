@@ -4,6 +4,10 @@ import {
   deleteDatabase,
   readRegistry,
   resetPassword,
+  settingsOf,
+  updateDatabase,
+  type DatabaseRecord,
+  type SettingChanges,
 } from "../kv/databases/registry.js";
 import { AppError, messageOf } from "../shared/errors.js";
 import { redact } from "../shared/log.js";
@@ -16,6 +20,7 @@ export async function runDb(inv: Invocation): Promise<number> {
   const name = inv.args[0] ?? "";
   if (sub === "list") return listDatabases(dataDir, inv.values.json === true);
   if (sub === "create") return create(inv, dataDir, name);
+  if (sub === "update") return update(inv, dataDir, name);
   if (name === "default" && !inv.values.force) {
     throw new AppError(
       "conflict",
@@ -41,17 +46,95 @@ export async function runDb(inv: Invocation): Promise<number> {
 }
 
 function listDatabases(dataDir: string, json: boolean): number {
-  const dbs = readRegistry(dataDir).map((r) => ({
-    name: r.name,
+  const records = readRegistry(dataDir);
+  const text = (r: DatabaseRecord): string =>
+    [r.name, r.redisUrl ? "external" : "managed", r.createdAt, overridesText(r)]
+      .filter(Boolean)
+      .join("\t");
+  const dbs = records.map((r) => ({
+    ...shownSettings(r),
     backend: r.redisUrl ? "external" : "managed",
-    createdAt: r.createdAt,
   }));
   process.stdout.write(
-    json
-      ? `${JSON.stringify(dbs, null, 2)}\n`
-      : dbs.map((d) => `${d.name}\t${d.backend}\t${d.createdAt}`).join("\n") + "\n",
+    json ? `${JSON.stringify(dbs, null, 2)}\n` : records.map(text).join("\n") + "\n",
   );
   return 0;
+}
+
+/** A record's settings as listings show them: no password, the Redis URL's password hidden. */
+function shownSettings(record: DatabaseRecord): ReturnType<typeof settingsOf> {
+  const shown = settingsOf(record);
+  return shown.redisUrl === undefined ? shown : { ...shown, redisUrl: redact(shown.redisUrl) };
+}
+
+/** `max-data-size=8388608 eviction=on`: the settings a database sets itself, as CLI flags. */
+function overridesText(record: DatabaseRecord): string {
+  return UPDATABLE.filter(([key]) => record[key] !== undefined)
+    .map(([key, flag]) => {
+      const value = record[key];
+      return `${flag}=${typeof value === "boolean" ? (value ? "on" : "off") : String(value)}`;
+    })
+    .join(" ");
+}
+
+/** The settings `db update` changes: registry field, flag, kind. */
+const UPDATABLE: [keyof SettingChanges, string, "number" | "switch"][] = [
+  ["maxRequestBytes", "max-request-size", "number"],
+  ["maxDataBytes", "max-data-size", "number"],
+  ["dailyRequestLimit", "daily-request-limit", "number"],
+  ["scriptTimeLimitMs", "script-time-limit", "number"],
+  ["allowMigrate", "allow-migrate", "switch"],
+  ["eviction", "eviction", "switch"],
+  ["stopUnkillableScripts", "stop-unkillable-scripts", "switch"],
+];
+
+/** The two settings only a managed database has (its redis-server is stashd's to configure). */
+const MANAGED_ONLY = new Set<keyof SettingChanges>(["maxDataBytes", "eviction"]);
+
+async function update(inv: Invocation, dataDir: string, name: string): Promise<number> {
+  const record = readRegistry(dataDir).find((r) => r.name === name);
+  if (!record) throw new AppError("not_found", `no database named ${name}`);
+  const changes: SettingChanges = {};
+  for (const [key, flag, kind] of UPDATABLE) {
+    const raw = inv.values[flag];
+    if (typeof raw !== "string") continue;
+    if (record.redisUrl && MANAGED_ONLY.has(key)) {
+      throw new AppError(
+        "bad_request",
+        `--${flag} applies to managed databases: ${name} is on an external Redis (set maxmemory and maxmemory-policy there)`,
+      );
+    }
+    Object.assign(changes, { [key]: settingValue(flag, kind, raw) });
+  }
+  if (Object.keys(changes).length === 0) {
+    throw new AppError(
+      "bad_request",
+      "nothing to change: give at least one setting (stashd db update --help)",
+    );
+  }
+  const updated = updateDatabase(dataDir, name, changes);
+  const set = overridesText(updated);
+  process.stdout.write(
+    `updated database ${name}${set ? `: ${set}` : ": every setting at its default"}\n` +
+      "running servers apply it within STASHD_REGISTRY_POLL_MS\n",
+  );
+  return 0;
+}
+
+/** A flag's value: a whole number or on|off; `default` removes the database's own value. */
+function settingValue(
+  flag: string,
+  kind: "number" | "switch",
+  raw: string,
+): number | boolean | null {
+  const text = raw.trim().toLowerCase();
+  if (text === "default") return null;
+  if (kind === "number") return wholeNumber("n", flag, raw).n as number;
+  if (text === "on" || text === "off") return text === "on";
+  throw new AppError(
+    "bad_request",
+    `option --${flag} is ${JSON.stringify(raw)}, expected on, off or default`,
+  );
 }
 
 async function create(inv: Invocation, dataDir: string, name: string): Promise<number> {

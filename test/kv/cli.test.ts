@@ -124,6 +124,42 @@ describe("stashd CLI", () => {
     expect(existsSync(path.join(dataDir, "kv", "redis", "shop"))).toBe(false);
   });
 
+  it("updates a running database's settings: a full database evicts once --eviction is on", async () => {
+    expect(
+      (await cli("db", "create", "cache", "--max-data-size", String(4 * 1024 * 1024))).status,
+    ).toBe(0);
+    const token = (await credentials()).kv.databases.find((d) => d.name === "cache")?.token ?? "";
+    const url = (await credentials()).kv.url;
+    await eventually(async () => expect((await call(url, token, ["PING"])).status).toBe(200), {
+      timeoutMs: 10_000,
+    });
+    const value = "v".repeat(256 * 1024);
+    let refused = 0;
+    for (let i = 0; i < 40 && refused === 0; i++) {
+      const { status } = await call(url, token, ["SET", `k${i}`, value]);
+      if (status === 507) refused = i;
+    }
+    expect(refused).toBeGreaterThan(0);
+
+    const updated = await cli("db", "update", "cache", "--eviction", "on");
+    expect(updated.stdout).toContain("updated database cache: max-data-size=4194304 eviction=on");
+    // Every worker applies it on its own poll: the same write, until each accepts it.
+    await eventually(async () => {
+      for (let i = 0; i < 4; i++) {
+        expect((await call(url, token, ["SET", `more${i}`, value])).status).toBe(200);
+      }
+    });
+    expect((await cli("db", "list")).stdout).toMatch(
+      /^cache\tmanaged\t\S+\tmax-data-size=4194304 eviction=on$/m,
+    );
+    const bad = await cli("db", "update", "cache", "--eviction", "maybe");
+    expect([bad.status, bad.stderr]).toEqual([
+      1,
+      expect.stringContaining("expected on, off or default"),
+    ]);
+    expect((await cli("db", "delete", "cache")).status).toBe(0);
+  });
+
   it("refuses a database with an invalid Redis URL before writing it", async () => {
     const r = await cli("db", "create", "broken", "--redis-url", "http://nope");
     expect(r.status).toBe(1);

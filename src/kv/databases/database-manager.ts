@@ -5,7 +5,7 @@ import { fileStamp } from "../../shared/files.js";
 import type { Logger } from "../../shared/log.js";
 import { parseRedisUrl, type RedisEndpoint } from "../../shared/redis/connection.js";
 import { ManagedRedis } from "../../shared/redis/managed.js";
-import { managedEvictionPolicy, managedMaxBulk, managedMaxMemory } from "./managed-limits.js";
+import { managedLimits } from "./managed-limits.js";
 import { KvDatabase, type Principal, type RedisSharing } from "./database.js";
 import {
   createDatabase,
@@ -148,17 +148,12 @@ export class DatabaseManager {
     next: DatabaseRecord,
     apply: () => void,
   ): Promise<void> {
-    const before = managedMaxBulk(this.config, db.record);
-    const memory = managedMaxMemory(this.config, next);
-    const bulk = managedMaxBulk(this.config, next);
-    const policy = managedEvictionPolicy(next);
-    const changed =
-      bulk !== before ||
-      memory !== managedMaxMemory(this.config, db.record) ||
-      policy !== managedEvictionPolicy(db.record);
-    if (changed && bulk >= before) await db.applyManagedLimits(memory, bulk, policy);
+    const was = managedLimits(this.config, db.record);
+    const limits = managedLimits(this.config, next);
+    const changed = JSON.stringify(was) !== JSON.stringify(limits);
+    if (changed && limits.maxBulkBytes >= was.maxBulkBytes) await db.applyManagedLimits(limits);
     apply();
-    if (changed && bulk < before) await db.applyManagedLimits(memory, bulk, policy);
+    if (changed && limits.maxBulkBytes < was.maxBulkBytes) await db.applyManagedLimits(limits);
   }
 
   /**
@@ -214,11 +209,8 @@ export class DatabaseManager {
       bin: this.config.redisServerBin,
       appendfsync: "everysec",
       maxRestartBackoffMs: this.config.managedRestartMaxBackoffMs,
-      luaTimeLimitMs: record.scriptTimeLimitMs ?? this.config.kvScriptTimeLimitMs,
       replyBufferLimitBytes: replyBufferLimit(this.config.kvMaxReplyBytes),
-      maxMemoryBytes: managedMaxMemory(this.config, record),
-      evictionPolicy: managedEvictionPolicy(record),
-      maxBulkBytes: managedMaxBulk(this.config, record),
+      ...managedLimits(this.config, record),
       logger: log,
     });
     const endpoint: RedisEndpoint = await managed.start();

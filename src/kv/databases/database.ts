@@ -21,7 +21,7 @@ import type { DatabaseRecord } from "./registry.js";
 import { ScriptAliases } from "../commands/rewrite.js";
 import { ScriptKiller, type KillReason } from "./script-killer.js";
 import { ScriptMemoryWatch } from "./script-memory.js";
-import { managedMaxMemory } from "./managed-limits.js";
+import { managedMaxMemory, type ManagedLimits } from "./managed-limits.js";
 import { closeSearch } from "../search/commands.js";
 import { ExclusiveLimits } from "./exclusive-limits.js";
 import { FailureThrottle } from "../../shared/failure-throttle.js";
@@ -328,21 +328,20 @@ export class KvDatabase {
    * and `proto-max-bulk-len`, which must
    * grow with the request size cap before a longer argument arrives.
    */
-  async applyManagedLimits(
-    maxMemoryBytes: number,
-    maxBulkBytes: number,
-    evictionPolicy: string,
-  ): Promise<void> {
+  async applyManagedLimits(limits: ManagedLimits): Promise<void> {
     if (!this.managed) return;
     const reply = await this.admin.exec([
       "CONFIG",
       "SET",
       "maxmemory",
-      String(maxMemoryBytes),
+      String(limits.maxMemoryBytes),
       "maxmemory-policy",
-      evictionPolicy,
+      limits.evictionPolicy,
       "proto-max-bulk-len",
-      String(maxBulkBytes),
+      String(limits.maxBulkBytes),
+      // Redis reads SCRIPT KILL only past this (busy-reply-threshold): the script time limit.
+      "lua-time-limit",
+      String(limits.luaTimeLimitMs),
     ]);
     if (reply.kind === "error") {
       this.logger.warn("cannot apply the database's new limits", { error: reply.value });

@@ -2,6 +2,24 @@ import type { Config } from "../../config/schema.js";
 import { halfOfMemory } from "../../shared/memory.js";
 import type { DatabaseRecord } from "./registry.js";
 
+/** What a managed database's redis-server is configured with from its record and the settings. */
+export interface ManagedLimits {
+  maxMemoryBytes: number;
+  maxBulkBytes: number;
+  evictionPolicy: "noeviction" | "allkeys-lru";
+  /** `lua-time-limit` (busy-reply-threshold): Redis reads SCRIPT KILL only past it. */
+  luaTimeLimitMs: number;
+}
+
+export function managedLimits(config: Config, record: DatabaseRecord): ManagedLimits {
+  return {
+    maxMemoryBytes: managedMaxMemory(config, record),
+    maxBulkBytes: managedMaxBulk(config, record),
+    evictionPolicy: managedEvictionPolicy(record),
+    luaTimeLimitMs: record.scriptTimeLimitMs ?? config.kvScriptTimeLimitMs,
+  };
+}
+
 /** Redis refuses a `proto-max-bulk-len` below 1 MiB. */
 const MIN_BULK_BYTES = 1024 * 1024;
 

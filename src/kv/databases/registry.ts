@@ -117,6 +117,39 @@ function addRecord(dataDir: string, name: string, opts: CreateOptions): Database
   return record;
 }
 
+/** Per-database settings `db update` may change (undefined: keep; null: back to the default). */
+export type SettingChanges = {
+  [K in Exclude<(typeof OPTIONAL_FIELDS)[number], "redisUrl">]?: DatabaseRecord[K] | null;
+};
+
+/**
+ * Changes a database's settings in the registry; running servers see the file change and apply
+ * them (database-manager.ts: sizes and eviction with CONFIG SET on a managed Redis).
+ */
+export function updateDatabase(
+  dataDir: string,
+  name: string,
+  changes: SettingChanges,
+): DatabaseRecord {
+  return withFileLock(registryFile(dataDir), () => {
+    const records = readRegistry(dataDir);
+    const record = findOrThrow(records, name);
+    for (const [field, value] of Object.entries(changes)) {
+      if (value === null) Reflect.deleteProperty(record, field);
+      else if (value !== undefined) Object.assign(record, { [field]: value });
+    }
+    writeRegistry(dataDir, records);
+    return record;
+  });
+}
+
+/** A record's settings without its secret, for listings. */
+export function settingsOf(record: DatabaseRecord): Omit<DatabaseRecord, "password"> {
+  const shown: Partial<DatabaseRecord> = { ...record };
+  delete shown.password;
+  return shown as Omit<DatabaseRecord, "password">;
+}
+
 export function resetPassword(dataDir: string, name: string): DatabaseRecord {
   return withFileLock(registryFile(dataDir), () => {
     const records = readRegistry(dataDir);
