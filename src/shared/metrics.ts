@@ -142,14 +142,14 @@ const managedRestarts = new Counter({
 });
 const kvScriptKills = new Counter({
   name: "stashd_kv_script_kills_total",
-  help: "Scripts or functions killed (SCRIPT/FUNCTION KILL) for running past the time limit, by database.",
-  labelNames: ["db"],
+  help: "Scripts or functions killed (SCRIPT/FUNCTION KILL), by database and reason: `time` (past the time limit) or `memory` (past the memory bound).",
+  labelNames: ["db", "reason"],
   registers: [registry],
 });
 const kvScriptShutdowns = new Counter({
   name: "stashd_kv_script_shutdowns_total",
-  help: "Redis servers stopped with SHUTDOWN NOSAVE because a script that wrote ran past the time limit and could not be killed, by database.",
-  labelNames: ["db"],
+  help: "Redis servers stopped (SHUTDOWN NOSAVE, or SIGKILL of a managed one) because a script that wrote could not be killed, by database and reason: `time` or `memory`.",
+  labelNames: ["db", "reason"],
   registers: [registry],
 });
 
@@ -276,11 +276,11 @@ export const metrics = {
   managedRedisRestart(server: string): void {
     managedRestarts.inc({ server });
   },
-  kvScriptKilled(db: string): void {
-    kvScriptKills.inc({ db });
+  kvScriptKilled(db: string, reason: "time" | "memory"): void {
+    kvScriptKills.inc({ db, reason });
   },
-  kvScriptShutdown(db: string): void {
-    kvScriptShutdowns.inc({ db });
+  kvScriptShutdown(db: string, reason: "time" | "memory"): void {
+    kvScriptShutdowns.inc({ db, reason });
   },
   workers(live: number): void {
     workersLive.set(live);

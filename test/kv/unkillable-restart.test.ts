@@ -37,7 +37,7 @@ const notHanging = (): RequestInit => ({ signal: AbortSignal.timeout(COMMAND_TIM
 
 async function shutdownsCounted(): Promise<number> {
   const text = await (await fetch(`${s.admin?.url ?? ""}/metrics`)).text();
-  const line = /^stashd_kv_script_shutdowns_total\{db="default"\} (\d+)$/m.exec(text);
+  const line = /^stashd_kv_script_shutdowns_total\{db="default",reason="time"\} (\d+)$/m.exec(text);
   return Number(line?.[1] ?? 0);
 }
 

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { registry } from "../../src/shared/metrics.js";
 import { eventually } from "../harness/eventually.js";
 import { startStashd, type TestStashd } from "../harness/stashd.js";
 import { bodyOf } from "../kv/helpers.js";
@@ -58,6 +59,9 @@ describe("a script's memory on a managed database", () => {
     await answersAgain();
     expect((await run(["GET", "before"]))[1].result).toBe("kept");
     expect((await run(["EXISTS", "fill:1"]))[1].result).toBe(0);
+    expect(await registry.metrics()).toMatch(
+      /^stashd_kv_script_shutdowns_total\{db="default",reason="memory"\} [1-9]/m,
+    );
   });
 
   it("ends a script that grows its Lua heap past the bound", async () => {

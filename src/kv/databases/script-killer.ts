@@ -220,7 +220,7 @@ export class ScriptKiller {
   /** SIGKILL of a managed server whose script could not be reached; explained as a restart. */
   private forceRestart(): void {
     this.phase = "forced";
-    metrics.kvScriptShutdown(this.db.name);
+    metrics.kvScriptShutdown(this.db.name, this.reason);
     this.logger.error(
       "the database's redis-server does not read commands: a script is inside one long C call, or in its first busy-reply-threshold, where SCRIPT KILL and SHUTDOWN cannot reach it; killing it (SIGKILL) and restarting it from its AOF",
       { db: this.db.name, past: this.causeText() },
@@ -237,7 +237,7 @@ export class ScriptKiller {
       reply = await conn.send(["FUNCTION", "KILL"]);
     }
     if (reply.kind !== "error") {
-      metrics.kvScriptKilled(this.db.name);
+      metrics.kvScriptKilled(this.db.name, this.reason);
       this.logger.warn("killed a script that ran past its bound", {
         db: this.db.name,
         past: this.causeText(),
@@ -249,7 +249,7 @@ export class ScriptKiller {
 
   private async shutdown(endpoint: RedisEndpoint): Promise<void> {
     this.phase = "stopped";
-    metrics.kvScriptShutdown(this.db.name);
+    metrics.kvScriptShutdown(this.db.name, this.reason);
     this.logger.error(
       "stopping the database's Redis with SHUTDOWN NOSAVE: a script that wrote still runs past its bound; its writes are dropped",
       {
