@@ -220,7 +220,7 @@ class Workers {
       case "release":
         return this.servers.release(m.dir);
       case "force-restart":
-        return this.servers.forceRestart(m.dir);
+        return this.servers.forceRestart(m.dir, m.pid);
       case "collected":
         return this.collections.settle(m.id, m.metrics);
       case "counted":
@@ -326,8 +326,8 @@ class ManagedServers {
     await (await server).stop();
   }
 
-  forceRestart(dir: string): void {
-    void this.servers.get(path.resolve(dir))?.then((s) => s.forceRestart());
+  forceRestart(dir: string, pid?: number): void {
+    void this.servers.get(path.resolve(dir))?.then((s) => s.forceRestart(pid));
   }
 
   async stopAll(): Promise<void> {

@@ -43,7 +43,7 @@ export type FromWorker =
   | { t: "ready"; urls: WorkerUrls }
   | { t: "ensure"; id: number; opts: HostedRedisOptions }
   | { t: "release"; dir: string }
-  | { t: "force-restart"; dir: string }
+  | { t: "force-restart"; dir: string; pid?: number }
   | { t: "scrape"; id: number; listenerOnly: MetricsJson[] }
   | { t: "collected"; id: number; metrics: MetricsJson }
   /** The first worker asks for every other worker's chart points. */

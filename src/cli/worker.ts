@@ -114,7 +114,8 @@ class SupervisorChannel {
         this.send({ t: "release", dir });
         return Promise.resolve();
       },
-      forceRestart: (dir: string) => this.send({ t: "force-restart", dir }),
+      forceRestart: (dir: string, pid?: number) =>
+        this.send({ t: "force-restart", dir, ...(pid === undefined ? {} : { pid }) }),
     };
   }
 

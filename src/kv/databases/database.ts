@@ -448,8 +448,13 @@ export class KvDatabase {
   }
 
   /** SIGKILLs the managed redis-server, which restarts from its AOF (script-killer.ts). */
-  forceRestart(): void {
-    this.managed?.forceRestart();
+  forceRestart(pid: number | undefined): void {
+    this.managed?.forceRestart(pid);
+  }
+
+  /** The managed redis-server's pid, from its pid file (undefined: external, or not running). */
+  serverPid(): number | undefined {
+    return this.managed?.currentPid();
   }
 
   /** A request's error, explained when the Redis was stopped for a script (script-killer.ts). */

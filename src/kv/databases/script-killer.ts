@@ -14,8 +14,13 @@ export interface ScriptDatabase {
   readonly isManaged: boolean;
   /** Where scripts may run: the masters of a cluster, or the one server. */
   masterEndpoints(): Promise<RedisEndpoint[]>;
-  /** SIGKILLs a managed server, which is then restarted from its AOF (ManagedRedis). */
-  forceRestart(): void;
+  /** The managed server's pid now (undefined: external, or not running). */
+  serverPid(): number | undefined;
+  /**
+   * SIGKILLs a managed server, which is then restarted from its AOF (ManagedRedis); only while
+   * `pid` still runs, so a second worker's kill of the same script spares the restarted server.
+   */
+  forceRestart(pid: number | undefined): void;
 }
 
 /**
@@ -168,8 +173,10 @@ export class ScriptKiller {
   }
 
   private async killOn(endpoint: RedisEndpoint): Promise<void> {
+    // The server seen running the script, read before the wait: it may be restarted meanwhile.
+    const pid = this.db.serverPid();
     const outcome = await this.withinGrace(this.tryKill(endpoint));
-    if (outcome === "no-answer") return this.forceRestart();
+    if (outcome === "no-answer") return this.forceRestart(pid);
     if (outcome !== "unkillable") return;
     const graceMs = this.config.kvUnkillableScriptGraceMs;
     const fields = { db: this.db.name, past: this.causeText() };
@@ -218,14 +225,14 @@ export class ScriptKiller {
   }
 
   /** SIGKILL of a managed server whose script could not be reached; explained as a restart. */
-  private forceRestart(): void {
+  private forceRestart(pid: number | undefined): void {
     this.phase = "forced";
     metrics.kvScriptShutdown(this.db.name, this.reason);
     this.logger.error(
       "the database's redis-server does not read commands: a script is inside one long C call, or in its first busy-reply-threshold, where SCRIPT KILL and SHUTDOWN cannot reach it; killing it (SIGKILL) and restarting it from its AOF",
       { db: this.db.name, past: this.causeText() },
     );
-    this.db.forceRestart();
+    this.db.forceRestart(pid);
     void this.db.masterEndpoints().then((nodes) => this.awaitBack(nodes[0] as RedisEndpoint));
   }
 

@@ -56,7 +56,7 @@ export type HostedRedisOptions = Omit<ManagedRedisOptions, "logger">;
 export interface ManagedRedisHost {
   ensure(opts: HostedRedisOptions): Promise<{ endpoint: RedisEndpoint; pid: number | undefined }>;
   release(dir: string): Promise<void>;
-  forceRestart(dir: string): void;
+  forceRestart(dir: string, pid?: number): void;
 }
 
 let elsewhere: ManagedRedisHost | undefined;
@@ -154,9 +154,20 @@ export class ManagedRedis {
    * pattern, a huge string.rep) where even SHUTDOWN NOSAVE is never read. Writes acknowledged in
    * the last fsync interval (`appendfsync everysec`: about 1 s) may be lost.
    */
-  forceRestart(): void {
-    if (this.host) return this.host.forceRestart(this.opts.dir);
+  forceRestart(pid?: number): void {
+    if (this.host) return this.host.forceRestart(this.opts.dir, pid);
+    if (pid !== undefined && this.child?.pid !== pid) return; // already replaced
     if (this.running) this.child?.kill("SIGKILL");
+  }
+
+  /** The running server's pid as its pid file says (wherever it is hosted); undefined: none. */
+  currentPid(): number | undefined {
+    try {
+      const pid = Number(readFileSync(this.pidFile, "utf8").trim());
+      return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+    } catch {
+      return undefined;
+    }
   }
 
   /** The server's pid file, rewritten at each (re)start: its current pid, wherever it is hosted. */
