@@ -2,6 +2,8 @@ import path from "node:path";
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { FULL_AT } from "../../console/src/data-level.js";
+import { credentialsOf } from "../../src/kv/databases/database-manager.js";
+import { createDatabase } from "../../src/kv/databases/registry.js";
 import { consoleCookie, consoleEnv, type ConsoleEnv } from "./harness.js";
 import { fillUntilFull } from "./kv-helpers.js";
 
@@ -70,4 +72,27 @@ test("filled until writes are refused: red, at its limit, what to do, and a mark
   expect(await sideMark().getAttribute("data-level")).toBe("full");
   await env.shot(page, "kv-memory-full");
   await page.screenshot({ path: path.resolve("docs", "img", "console-kv-memory.png") });
+});
+
+test("a cache created with --eviction, filled past its size: a neutral bar that says it evicts, no warning, no mark", async () => {
+  const record = createDatabase(env.q.stashd.dataDir, "cache", {
+    maxDataBytes: 4 * MIB,
+    eviction: true,
+  });
+  const token = credentialsOf(record).token;
+  const value = "e".repeat(256 * 1024);
+  const write = (i: number) =>
+    env.q.stashd.kvFetch("/", { body: JSON.stringify(["SET", `e:${i}`, value]), token });
+  // The database starts on the next registry poll; 40 writes of 256 KiB fill 4 MiB twice over.
+  await expect.poll(async () => (await write(0)).status, { timeout: 15_000 }).toBe(200);
+  for (let i = 1; i < 40; i++) expect((await write(i)).status).toBe(200);
+  await page.goto(`${env.url}#/kv/cache`);
+  const cacheMark = page.locator("nav.side a", { hasText: "cache" }).locator(".data-mark");
+  await meter().and(page.locator("[data-level=evicts]")).waitFor({ timeout: 15_000 });
+  expect(await meter().locator(".data-why").textContent()).toMatch(
+    /^A cache: at its limit Redis evicts/,
+  );
+  expect(await meter().getByRole("alert").count()).toBe(0);
+  expect(await cacheMark.count()).toBe(0);
+  await env.shot(page, "kv-memory-evicts");
 });

@@ -82,3 +82,15 @@ test("an external Redis without maxmemory reports its size and no limit; one dow
     expect((await entry("default")).data).toMatchObject({ limit: 8 * MIB });
   });
 });
+
+test("a database created with --eviction is reported as evicting at its limit, not as filling up", async () => {
+  createDatabase(env.q.stashd.dataDir, "cache", { maxDataBytes: 4 * MIB, eviction: true });
+  await eventually(async () =>
+    expect((await entry("cache")).data).toEqual({
+      used: expect.any(Number),
+      limit: 4 * MIB,
+      evicts: true,
+    }),
+  );
+  expect((await entry("default")).data).not.toHaveProperty("evicts");
+});

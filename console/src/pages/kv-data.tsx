@@ -9,7 +9,8 @@ function percent(used: number, limit: number): string {
 
 /**
  * The KV page's data size line: "Data 12.3 MiB of 8.0 GiB" with a usage bar, amber past 80 %,
- * red at the limit (FULL_AT) with what to do; "no limit set" for a Redis without maxmemory; "not known"
+ * red at the limit (FULL_AT) with what to do, neutral for a cache that evicts at its limit; "no
+ * limit set" for a Redis without maxmemory; "not known"
  * (with Redis's reason) when it does not answer. Refreshed with the summary (every 3 s).
  */
 export function DataMeter(p: { data: DataSize | undefined }) {
@@ -47,6 +48,12 @@ export function DataMeter(p: { data: DataSize | undefined }) {
         <span style={{ width }} />
       </span>
       <span class="data-pct">{percent(d.used, d.limit)}</span>
+      {level === "evicts" && (
+        <p class="data-why">
+          A cache: at its limit Redis evicts the least recently used keys instead of refusing writes
+          (created with --eviction).
+        </p>
+      )}
       {level === "full" && (
         <p class="data-why" role="alert">
           At its limit: writes are refused: delete keys or set TTLs, or raise the limit:

@@ -12,6 +12,11 @@ export interface DataSize {
   used: number;
   /** `maxmemory`, bytes; null when a master has none set (0: Redis takes what the machine has). */
   limit: number | null;
+  /**
+   * Set (true) when Redis evicts keys at the limit instead of refusing writes (a `maxmemory-policy`
+   * other than `noeviction`: `db create --eviction`); absent otherwise.
+   */
+  evicts?: true;
 }
 
 /** A database's data size, or why it is not known (Redis down, INFO refused to stashd's user). */
@@ -28,15 +33,21 @@ export async function readDataSize(admin: RedisBackend): Promise<DataSize> {
   return {
     used: each.reduce((sum, m) => sum + m.used, 0),
     limit: limits.every((l) => l > 0) ? limits.reduce((sum, l) => sum + l, 0) : null,
+    ...(each.some((m) => m.evicts) ? { evicts: true as const } : {}),
   };
 }
 
-/** One master's `used_memory` and `maxmemory` (0 when unset) from its INFO memory reply. */
-function memoryOf(reply: Reply): { used: number; limit: number } {
+/** One master's `used_memory`, `maxmemory` (0 when unset) and eviction from INFO memory. */
+function memoryOf(reply: Reply): { used: number; limit: number; evicts: boolean } {
   if (reply.kind === "error") throw new Error(reply.value);
   const text = textOf(reply);
   if (text === undefined) throw new Error(`INFO memory answered ${reply.kind}`);
-  return { used: infoNumber(text, "used_memory"), limit: infoNumber(text, "maxmemory") };
+  const policy = /^maxmemory_policy:(\S+)\r?$/m.exec(text)?.[1] ?? "noeviction";
+  return {
+    used: infoNumber(text, "used_memory"),
+    limit: infoNumber(text, "maxmemory"),
+    evicts: policy !== "noeviction",
+  };
 }
 
 /** The integer field `name` of an INFO section (`name:value` lines). */
