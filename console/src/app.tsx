@@ -1,3 +1,4 @@
+import { CHOICES, chooseRefresh, useRefreshChoice } from "./refresh.js";
 import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 import { useRoute, type Route } from "./routes.js";
 import { ApiError, get, request, UNREACHABLE, whenLoggedOut } from "./api.js";
@@ -216,16 +217,51 @@ function offline(err: unknown, lastLive: number | undefined): Connection {
 /** The connection indicator: green "live", red "offline" with the reason, grey "connecting". */
 function ConnectionBadge(p: { conn: Connection }) {
   const { state, detail, lastLive } = p.conn;
-  const label = state === "live" ? "live" : state === "offline" ? "offline" : "connecting…";
+  const paused = useRefreshChoice() === 0;
+  const label =
+    state === "live"
+      ? paused
+        ? "live, paused"
+        : "live"
+      : state === "offline"
+        ? "offline"
+        : "connecting…";
   const title =
     state === "live"
-      ? `counts refreshed every ${SUMMARY_EVERY_MS / 1000} s`
+      ? paused
+        ? `refresh paused: counts as of ${lastLive ? fmtTime(lastLive) : "the last load"}`
+        : "counts refreshed at the pace chosen beside"
       : `${detail}${lastLive ? `; last live ${fmtTime(lastLive)}` : ""}`;
   return (
-    <span class={`conn ${state}`} data-connection={state} title={title} role="status">
+    <span
+      class={`conn ${state}${paused ? " paused" : ""}`}
+      data-connection={state}
+      title={title}
+      role="status"
+    >
       ● {label}
       {state === "offline" && <span class="conn-detail">{detail}</span>}
     </span>
+  );
+}
+
+/** The status bar's choice of how often live parts refresh, paused included (refresh.ts). */
+function RefreshControl() {
+  const ms = useRefreshChoice();
+  return (
+    <label class="refresh-choice">
+      <select
+        aria-label="Refresh"
+        value={String(ms)}
+        onChange={(e) => chooseRefresh(Number((e.target as HTMLSelectElement).value))}
+      >
+        {CHOICES.map((c) => (
+          <option key={c.ms} value={String(c.ms)}>
+            {c.ms === 0 ? "Refresh paused" : `Refresh ${c.label}`}
+          </option>
+        ))}
+      </select>
+    </label>
   );
 }
 
@@ -251,6 +287,7 @@ function StatusBar(p: { summary: Summary | undefined; conn: Connection }) {
         </div>
       ))}
       <ConnectionBadge conn={p.conn} />
+      <RefreshControl />
     </div>
   );
 }

@@ -1,3 +1,4 @@
+import { scaledPeriod, useRefreshChoice } from "./refresh.js";
 import type { ComponentChildren } from "preact";
 import { useCallback, useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 
@@ -57,16 +58,21 @@ export function useLoad<T>(fn: () => Promise<T>, deps: unknown[]): Loaded<T> {
 const isBlank = (s: { data?: unknown; error?: string; loading: boolean }) =>
   s.loading && s.data === undefined && s.error === undefined;
 
-/** Calls `fn` every `ms` while the page is visible. */
+/**
+ * Calls `fn` every `ms` (at the default refresh choice; scaled by the user's choice, never while
+ * paused: refresh.ts) while the page is visible.
+ */
 export function useInterval(fn: () => void, ms: number): void {
   const saved = useRef(fn);
   saved.current = fn;
+  const period = scaledPeriod(ms, useRefreshChoice());
   useEffect(() => {
+    if (period === undefined) return;
     const id = setInterval(() => {
       if (document.visibilityState === "visible") saved.current();
-    }, ms);
+    }, period);
     return () => clearInterval(id);
-  }, [ms]);
+  }, [period]);
 }
 
 export function messageOf(err: unknown): string {
