@@ -133,7 +133,9 @@ describe("FIFO delivery", () => {
 
   it("never has more than `parallelism` deliveries in flight", async () => {
     const rx = await tracker();
-    rx.delayMs = 40;
+    // Each answer waits 300 ms, so three deliveries overlap even when the machine is loaded
+    // (at 40 ms a loaded CI run once saw at most 2 in flight).
+    rx.delayMs = 300;
     const q = env.client.queue({ queueName: "par-q" });
     await q.upsert({ parallelism: 3 });
     for (let i = 0; i < 15; i++) await q.enqueue({ url: `${rx.url}/p`, body: String(i) });
