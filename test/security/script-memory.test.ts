@@ -76,6 +76,38 @@ describe("a script's memory on a managed database", () => {
     await answersAgain();
   });
 
+  it("restarts a server that holds past one growth above the limit between calls (a function hoarding strings)", async () => {
+    // A library's locals outlive its calls, and Redis counts none of it against maxmemory:
+    // each call grows the server by less than the growth, so measured from what the server held
+    // when it was sent, no call ever passed its bound (30 calls held 120 MiB before the fix, and on without end).
+    await answersAgain();
+    const library = [
+      "#!lua name=hoarder",
+      "local hoard = {}",
+      "redis.register_function{function_name = 'hoard', flags = {'no-writes'}, callback = function(_, args) hoard[#hoard + 1] = string.rep('h', tonumber(args[1])) .. #hoard return #hoard end}",
+    ].join("\n");
+    expect(await run(["FUNCTION", "LOAD", "REPLACE", library])).toEqual([
+      200,
+      { result: "hoarder" },
+    ]);
+    const held: number[] = [];
+    for (let i = 0; i < 30; i++) {
+      const count = await eventually(
+        async () => {
+          const [status, body] = await run(["FCALL", "hoard", "0", String(4 * MIB)]);
+          expect(status).toBe(200);
+          return body.result as number;
+        },
+        { timeoutMs: 20_000 },
+      );
+      held.push(count);
+    }
+    // 8 MiB + 2 * 24 MiB holds about ten 4 MiB strings beside the server itself: a call sent
+    // past it restarts the server, which empties the hoard (the library is kept: its AOF).
+    expect(Math.max(...held)).toBeLessThanOrEqual(14);
+    expect(held.at(-1)).toBeLessThan(30);
+  });
+
   it("lets a script that stays within the bound run to its end", async () => {
     await answersAgain();
     const [status, body] = await run([
