@@ -73,6 +73,12 @@ export class ScriptMemoryWatch {
   /** The last reading and when it was made (performance.now()). */
   private lastBytes = 0;
   private lastAt = -Infinity;
+  /**
+   * The first reading of the running server, made before any call this watch saw ran on it: its
+   * data as loaded. A limit lowered below what a database holds (`stashd db update`) then raises
+   * the ceiling instead of restarting the server at every script call.
+   */
+  private firstBytes: number | undefined;
 
   constructor(
     private readonly server: MemoryWatchedServer,
@@ -113,7 +119,7 @@ export class ScriptMemoryWatch {
     const limit = this.server.maxDataBytes();
     if (limit <= 0 || rss <= 0) return;
     const growth = this.growth(limit);
-    const start = Math.min(Math.max(oldest.baseline, limit), limit + growth);
+    const start = Math.min(Math.max(oldest.baseline, limit), this.floor(limit) + growth);
     const bound = start + growth;
     if (rss > bound) this.options.onOverrun({ rssBytes: rss, boundBytes: bound });
   };
@@ -122,8 +128,13 @@ export class ScriptMemoryWatch {
   private checkHeld(rss: number): void {
     const limit = this.server.maxDataBytes();
     if (limit <= 0 || rss <= 0) return;
-    const ceiling = limit + 2 * this.growth(limit);
+    const ceiling = this.floor(limit) + 2 * this.growth(limit);
     if (rss > ceiling) this.options.onHeld({ rssBytes: rss, boundBytes: ceiling });
+  }
+
+  /** The max data size, or what the server held when first read if that is more. */
+  private floor(limit: number): number {
+    return Math.max(limit, this.firstBytes ?? 0);
   }
 
   private growth(limit: number): number {
@@ -141,6 +152,7 @@ export class ScriptMemoryWatch {
         const resident = Number(this.buffer.toString("latin1", 0, n).split(" ")[1]);
         if (Number.isFinite(resident)) {
           this.lastBytes = resident * PAGE_BYTES;
+          this.firstBytes ??= this.lastBytes;
           this.lastAt = performance.now();
           return this.lastBytes;
         }
@@ -157,6 +169,7 @@ export class ScriptMemoryWatch {
       const pid = Number(readFileSync(this.server.pidFile, "latin1").trim());
       if (!Number.isInteger(pid) || pid <= 0) return undefined;
       this.fd = openSync(`/proc/${pid}/statm`, "r");
+      this.firstBytes = undefined;
       return this.fd;
     } catch {
       return undefined;
