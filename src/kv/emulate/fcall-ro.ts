@@ -26,9 +26,12 @@ export async function retryReadOnlyFcalls(
     if (reply?.kind !== "error" || reply.value !== WRITE_FLAG_REFUSAL) continue;
     const argv = commands[i] as Arg[];
     if (argv[0]?.toString().toLowerCase() !== "fcall_ro") continue;
+    // A script call like any other: its memory is watched while it runs (script-memory.ts).
+    const done = p.db.scriptCallStarted();
     const again = await p.db
       .poolFor({ db: p.db, role: "readonly" })
-      .exec(["FCALL", ...argv.slice(1)]);
+      .exec(["FCALL", ...argv.slice(1)])
+      .finally(done);
     replies[i] =
       again.kind === "error"
         ? { kind: "error", value: again.value.replace(ACL_REFUSAL, READ_ONLY_REFUSAL) }
