@@ -90,6 +90,18 @@ describe("commands that change a pooled connection's mode", () => {
 });
 
 describe("script time limit", () => {
+  it("kills an endless function that FCALL_RO runs again as FCALL (not declared no-writes)", async () => {
+    const library = `#!lua name=spinner\nredis.register_function('spin_rw', function() ${LOOP} end)`;
+    const loaded = await timed("/", ["FUNCTION", "LOAD", "REPLACE", library], stashd().kv.token);
+    expect(loaded.body).toEqual({ result: "spinner" });
+    // Before the fix the retry was not watched: it ran to the command deadline (503 "no reply
+    // within 800 ms") and on, until another request's BUSY reply got it killed.
+    const res = await timed("/", ["FCALL_RO", "spin_rw", "0"], stashd().kv.token);
+    expect((res.body as { error?: string }).error).toMatch(/killed by user with SCRIPT KILL/);
+    expect(res.ms).toBeLessThan(COMMAND_TIMEOUT_MS);
+    await allConnectionsAnswer();
+  });
+
   it("kills a read-only token's endless EVAL_RO and answers it with a clear error", async () => {
     const res = await timed("/", ["EVAL_RO", LOOP, "0"], stashd().kv.readonlyToken);
     expect(res.status).toBe(400);

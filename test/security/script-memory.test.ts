@@ -86,4 +86,52 @@ describe("a script's memory on a managed database", () => {
     expect([status, body]).toEqual([200, { result: MIB }]);
     expect((await run(["DEL", "small:1", "small:2", "small:3", "small:4"]))[1].result).toBe(4);
   });
+  it("ends a function grown past the bound when FCALL_RO runs it again as FCALL (a function not declared no-writes)", async () => {
+    await answersAgain();
+    const library = [
+      "#!lua name=grower",
+      "redis.register_function('grow', function(_, args) local t = {} for i = 1, tonumber(args[1]) do t[i] = 'abcdefgh' .. i end return #t end)",
+    ].join("\n");
+    expect(await run(["FUNCTION", "LOAD", "REPLACE", library])).toEqual([
+      200,
+      { result: "grower" },
+    ]);
+    // About 300 MiB of Lua strings, unwatched before the fix: it ran to its end.
+    const [status, body] = await run(["FCALL_RO", "grow", "0", "4000000"]);
+    expect(status).toBeGreaterThanOrEqual(400);
+    expect(body.error).toMatch(/memory bound/);
+    await answersAgain();
+  });
+
+  it("restarts a server that holds past one growth above the limit between calls (a function hoarding strings)", async () => {
+    // A library's locals outlive its calls, and Redis counts none of it against maxmemory:
+    // each call grows the server by less than the growth, so measured from what the server held
+    // when it was sent, no call ever passed its bound (30 calls held 120 MiB before the fix, and on without end).
+    await answersAgain();
+    const library = [
+      "#!lua name=hoarder",
+      "local hoard = {}",
+      "redis.register_function{function_name = 'hoard', flags = {'no-writes'}, callback = function(_, args) hoard[#hoard + 1] = string.rep('h', tonumber(args[1])) .. #hoard return #hoard end}",
+    ].join("\n");
+    expect(await run(["FUNCTION", "LOAD", "REPLACE", library])).toEqual([
+      200,
+      { result: "hoarder" },
+    ]);
+    const held: number[] = [];
+    for (let i = 0; i < 30; i++) {
+      const count = await eventually(
+        async () => {
+          const [status, body] = await run(["FCALL", "hoard", "0", String(4 * MIB)]);
+          expect(status).toBe(200);
+          return body.result as number;
+        },
+        { timeoutMs: 20_000 },
+      );
+      held.push(count);
+    }
+    // 8 MiB + 2 * 24 MiB holds about ten 4 MiB strings beside the server itself: a call sent
+    // past it restarts the server, which empties the hoard (the library is kept: its AOF).
+    expect(Math.max(...held)).toBeLessThanOrEqual(14);
+    expect(held.at(-1)).toBeLessThan(30);
+  });
 });

@@ -438,6 +438,10 @@ export class KvDatabase {
           this.killer.killForMemory(
             `its redis-server held ${mib(rssBytes)} MiB, past ${mib(boundBytes)} MiB: the max data size or what it held before the script, plus STASHD_KV_SCRIPT_MAX_GROWTH_BYTES`,
           ),
+        onHeld: ({ rssBytes, boundBytes }) =>
+          this.killer.restartForMemory(
+            `its redis-server held ${mib(rssBytes)} MiB between script calls, past ${mib(boundBytes)} MiB: the max data size plus twice STASHD_KV_SCRIPT_MAX_GROWTH_BYTES`,
+          ),
       },
     );
   }

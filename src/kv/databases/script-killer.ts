@@ -61,6 +61,8 @@ export class ScriptKiller {
   /** Why the last attempt was started: replies and errors say so. */
   reason: KillReason = "time";
   private memoryDetail = "";
+  /** The last forced restart was for memory held between calls, not for a running script. */
+  private heldBetweenCalls = false;
   private readonly connections = new Map<string, Promise<RedisConnection>>();
   private running = false;
   /** When the last attempt started (Date.now), for the `busy` trigger's spacing. */
@@ -95,6 +97,7 @@ export class ScriptKiller {
     this.running = true;
     this.attempts++;
     this.reason = cause === "memory" ? "memory" : "time";
+    this.heldBetweenCalls = false;
     void this.killEverywhere()
       .catch((err: unknown) =>
         this.logger.warn("could not kill a slow script", { db: this.db.name, err: messageOf(err) }),
@@ -118,8 +121,9 @@ export class ScriptKiller {
       );
     }
     if (this.phase === "forced") {
-      const why =
-        this.reason === "memory"
+      const why = this.heldBetweenCalls
+        ? `left its Redis holding memory past ${cause}`
+        : this.reason === "memory"
           ? `grew its Redis past ${cause} while Redis read no other command`
           : `ran past ${cause} inside one long call that Redis cannot interrupt`;
       return new AppError(
@@ -146,6 +150,20 @@ export class ScriptKiller {
     if (this.running) return;
     this.memoryDetail = detail;
     this.killSlowScript("memory");
+  }
+
+  /**
+   * SIGKILLs the managed server and restarts it from its AOF: it holds past the memory ceiling
+   * between script calls (script-memory.ts), memory no kill frees (a function library's Lua
+   * tables; the restart reloads the library, not its tables). Every acknowledged write is kept.
+   */
+  restartForMemory(detail: string): void {
+    // One restart at a time: calls sent until the server answers again find nothing to read.
+    if (this.running || this.closed || this.phase || !this.db.isManaged) return;
+    this.memoryDetail = detail;
+    this.reason = "memory";
+    this.heldBetweenCalls = true;
+    this.forceRestart(this.db.serverPid());
   }
 
   /** What the script ran past, for replies: the time limit or the memory bound. */
@@ -229,7 +247,9 @@ export class ScriptKiller {
     this.phase = "forced";
     metrics.kvScriptShutdown(this.db.name, this.reason);
     this.logger.error(
-      "the database's redis-server does not read commands: a script is inside one long C call, or in its first busy-reply-threshold, where SCRIPT KILL and SHUTDOWN cannot reach it; killing it (SIGKILL) and restarting it from its AOF",
+      this.heldBetweenCalls
+        ? "the database's redis-server holds memory past its ceiling between script calls (a function library's tables, which no kill frees); killing it (SIGKILL) and restarting it from its AOF"
+        : "the database's redis-server does not read commands: a script is inside one long C call, or in its first busy-reply-threshold, where SCRIPT KILL and SHUTDOWN cannot reach it; killing it (SIGKILL) and restarting it from its AOF",
       { db: this.db.name, past: this.causeText() },
     );
     this.db.forceRestart(pid);

@@ -15,6 +15,12 @@ export interface ScriptMemoryOptions {
   maxGrowthBytes: number;
   /** Called at each check that finds the server past its bound, until the calls end. */
   onOverrun(overrun: MemoryOverrun): void;
+  /**
+   * Called when a script call is sent to a server that already holds more than the max data size
+   * plus twice the growth: memory kept from earlier calls (a function library's tables), which
+   * no call's bound sees since each is measured from what the server held when it was sent.
+   */
+  onHeld(overrun: MemoryOverrun): void;
 }
 
 export interface MemoryOverrun {
@@ -49,6 +55,12 @@ const READING_FRESH_MS = 5;
  * (resident memory above its data) from counting as one script's growth: a stream of short
  * calls always has a recent oldest call, a long script stays the oldest while it runs.
  *
+ * What a call starts from is trusted up to one growth above the max data size, and a call sent
+ * to a server past twice the growth calls `onHeld`: a function library keeps its Lua tables
+ * between calls and Redis counts none of it against `maxmemory`, so calls that each grew less
+ * than the growth held the server past any bound (120 MiB in 30 calls against an 8 MiB limit,
+ * without end). Honest fragmentation rarely reaches it; a restart (AOF reload) compacts it.
+ *
  * Cost per script call: a Set entry, and a pread of an open /proc file (about 2 µs) unless one
  * was made in the last READING_FRESH_MS; the timer stops at the first check that finds no call.
  */
@@ -61,6 +73,12 @@ export class ScriptMemoryWatch {
   /** The last reading and when it was made (performance.now()). */
   private lastBytes = 0;
   private lastAt = -Infinity;
+  /**
+   * The first reading of the running server, made before any call this watch saw ran on it: its
+   * data as loaded. A limit lowered below what a database holds (`stashd db update`) then raises
+   * the ceiling instead of restarting the server at every script call.
+   */
+  private firstBytes: number | undefined;
 
   constructor(
     private readonly server: MemoryWatchedServer,
@@ -72,6 +90,7 @@ export class ScriptMemoryWatch {
     if (this.closed) return noop;
     const now = performance.now();
     const baseline = now - this.lastAt < READING_FRESH_MS ? this.lastBytes : this.residentBytes();
+    this.checkHeld(baseline);
     const entry = { baseline };
     this.inFlight.add(entry);
     if (this.timer === undefined) {
@@ -99,10 +118,28 @@ export class ScriptMemoryWatch {
     const rss = this.residentBytes();
     const limit = this.server.maxDataBytes();
     if (limit <= 0 || rss <= 0) return;
-    const growth = this.options.maxGrowthBytes || growthFor(limit);
-    const bound = Math.max(oldest.baseline, limit) + growth;
+    const growth = this.growth(limit);
+    const start = Math.min(Math.max(oldest.baseline, limit), this.floor(limit) + growth);
+    const bound = start + growth;
     if (rss > bound) this.options.onOverrun({ rssBytes: rss, boundBytes: bound });
   };
+
+  /** `onHeld` when a call is sent to a server past the max data size plus twice the growth. */
+  private checkHeld(rss: number): void {
+    const limit = this.server.maxDataBytes();
+    if (limit <= 0 || rss <= 0) return;
+    const ceiling = this.floor(limit) + 2 * this.growth(limit);
+    if (rss > ceiling) this.options.onHeld({ rssBytes: rss, boundBytes: ceiling });
+  }
+
+  /** The max data size, or what the server held when first read if that is more. */
+  private floor(limit: number): number {
+    return Math.max(limit, this.firstBytes ?? 0);
+  }
+
+  private growth(limit: number): number {
+    return this.options.maxGrowthBytes || growthFor(limit);
+  }
 
   /** The server's resident memory now; 0 when it cannot be read (not running, restarting). */
   private residentBytes(): number {
@@ -115,6 +152,7 @@ export class ScriptMemoryWatch {
         const resident = Number(this.buffer.toString("latin1", 0, n).split(" ")[1]);
         if (Number.isFinite(resident)) {
           this.lastBytes = resident * PAGE_BYTES;
+          this.firstBytes ??= this.lastBytes;
           this.lastAt = performance.now();
           return this.lastBytes;
         }
@@ -131,6 +169,7 @@ export class ScriptMemoryWatch {
       const pid = Number(readFileSync(this.server.pidFile, "latin1").trim());
       if (!Number.isInteger(pid) || pid <= 0) return undefined;
       this.fd = openSync(`/proc/${pid}/statm`, "r");
+      this.firstBytes = undefined;
       return this.fd;
     } catch {
       return undefined;

@@ -14,6 +14,8 @@ const WRITE_FLAG_REFUSAL = "ERR Can not execute a script with write flag using *
 const ACL_REFUSAL = /The user executing the script can't run this command or subcommand/;
 const READ_ONLY_REFUSAL = "Write commands are not allowed from read-only scripts";
 
+const ONE_WATCHED: ReadonlySet<number> = new Set([0]);
+
 export async function retryReadOnlyFcalls(
   p: Principal,
   commands: readonly Arg[][],
@@ -26,9 +28,19 @@ export async function retryReadOnlyFcalls(
     if (reply?.kind !== "error" || reply.value !== WRITE_FLAG_REFUSAL) continue;
     const argv = commands[i] as Arg[];
     if (argv[0]?.toString().toLowerCase() !== "fcall_ro") continue;
-    const again = await p.db
+    // A script call like any other: its wait counts against the script time limit (`watched`),
+    // its reply against the reply budget, its memory is watched (script-memory.ts).
+    const done = p.db.scriptCallStarted();
+    const {
+      replies: [again],
+    } = await p.db
       .poolFor({ db: p.db, role: "readonly" })
-      .exec(["FCALL", ...argv.slice(1)]);
+      .exchange([["FCALL", ...argv.slice(1)]], {
+        watched: ONE_WATCHED,
+        maxReplyBytes: Math.max(0, p.db.maxReplyBytes),
+      })
+      .finally(done);
+    if (again === undefined) continue;
     replies[i] =
       again.kind === "error"
         ? { kind: "error", value: again.value.replace(ACL_REFUSAL, READ_ONLY_REFUSAL) }
