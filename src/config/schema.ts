@@ -630,6 +630,12 @@ export const SETTINGS = {
     default: 1000,
     doc: "Most FIFO queues; creating one more (upsert, enqueue, schedule fire) is refused with 412.",
   },
+  queueMaxFlowControlKeys: {
+    env: "STASHD_QUEUE_MAX_FLOW_CONTROL_KEYS",
+    kind: "int",
+    default: 10_000,
+    doc: "Most flow-control keys (`Upstash-Flow-Control-Key`; a key is kept once used); a publish naming one more is refused with 412. Every `GET /v2/flowControl` and `/metrics` scrape reads them all.",
+  },
   queueMaxSchedules: {
     env: "STASHD_QUEUE_MAX_SCHEDULES",
     kind: "int",
