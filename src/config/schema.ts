@@ -588,6 +588,12 @@ export const SETTINGS = {
     default: 2 * 1024 * 1024,
     doc: "A page of `/v2/events`, `/v2/logs` or `/v2/dlq` ends (with a cursor) once its stored entries pass this many bytes, whatever `count` asked.",
   },
+  queuePageMaxScanned: {
+    env: "STASHD_QUEUE_PAGE_MAX_SCANNED",
+    kind: "int",
+    default: 10_000,
+    doc: "A page of `/v2/events`, `/v2/logs` or `/v2/dlq` ends (with a cursor, possibly empty) once it has examined this many stored entries, matched by its filters or not: a filter matching nothing reads at most this much per request.",
+  },
   queueMaxRetries: {
     env: "STASHD_QUEUE_MAX_RETRIES",
     kind: "int",

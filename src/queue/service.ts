@@ -173,7 +173,11 @@ async function assemble(
   );
   const client = new HttpClient(config.queueMaxMessageBytes, destinationPolicy(config));
   const dispatcher = new Dispatcher(messages, client, keys, config, log.child("delivery"));
-  const dlq = new DlqStore(pool.partitions, config.queuePageMaxBytes);
+  const pageLimits = {
+    maxBytes: config.queuePageMaxBytes,
+    maxScanned: config.queuePageMaxScanned,
+  };
+  const dlq = new DlqStore(pool.partitions, pageLimits);
   const topics = new TopicStore(pool.partitions, config.queueMaxUrlGroupEndpoints);
   const schedules = new ScheduleStore(pool.partitions, config.queueMaxSchedules);
   const queues = new QueueStore(
@@ -197,7 +201,7 @@ async function assemble(
     log,
     messages,
     dlq,
-    logs: new LogStore(pool.partitions, config.queueLogRetentionMs, config.queuePageMaxBytes),
+    logs: new LogStore(pool.partitions, config.queueLogRetentionMs, pageLimits),
     topics,
     keys,
     dispatcher,
