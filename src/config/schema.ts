@@ -592,7 +592,7 @@ export const SETTINGS = {
     env: "STASHD_QUEUE_PAGE_MAX_SCANNED",
     kind: "int",
     default: 10_000,
-    doc: "A page of `/v2/events`, `/v2/logs` or `/v2/dlq` ends (with a cursor, possibly empty) once it has examined this many stored entries, matched by its filters or not: a filter matching nothing reads at most this much per request.",
+    doc: "A page of `/v2/events`, `/v2/logs`, `/v2/dlq` or `/v2/workflows/logs` ends (with a cursor, possibly empty) once it has examined this many stored entries (runs), matched by its filters or not: a filter matching nothing reads at most this much per request.",
   },
   queueMaxRetries: {
     env: "STASHD_QUEUE_MAX_RETRIES",
