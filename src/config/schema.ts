@@ -588,6 +588,12 @@ export const SETTINGS = {
     default: 2 * 1024 * 1024,
     doc: "A page of `/v2/events`, `/v2/logs` or `/v2/dlq` ends (with a cursor) once its stored entries pass this many bytes, whatever `count` asked.",
   },
+  queuePageMaxScanned: {
+    env: "STASHD_QUEUE_PAGE_MAX_SCANNED",
+    kind: "int",
+    default: 10_000,
+    doc: "A page of `/v2/events`, `/v2/logs`, `/v2/dlq` or `/v2/workflows/logs` ends (with a cursor, possibly empty) once it has examined this many stored entries (runs), matched by its filters or not: a filter matching nothing reads at most this much per request.",
+  },
   queueMaxRetries: {
     env: "STASHD_QUEUE_MAX_RETRIES",
     kind: "int",
@@ -629,6 +635,12 @@ export const SETTINGS = {
     kind: "int",
     default: 1000,
     doc: "Most FIFO queues; creating one more (upsert, enqueue, schedule fire) is refused with 412.",
+  },
+  queueMaxFlowControlKeys: {
+    env: "STASHD_QUEUE_MAX_FLOW_CONTROL_KEYS",
+    kind: "int",
+    default: 10_000,
+    doc: "Most flow-control keys (`Upstash-Flow-Control-Key`; a key is kept once used); a publish naming one more is refused with 412. Every `GET /v2/flowControl` and `/metrics` scrape reads them all.",
   },
   queueMaxSchedules: {
     env: "STASHD_QUEUE_MAX_SCHEDULES",

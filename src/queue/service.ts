@@ -166,13 +166,26 @@ async function assemble(
   if (pair.current !== creds.currentSigningKey || pair.next !== creds.nextSigningKey) {
     saveSigningKeys(config.dataDir, pair.current, pair.next);
   }
-  const messages = new MessageStore(pool.partitions, config.queueLogRetentionMs);
+  const messages = new MessageStore(
+    pool.partitions,
+    config.queueLogRetentionMs,
+    config.queueMaxFlowControlKeys,
+  );
   const client = new HttpClient(config.queueMaxMessageBytes, destinationPolicy(config));
   const dispatcher = new Dispatcher(messages, client, keys, config, log.child("delivery"));
-  const dlq = new DlqStore(pool.partitions, config.queuePageMaxBytes);
+  const pageLimits = {
+    maxBytes: config.queuePageMaxBytes,
+    maxScanned: config.queuePageMaxScanned,
+  };
+  const dlq = new DlqStore(pool.partitions, pageLimits);
   const topics = new TopicStore(pool.partitions, config.queueMaxUrlGroupEndpoints);
   const schedules = new ScheduleStore(pool.partitions, config.queueMaxSchedules);
-  const queues = new QueueStore(pool.partitions, config.queueLogRetentionMs, config.queueMaxQueues);
+  const queues = new QueueStore(
+    pool.partitions,
+    config.queueLogRetentionMs,
+    config.queueMaxQueues,
+    config.queueMaxFlowControlKeys,
+  );
   const scheduler = new Scheduler({
     schedules,
     messages,
@@ -188,7 +201,7 @@ async function assemble(
     log,
     messages,
     dlq,
-    logs: new LogStore(pool.partitions, config.queueLogRetentionMs, config.queuePageMaxBytes),
+    logs: new LogStore(pool.partitions, config.queueLogRetentionMs, pageLimits),
     topics,
     keys,
     dispatcher,

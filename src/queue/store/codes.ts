@@ -32,6 +32,8 @@ export const ScriptCode = {
   tooManyKept: -9,
   /** topicUpdate: adding the endpoints would exceed the max endpoints of a URL group. */
   tooManyEndpoints: -10,
+  /** enqueue: the publish would create a flow-control key past the max number of keys. */
+  tooManyFlowControlKeys: -11,
   /** workflowWait: a kept notification was taken (its data follows); workflowKeep: kept. */
   eventKept: 4,
   /** workflowKeep: the run waits for the event (the waiter JSON follows). */

@@ -1,5 +1,5 @@
 import type { DlqMeta } from "../domain/message.js";
-import { collectPage, type Page } from "./paging.js";
+import { collectPage, type Page, type PageLimits } from "./paging.js";
 import type { Partition, Partitions } from "./partitions.js";
 import { asArray, asBuffer, asText, checked } from "./replies.js";
 import { groupBy, mergeSorted } from "./spread.js";
@@ -34,8 +34,8 @@ const byId = (a: Listed, b: Listed): number => (a.id < b.id ? -1 : a.id > b.id ?
 export class DlqStore {
   constructor(
     readonly parts: Partitions,
-    /** A page ends once its entries weigh this much (STASHD_QUEUE_PAGE_MAX_BYTES). */
-    private readonly pageMaxBytes = Infinity,
+    /** What one page may weigh and read (STASHD_QUEUE_PAGE_MAX_BYTES, _MAX_SCANNED). */
+    private readonly pageLimits: PageLimits = {},
   ) {}
 
   async get(id: string): Promise<DlqEntry | undefined> {
@@ -71,7 +71,7 @@ export class DlqStore {
       },
       count,
       cursor,
-      this.pageMaxBytes,
+      this.pageLimits,
     );
   }
 

@@ -1,7 +1,7 @@
 import type { Reply } from "../../shared/redis/resp.js";
 import type { MessageMeta, MessageState } from "../domain/message.js";
 import { encodeLogCursor, parseLogCursor, type LogPosition } from "../domain/log-cursor.js";
-import { collectPage, type Page } from "./paging.js";
+import { collectPage, type Page, type PageLimits } from "./paging.js";
 import type { Partition, Partitions } from "./partitions.js";
 import { asArray, asText, checked } from "./replies.js";
 import { mergeSorted } from "./spread.js";
@@ -52,8 +52,8 @@ export class LogStore {
     readonly parts: Partitions,
     /** Trimming by MINID is approximate (whole stream nodes), so reads hide older events too. */
     private readonly retentionMs: number,
-    /** A page ends once its events weigh this much (STASHD_QUEUE_PAGE_MAX_BYTES). */
-    private readonly pageMaxBytes = Infinity,
+    /** What one page may weigh and read (STASHD_QUEUE_PAGE_MAX_BYTES, _MAX_SCANNED). */
+    private readonly pageLimits: PageLimits = {},
   ) {}
 
   /**
@@ -82,7 +82,7 @@ export class LogStore {
         })),
       count,
       cursor,
-      this.pageMaxBytes,
+      this.pageLimits,
     );
   }
 

@@ -3,6 +3,7 @@ import type { Arg } from "../../shared/redis/resp.js";
 import { originOf } from "../delivery/destination-share.js";
 import type { DlqMeta, MessageMeta, MessageState } from "../domain/message.js";
 import { fairnessOf, rotate, split, type ScriptFairness } from "./claim-plan.js";
+import { AppError } from "../../shared/errors.js";
 import { ScriptCode } from "./codes.js";
 import type { QueueKeys } from "./keys.js";
 import type { Partition, Partitions } from "./partitions.js";
@@ -149,6 +150,18 @@ interface Lane {
  * partition's publishes and outcomes are group-committed apart, and claims, the reaper and the
  * reads of the whole queue ask every partition (see `claim` for how a claim is shared).
  */
+/** The 412 for a publish whose new flow-control key would pass STASHD_QUEUE_MAX_FLOW_CONTROL_KEYS. */
+export function flowControlKeysFull(max: number): AppError {
+  return new AppError(
+    "precondition_failed",
+    `max number of flow-control keys (${max}) reached: reuse keys (one per destination or tenant, not per message)`,
+  );
+}
+
+/** A partition's share of the flow-control keys (a key stays in its partition; see fc-room.lua). */
+export const fcKeysPerPartition = (max: number, parts: Partitions): string =>
+  String(Math.ceil(max / parts.count));
+
 export class MessageStore {
   private readonly lanes: Lane[];
   /** Where the next claim's rotation starts (see claim-plan.ts). */
@@ -157,6 +170,8 @@ export class MessageStore {
   constructor(
     readonly parts: Partitions,
     private readonly logRetentionMs: number,
+    /** STASHD_QUEUE_MAX_FLOW_CONTROL_KEYS, shared evenly by the partitions (keys stay in theirs). */
+    private readonly maxFlowControlKeys = 10_000,
   ) {
     this.lanes = parts.all.map((p) => this.laneOf(p));
   }
@@ -222,7 +237,11 @@ export class MessageStore {
   private storePublishes(p: Partition, calls: Publish[]): Promise<EnqueueResult>[] {
     const K = p.keys;
     const latest = Math.max(...calls.map((c) => c.now));
-    const args: Arg[] = [K.prefix, String(Math.max(0, latest - this.logRetentionMs))];
+    const args: Arg[] = [
+      K.prefix,
+      String(Math.max(0, latest - this.logRetentionMs)),
+      fcKeysPerPartition(this.maxFlowControlKeys, this.parts),
+    ];
     for (const { now, messages, dedup, lease } of calls) {
       const deduplicated = dedup !== undefined && dedup.windowMs > 0;
       args.push(
@@ -241,6 +260,7 @@ export class MessageStore {
     return calls.map(async (_, i): Promise<EnqueueResult> => {
       const result = (await replies)[i];
       if (result === undefined) throw new Error(`enqueue: no reply for publish ${i} of the call`);
+      if (result === "tooManyFlowControlKeys") throw flowControlKeysFull(this.maxFlowControlKeys);
       return result.stored ? result : { stored: false, response: result.response || "[]" };
     });
   }

@@ -3,7 +3,12 @@ import type { Arg, Reply } from "../../shared/redis/resp.js";
 import type { Partition, Partitions } from "./partitions.js";
 import { groupBy } from "./spread.js";
 import { ScriptCode } from "./codes.js";
-import { messageArgs, type NewMessage } from "./message-store.js";
+import {
+  fcKeysPerPartition,
+  flowControlKeysFull,
+  messageArgs,
+  type NewMessage,
+} from "./message-store.js";
 import { asArray, asInt, asText, checked } from "./replies.js";
 import { transitions } from "./transitions.js";
 
@@ -47,6 +52,8 @@ export class QueueStore {
     private readonly logRetentionMs: number,
     /** A queue is not created when this many exist (412). */
     private readonly maxQueues: number,
+    /** STASHD_QUEUE_MAX_FLOW_CONTROL_KEYS: an enqueue naming one more key is refused (412). */
+    private readonly maxFlowControlKeys = 10_000,
   ) {}
 
   private head(p: Partition, now: number): Arg[] {
@@ -78,12 +85,14 @@ export class QueueStore {
             dedup?.response ?? "",
             name,
             String(maxQueues),
+            fcKeysPerPartition(this.maxFlowControlKeys, this.parts),
             ...messages.flatMap(messageArgs),
           ],
         ),
       (r) => r === "tooManyQueues",
     );
     if (reply === "tooManyQueues") throw this.tooMany();
+    if (reply === "tooManyFlowControlKeys") throw flowControlKeysFull(this.maxFlowControlKeys);
     return reply;
   }
 

@@ -102,17 +102,23 @@ export const texts = (reply: Reply | undefined): string[] =>
 
 // ---- Per-script shapes --------------------------------------------------------------------
 
-/** enqueue.lua: per publish, `ok ''` or `duplicate <stored response>`. */
-export type EnqueueReply = { stored: true } | { stored: false; response: string };
+/** enqueue.lua: per publish, `ok ''`, `duplicate <stored response>` or `tooManyFlowControlKeys ''`. */
+export type EnqueueReply =
+  { stored: true } | { stored: false; response: string } | "tooManyFlowControlKeys";
 
 export const enqueueReplies: Decoder<EnqueueReply[]> = (reply) => {
   const flat = list(reply);
   if (flat.length % 2 !== 0) throw new Surprise("pairs of code and response");
   const out: EnqueueReply[] = [];
   for (let i = 0; i < flat.length; i += 2) {
-    const c = code(flat[i], [ScriptCode.ok, ScriptCode.duplicate]);
+    const c = code(flat[i], [
+      ScriptCode.ok,
+      ScriptCode.duplicate,
+      ScriptCode.tooManyFlowControlKeys,
+    ]);
     const response = text(flat[i + 1]);
-    out.push(c === ScriptCode.ok ? { stored: true } : { stored: false, response });
+    if (c === ScriptCode.tooManyFlowControlKeys) out.push("tooManyFlowControlKeys");
+    else out.push(c === ScriptCode.ok ? { stored: true } : { stored: false, response });
   }
   return out;
 };
@@ -158,14 +164,23 @@ export const depthReply: Decoder<DepthReply> = (reply) => {
   return { ready, delayed, inFlight, pending, dlq, workflowDlq };
 };
 
-/** queue-enqueue.lua: `{ok, admitted}`, `{duplicate, response}` or `{tooManyQueues}`. */
+/** queue-enqueue.lua: `{ok, admitted}`, `{duplicate, response}` or a refusal. */
 export type QueueEnqueueReply =
-  { stored: true; admitted: number } | { stored: false; response: string } | "tooManyQueues";
+  | { stored: true; admitted: number }
+  | { stored: false; response: string }
+  | "tooManyQueues"
+  | "tooManyFlowControlKeys";
 
 export const queueEnqueueReply: Decoder<QueueEnqueueReply> = (reply) => {
   const [flag, second] = list(reply);
-  const c = code(flag, [ScriptCode.ok, ScriptCode.duplicate, ScriptCode.tooManyQueues]);
+  const c = code(flag, [
+    ScriptCode.ok,
+    ScriptCode.duplicate,
+    ScriptCode.tooManyQueues,
+    ScriptCode.tooManyFlowControlKeys,
+  ]);
   if (c === ScriptCode.tooManyQueues) return "tooManyQueues";
+  if (c === ScriptCode.tooManyFlowControlKeys) return "tooManyFlowControlKeys";
   if (c === ScriptCode.ok) return { stored: true, admitted: count(second) };
   return { stored: false, response: text(second) };
 };

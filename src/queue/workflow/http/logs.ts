@@ -36,7 +36,13 @@ export const listRunLogs: Handler = async (ctx, r) => {
     matchesRun(filter, run) &&
     (messageId === undefined ||
       (await ctx.workflows.entries(run.runId)).some((e) => e.includes(`"${messageId}"`)));
-  const page = await scanRuns(ctx, keep, countParam(r.query, 10, 100), r.query.get("cursor"));
+  const page = await scanRuns(
+    ctx,
+    keep,
+    countParam(r.query, 10, 100),
+    r.query.get("cursor"),
+    ctx.config.queuePageMaxScanned,
+  );
   const runs = await Promise.all(page.runs.map((run) => runLog(ctx, run)));
   reply(r.res, 200, page.cursor ? { cursor: page.cursor, runs } : { runs });
 };

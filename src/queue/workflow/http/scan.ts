@@ -133,7 +133,9 @@ function parseCursor(raw: string | null): [number, string] | undefined {
 
 /**
  * Up to `count` runs matching `keep`, newest first, after the `cursor`; the next cursor when
- * more may follow. Index entries of expired runs are dropped on the way. The pages come merged
+ * more may follow. At most `maxScanned` runs are examined (STASHD_QUEUE_PAGE_MAX_SCANNED for a
+ * listing), so a filter matching nothing answers an empty page with a cursor instead of reading
+ * every run. Index entries of expired runs are dropped on the way. The pages come merged
  * over every queue partition in one total order (WorkflowStore.runPage), so a cursor is a
  * position in all of them: each run is listed once, as with one partition.
  */
@@ -142,9 +144,11 @@ export async function scanRuns(
   keep: (run: RunRecord) => boolean | Promise<boolean>,
   count: number,
   cursor: string | null,
+  maxScanned = Infinity,
 ): Promise<{ runs: RunRecord[]; cursor?: string }> {
   let from = parseCursor(cursor);
   const runs: RunRecord[] = [];
+  let scanned = 0;
   for (;;) {
     const page = await ctx.workflows.runPage(from, CHUNK);
     const loaded = await Promise.all(page.map((p) => ctx.workflows.get(p.runId)));
@@ -153,7 +157,7 @@ export async function scanRuns(
       from = [p.createdAt, p.runId];
       const run = loaded[i];
       if (run && (await keep(run))) runs.push(run);
-      if (runs.length === count) {
+      if (runs.length === count || ++scanned >= maxScanned) {
         return i === page.length - 1 && page.length < CHUNK
           ? { runs }
           : { runs, cursor: `${p.createdAt}:${p.runId}` };

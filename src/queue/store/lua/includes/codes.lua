@@ -15,6 +15,7 @@ local Code = {
   tooManySteps = -8,
   tooManyKept = -9,
   tooManyEndpoints = -10,
+  tooManyFlowControlKeys = -11,
   eventKept = 4,
   waiting = 5,
 }
