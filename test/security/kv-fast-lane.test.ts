@@ -353,6 +353,7 @@ describe("the lane and an ACL user's token", () => {
     const rules = ["on", ">pw", "~sec:*", "+get"];
     expect(await standard(["ACL", "SETUSER", user, ...rules])).toEqual({ result: "OK" });
     const minted = (await standard(["ACL", "RESTTOKEN", user, "pw"])) as { result: string };
+    expect(minted).toEqual({ result: expect.stringMatching(/^acl_/) as unknown });
     const bytes = [
       ROOT(minted.result, ["Authorization: Bearer TOKEN"]).replace(BODY, '["GET","sec:a"]'),
       ROOT(minted.result, ["Authorization: Bearer TOKEN"]).replace(BODY, '["DEL","ab"]'),

@@ -128,6 +128,26 @@ const reservedUser = (name: string): Reply =>
 const ACL_READS = new Set(["list", "getuser", "users", "cat", "genpass", "log", "dryrun", "help"]);
 
 async function aclCommand(p: Principal, argv: Arg[]): Promise<Reply> {
+  const reply = await aclCommandAsAsked(p, argv);
+  const sub = lower(argv[1]);
+  if (reply.kind === "error" || (sub !== "setuser" && sub !== "deluser")) return reply;
+  return saveAclUsers(p, reply);
+}
+
+/**
+ * ACL SAVE after users changed, so they outlive a restart of the database's Redis: a managed
+ * server keeps them in its ACL file (managed-acl-file.ts), and a failed save is the reply. An
+ * external Redis keeps them only if its operator gave it an `aclfile`: its refusal is ignored.
+ */
+async function saveAclUsers(p: Principal, changed: Reply): Promise<Reply> {
+  const saved = await p.db.serverAdmin.exec(["ACL", "SAVE"]);
+  if (saved.kind !== "error" || !p.db.isManaged) return changed;
+  return errorReply(
+    `ERR the users changed, but Redis could not save them (${saved.value}): the change lasts until the database's Redis restarts`,
+  );
+}
+
+async function aclCommandAsAsked(p: Principal, argv: Arg[]): Promise<Reply> {
   if (p.role !== "standard") return p.db.poolFor(p).exec(argv);
   const sub = lower(argv[1]) ?? "";
   const admin = p.db.serverAdmin;

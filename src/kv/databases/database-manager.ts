@@ -208,6 +208,7 @@ export class DatabaseManager {
       dir: managedDir(this.config.dataDir, record.name),
       bin: this.config.redisServerBin,
       appendfsync: "everysec",
+      keepAclUsers: true,
       maxRestartBackoffMs: this.config.managedRestartMaxBackoffMs,
       replyBufferLimitBytes: replyBufferLimit(this.config.kvMaxReplyBytes),
       ...managedLimits(this.config, record),

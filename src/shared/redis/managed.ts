@@ -7,6 +7,7 @@ import { AppError, messageOf } from "../errors.js";
 import type { Logger } from "../log.js";
 import { metrics } from "../metrics.js";
 import { RedisConnection, type RedisEndpoint } from "./connection.js";
+import { prepareAclFile } from "./managed-acl-file.js";
 
 export interface ManagedRedisOptions {
   /** Directory that holds this server's config, AOF files, password and log. */
@@ -41,6 +42,11 @@ export interface ManagedRedisOptions {
    * is a protocol error that closes the connection.
    */
   maxBulkBytes?: number;
+  /**
+   * Keep ACL users across restarts in `dir/users.acl` (managed-acl-file.ts): the KV gateway's
+   * databases, whose users `ACL SETUSER` made through a token must outlive a restart.
+   */
+  keepAclUsers?: boolean;
   logger: Logger;
 }
 
@@ -192,6 +198,9 @@ export class ManagedRedis {
       `pidfile ${path.join(dir, "redis.pid")}`,
       `logfile ${path.join(dir, "redis.log")}`,
       `requirepass ${endpoint.password ?? ""}`,
+      ...(this.opts.keepAclUsers
+        ? [`aclfile ${prepareAclFile(dir, endpoint.password ?? "")}`]
+        : []),
       "appendonly yes",
       `appendfsync ${this.opts.appendfsync}`,
       'save ""',
