@@ -19,44 +19,41 @@
 -- (the depth count reads it); Key.parkedDue(origin) is that origin's sorted set id -> due score.
 --@include keys
 --@include parked-count
+-- Moves `entries` ({id, score, ...}, as ZRANGE WITHSCORES gives them) from sorted set `from` to
+-- sorted set `to`, keeping their scores; how many.
+local function moveScored(from, to, entries)
+  local zadd, ids = {}, {}
+  for i = 1, #entries, 2 do
+    zadd[#zadd + 1] = entries[i + 1]
+    zadd[#zadd + 1] = entries[i]
+    ids[#ids + 1] = entries[i]
+  end
+  redis.call('ZADD', to, unpack(zadd))
+  redis.call('ZREM', from, unpack(ids))
+  return #ids
+end
+
 -- Moves due entries to their origins' parked sets. `entries` maps origin -> {id, score, ...}.
 local function parkDue(dueKey, parkedKey, entries)
   local n = 0
   for origin, list in pairs(entries) do
-    local zadd, ids = {}, {}
-    for i = 1, #list, 2 do
-      zadd[#zadd + 1] = list[i + 1]
-      zadd[#zadd + 1] = list[i]
-      ids[#ids + 1] = list[i]
+    if #list > 0 then
+      n = n + moveScored(dueKey, Key.parkedDue(origin), list)
+      setParkedCount(parkedKey, origin)
     end
-    redis.call('ZADD', Key.parkedDue(origin), unpack(zadd))
-    redis.call('ZREM', dueKey, unpack(ids))
-    setParkedCount(parkedKey, origin)
-    n = n + #ids
   end
   return n
 end
 
 -- Moves back into the due set, for each parked origin, its `room(origin)` oldest entries.
 local function unparkDue(dueKey, parkedKey, room)
-  local origins = redis.call('HKEYS', parkedKey)
-  for _, origin in ipairs(origins) do
+  for _, origin in ipairs(redis.call('HKEYS', parkedKey)) do
     local take = room(origin)
     if take > 0 then
       local pk = Key.parkedDue(origin)
       local got = redis.call('ZRANGE', pk, 0, take - 1, 'WITHSCORES')
-      if #got > 0 then
-        local zadd, ids = {}, {}
-        for i = 1, #got, 2 do
-          zadd[#zadd + 1] = got[i + 1]
-          zadd[#zadd + 1] = got[i]
-          ids[#ids + 1] = got[i]
-        end
-        redis.call('ZADD', dueKey, unpack(zadd))
-        redis.call('ZREM', pk, unpack(ids))
-      end
+      if #got > 0 then moveScored(pk, dueKey, got) end
       setParkedCount(parkedKey, origin)
     end
   end
 end
-
