@@ -74,7 +74,7 @@ test("DLQ: view a failed message, retry one, delete the selected", async () => {
   await env.shot(page, "dlq");
   const before = rx.requests.length;
   await panel.getByRole("button", { name: "Retry", exact: true }).click();
-  await toast("Retried");
+  await page.locator("[data-outcome=retried]", { hasText: "published again as message" }).waitFor();
   await eventually(async () => expect(await dlqIds()).toHaveLength(1));
   await eventually(() => expect(rx.requests.length).toBe(before + 1));
   await rows.nth(1).waitFor({ state: "detached" });
