@@ -68,7 +68,7 @@ test("DLQ: view a failed message, retry one, delete the selected", async () => {
   await page.goto(`${env.url}#/dlq`);
   const rows = page.locator("table[aria-label=dlq] tbody tr");
   await rows.nth(1).waitFor();
-  await rows.first().click();
+  await rows.first().locator("td").nth(1).click(); // "Failed at" (not the Copy button)
   const panel = page.locator("aside.panel");
   await panel.getByText("receiver says no").waitFor();
   await env.shot(page, "dlq");

@@ -1,4 +1,5 @@
 import { queueSend } from "../api.js";
+import { refreshNow } from "../refresh.js";
 import { href } from "../routes.js";
 import { Action } from "../ui.js";
 
@@ -8,7 +9,8 @@ export type DlqOutcome =
 
 /**
  * Retry (POST /v2/dlq/retry/{dlqId}: the message is published again as a new one and the entry
- * leaves the DLQ) or delete (after a question) one DLQ entry; `onDone` gets what happened.
+ * leaves the DLQ) or delete (after a question) one DLQ entry; `onDone` gets what happened, then
+ * everything shown loads again (the counts, the list, the message: refresh.ts refreshNow).
  */
 export function DlqActions(p: { dlqId: string; onDone: (o: DlqOutcome) => void }) {
   const id = encodeURIComponent(p.dlqId);
@@ -21,6 +23,7 @@ export function DlqActions(p: { dlqId: string; onDone: (o: DlqOutcome) => void }
         run={async () => {
           const r = await queueSend<{ messageId: string }>("POST", `dlq/retry/${id}`);
           p.onDone({ kind: "retried", dlqId: p.dlqId, messageId: r.messageId });
+          refreshNow();
         }}
       />
       <Action
@@ -30,6 +33,7 @@ export function DlqActions(p: { dlqId: string; onDone: (o: DlqOutcome) => void }
         run={async () => {
           await queueSend("DELETE", `dlq/${id}`);
           p.onDone({ kind: "deleted", dlqId: p.dlqId });
+          refreshNow();
         }}
       />
     </div>

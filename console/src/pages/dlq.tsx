@@ -85,7 +85,8 @@ export function DlqPage(p: { id: string | undefined; params: URLSearchParams }) 
   };
   const done = (o: DlqOutcome) => {
     setOutcome(o);
-    after();
+    setChecked(new Set());
+    close();
   };
   const ids = [...checked];
   const side =

@@ -76,14 +76,7 @@ export function MessagePage(p: { id: string }) {
       {d && (
         <div class="message-page">
           <Summary d={d} onChanged={detail.reload} />
-          <Next
-            d={d}
-            dlqKept={dlq.data != null}
-            onChanged={() => {
-              detail.reload();
-              dlq.reload();
-            }}
-          />
+          <Next d={d} dlqKept={dlq.data != null} />
           <Request d={d} dlq={dlq.data ?? null} />
           <h2 class="section">Attempts ({d.attempts.length})</h2>
           <Timeline attempts={d.attempts} />
@@ -144,7 +137,7 @@ function Summary(p: { d: Detail; onChanged: () => void }) {
  * What comes next: the next attempt, the DLQ entry (with Retry and Delete while it is kept), or
  * nothing (finished).
  */
-function Next(p: { d: Detail; dlqKept: boolean; onChanged: () => void }) {
+function Next(p: { d: Detail; dlqKept: boolean }) {
   const r = p.d.row;
   const [outcome, setOutcome] = useState<DlqOutcome | undefined>();
   const text = (() => {
@@ -187,15 +180,7 @@ function Next(p: { d: Detail; dlqKept: boolean; onChanged: () => void }) {
           )}
         </p>
       )}
-      {r?.dlqId && p.dlqKept && (
-        <DlqActions
-          dlqId={r.dlqId}
-          onDone={(o) => {
-            setOutcome(o);
-            p.onChanged();
-          }}
-        />
-      )}
+      {r?.dlqId && p.dlqKept && <DlqActions dlqId={r.dlqId} onDone={setOutcome} />}
       <DlqOutcomeLine outcome={outcome} />
     </section>
   );

@@ -1,4 +1,4 @@
-import { query, queue, queueSend } from "../api.js";
+import { ApiError, query, queue, queueSend } from "../api.js";
 import { href } from "../routes.js";
 import {
   Action,
@@ -13,17 +13,14 @@ import {
   type Children,
 } from "../ui.js";
 import { WorkflowTabs } from "./workflow-dlq.js";
-import { createContext } from "preact";
-import { useContext, useState } from "preact/hooks";
-import { ApiError } from "../api.js";
+import { useState } from "preact/hooks";
+import { refreshNow } from "../refresh.js";
 
 /** What the last action on the run did (or why it failed), shown on top of the page until the next. */
 interface Outcome {
   ok: boolean;
   text: string;
 }
-
-const OutcomeContext = createContext<(o: Outcome) => void>(() => undefined);
 
 /** The run's workflow DLQ entry: what decides which recovery the page offers. */
 interface RunDlqEntry {
@@ -38,9 +35,9 @@ interface RunDlqEntry {
  * again (when the run has one), or delete its DLQ entry. Each asks first and says what it did.
  * Without a DLQ entry (deleted, or expired) nothing can be recovered, and the page says so.
  */
-function Recover(p: { run: Run; reload: () => void }) {
+function Recover(p: { run: Run; say: (o: Outcome) => void }) {
   const r = p.run;
-  const say = useContext(OutcomeContext);
+  const say = p.say;
   const entry = useLoad(async () => {
     if (!r.dlqId) return null;
     return queue<RunDlqEntry>(`workflows/dlq/${encodeURIComponent(r.dlqId)}`).catch(
@@ -71,8 +68,7 @@ function Recover(p: { run: Run; reload: () => void }) {
       say({ ok: false, text: err instanceof Error ? err.message : String(err) });
       throw err;
     }
-    p.reload();
-    entry.reload();
+    refreshNow(); // the run, its DLQ entry and the counts
   };
   return (
     <section class="card recover" aria-label="recover the run">
@@ -82,6 +78,12 @@ function Recover(p: { run: Run; reload: () => void }) {
         the failed step again; Restart runs the workflow again from its first step with the same
         input. Both keep the run id.
       </p>
+      {e.failureCallback !== undefined && (
+        <p class="hint" data-failure-callback>
+          Failure callback: <span class="url">{e.failureCallback}</span>
+          {e.failureCallbackInfo?.state ? ` (${e.failureCallbackInfo.state})` : ""}
+        </p>
+      )}
       <div class="bar">
         <Action
           label="Resume from failed step"
@@ -262,14 +264,12 @@ export function RunPage(p: { workflowRunId: string }) {
           {outcome.text}
         </p>
       )}
-      <OutcomeContext.Provider value={setOutcome}>
-        {r && <RunView run={r} reload={run.reload} />}
-      </OutcomeContext.Provider>
+      {r && <RunView run={r} reload={run.reload} say={setOutcome} />}
     </Page>
   );
 }
 
-function RunView(p: { run: Run; reload: () => void }) {
+function RunView(p: { run: Run; reload: () => void; say: (o: Outcome) => void }) {
   const r = p.run;
   const steps = timeline(r);
   const waits = waitingFor(r);
@@ -311,7 +311,7 @@ function RunView(p: { run: Run; reload: () => void }) {
         </p>
       )}
       {failed && <FailedStep step={failed} steps={steps} />}
-      {r.workflowState === "RUN_FAILED" && <Recover run={r} reload={p.reload} />}
+      {r.workflowState === "RUN_FAILED" && <Recover run={r} say={p.say} />}
       <h2>Steps</h2>
       <ol class="timeline" aria-label="workflow steps">
         {steps.map((s) => (
