@@ -445,7 +445,7 @@ async function copyText(text: string): Promise<void> {
   if (!copied) throw new Error("the browser refused to copy: select the text instead");
 }
 
-/** A small "Copy" button beside a value; `what` names it for screen readers ("Copy message id"). */
+/** A small copy icon button beside a value; `what` names it ("Copy message id"), also as its tooltip. */
 export function CopyButton(p: { value: string; what: string }) {
   return (
     <button
@@ -461,7 +461,24 @@ export function CopyButton(p: { value: string; what: string }) {
         );
       }}
     >
-      Copy
+      <svg width="12" height="12" viewBox="0 0 16 16" aria-hidden="true">
+        <rect
+          x="5"
+          y="5"
+          width="9"
+          height="9"
+          rx="1.5"
+          fill="none"
+          stroke="currentColor"
+          stroke-width="1.6"
+        />
+        <path
+          d="M11 3V2.5A1 1 0 0 0 10 1.5H2.5a1 1 0 0 0-1 1V10a1 1 0 0 0 1 1H3"
+          fill="none"
+          stroke="currentColor"
+          stroke-width="1.6"
+        />
+      </svg>
     </button>
   );
 }
