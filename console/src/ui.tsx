@@ -487,9 +487,15 @@ export function CopyButton(p: { value: string; what: string }) {
  * A long id (a message, DLQ entry, run or flow-control key) on one line: cut with "…" where it
  * does not fit (the whole of it in the tooltip), a link when `href` is given, and a Copy button.
  */
-export function Id(p: { value: string; what: string; href?: string | undefined }) {
+export function Id(p: {
+  value: string;
+  what: string;
+  href?: string | undefined;
+  /** Marks it (the message open beside the Logs list: "hl"). */
+  mark?: string | undefined;
+}) {
   return (
-    <span class="id" data-id={p.value}>
+    <span class={p.mark ? `id ${p.mark}` : "id"} data-id={p.value}>
       {p.href ? (
         <a class="id-text" href={p.href} title={p.value}>
           {p.value}

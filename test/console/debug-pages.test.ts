@@ -241,6 +241,20 @@ test("390 px (a phone): filters fold behind one button, the list shows on the fi
       .evaluate((td) => td.ownerDocument.defaultView?.getComputedStyle(td, "::before").content);
     expect(caption).toBe('"Rate (started / limit per period)"');
     await env.shot(page, "phone-flow-control");
+
+    // A DLQ entry on a phone: its attempts (a long answer cut to an excerpt) fit the width.
+    const dead = await deadMessage(`upstream said: ${"very ".repeat(80)}long`, 1);
+    await page.goto(`${env.url}#/dlq/${encodeURIComponent(dead.dlqId)}`);
+    const excerpts = page.locator("section[aria-label='attempt history'] [data-excerpt]");
+    await excerpts.nth(1).waitFor();
+    expect((await excerpts.first().textContent())?.length).toBe(201);
+    expect(await overflow()).toBe(0);
+    // The message id in the entry's facts is cut, its copy button on screen beside it.
+    const factId = page.locator("aside.panel .facts .id");
+    expect(await shape(factId.locator(".id-text"))).toEqual({ cut: true, lines: 1 });
+    const copy = await factId.getByRole("button", { name: "Copy message id" }).boundingBox();
+    expect((copy?.x ?? 999) + (copy?.width ?? 0)).toBeLessThanOrEqual(390);
+    await env.shot(page, "phone-dlq-entry");
   } finally {
     await page.setViewportSize({ width: 1440, height: 900 });
   }

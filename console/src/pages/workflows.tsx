@@ -2,7 +2,7 @@ import { useState } from "preact/hooks";
 import { query, queue, queueSend } from "../api.js";
 import { FilterForm, Pager, SearchButtons, useCursorPages } from "../filters.js";
 import { href, navigate, paramsOf } from "../routes.js";
-import { Action, Badge, Field, fmtTime, Page, Select, Table, useLoad } from "../ui.js";
+import { Action, Badge, Field, fmtTime, Id, Page, Select, Table, useLoad } from "../ui.js";
 import { WorkflowDlq, WorkflowTabs } from "./workflow-dlq.js";
 import { stepCount, type Run } from "./workflow-run.js";
 
@@ -67,6 +67,7 @@ function RunsList(p: { filters: RunFilters }) {
       <Table
         error={list.error}
         label="workflow runs"
+        stack
         rows={rows}
         rowKey={(r) => r.workflowRunId}
         onRow={(r) => navigate(href.workflowRun(r.workflowRunId))}
@@ -76,7 +77,9 @@ function RunsList(p: { filters: RunFilters }) {
           { title: "State", render: (r) => <Badge text={r.workflowState} /> },
           {
             title: "Run",
-            render: (r) => <a href={href.workflowRun(r.workflowRunId)}>{r.workflowRunId}</a>,
+            render: (r) => (
+              <Id value={r.workflowRunId} what="run id" href={href.workflowRun(r.workflowRunId)} />
+            ),
           },
           { title: "URL", render: (r) => <span class="url">{r.workflowUrl}</span> },
           { title: "Label", render: (r) => r.label ?? "" },
