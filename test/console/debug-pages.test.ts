@@ -127,10 +127,13 @@ test("a failed message's page offers Retry and Delete for its DLQ entry; Delete 
   await next.getByRole("button", { name: "Retry", exact: true }).waitFor({ state: "detached" });
 });
 
-/** Whether an element's text is cut (wider than its box), and on how many lines it is shown. */
+/**
+ * Whether an id's text is cut (it breaks anywhere and shows one line, so the rest is below the
+ * box), and on how many lines it is shown.
+ */
 const shape = (el: Locator) =>
   el.evaluate((e) => ({
-    cut: e.scrollWidth > e.clientWidth,
+    cut: e.scrollHeight > e.clientHeight + 1,
     lines: Math.round(
       e.getBoundingClientRect().height /
         parseFloat(e.ownerDocument.defaultView?.getComputedStyle(e).lineHeight ?? "1"),
