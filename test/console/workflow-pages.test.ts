@@ -205,6 +205,15 @@ test("a failed run's page offers resume, restart and delete, each asked first, e
   ]);
   await recover.locator("[data-failure-callback]", { hasText: url }).waitFor();
   await env.shot(page, "workflow-run-recover");
+  // On a phone the actions wrap inside the page.
+  await page.setViewportSize({ width: 390, height: 800 });
+  try {
+    const width = await page.evaluate<number>("document.documentElement.scrollWidth");
+    expect(width).toBe(390);
+    await env.shot(page, "phone-workflow-run-recover");
+  } finally {
+    await page.setViewportSize({ width: 1440, height: 900 });
+  }
 
   // Declined: nothing happens.
   dialogs.answer = false;
