@@ -1,10 +1,12 @@
 import http from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readPendingNow } from "../../src/admin/console/pending.js";
 import { eventually } from "../harness/eventually.js";
+import { testPool } from "../harness/redis.js";
 import { startStashd, type TestStashd } from "../harness/stashd.js";
 import { metric } from "../ops/helpers.js";
 import { listenLocal } from "./receiver.js";
-import { queueEnv, sharedQueueOptions, type QueueTestEnv } from "./setup.js";
+import { partitionsAt, queueEnv, sharedQueueOptions, type QueueTestEnv } from "./setup.js";
 
 /**
  * A destination that holds every attempt (accepts, never answers) with more messages due than a
@@ -90,6 +92,11 @@ describe("a dead destination's backlog beyond a claim's depth", () => {
     const admin = env.stashd.admin?.url ?? "";
     const ready = () => metric(admin, "stashd_queue_messages", { state: "ready" });
     expect(await ready()).toBe(BACKLOG - 10);
+    // The console's "pending now" finds them ready too, not in some other state.
+    const pool = testPool(env.redis.url);
+    const pending = await readPendingNow(await partitionsAt(pool), { state: "ready" });
+    await pool.close();
+    expect(pending.counts).toMatchObject({ ready: BACKLOG - 10, inFlight: 10, other: 0 });
     const cancelled = ids.slice(-5);
     for (const id of cancelled) {
       expect((await env.api(`/v2/messages/${id}`, { method: "DELETE" })).status).toBe(200);
