@@ -7,7 +7,8 @@
  *    - `SORT l BY nosort GET big* STORE out`, `l` 100 empty strings and `big` 1 MiB;
  *    - 800 EVALs of distinct 200 KB bodies (the script cache).
  * 2. Cost: N sequential requests (default 2000) of GET, COPY, SUNIONSTORE and ZRANGESTORE of
- *    small keys, three interleaved rounds, median of the per-round p50 / mean in µs.
+ *    small keys, three interleaved rounds, median of the per-round p50 / mean in µs; then
+ *    Redis's own µs per call (INFO commandstats: the guard's script is `evalsha`).
  * Run it in a copy of another build (`git archive main`) for the figures before a change.
  */
 import { readFileSync } from "node:fs";
@@ -113,6 +114,13 @@ async function cost(s: TestStashd): Promise<void> {
     const p50 = median(list.map((r) => r.p50));
     const mean = median(list.map((r) => r.mean));
     console.log(`${name.padEnd(12)} p50 ${p50.toFixed(0)} µs, mean ${mean.toFixed(0)} µs`);
+  }
+  // Redis's own time per call: the guard's script (evalsha) against the commands run natively.
+  const stats = String((await run(s, ["INFO", "commandstats"]))[1].result);
+  for (const name of ["get", "copy", "sunionstore", "zrangestore", "evalsha", "eval"]) {
+    const line = new RegExp(`^cmdstat_${name}:calls=(\\d+),usec=\\d+,usec_per_call=([\\d.]+)`, "m");
+    const m = line.exec(stats);
+    if (m) console.log(`redis ${name.padEnd(12)} calls ${m[1]}, ${m[2]} µs per call`);
   }
 }
 
