@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startRedis, testPool } from "../harness/redis.js";
 import { startStashd, type TestStashd } from "../harness/stashd.js";
-import { bodyOf } from "../kv/helpers.js";
+import { bodyOf, infoNumber, statusAndBody } from "../kv/helpers.js";
 
 /**
  * Redis checks `maxmemory` only before a command runs, so one command whose result copies data
@@ -27,18 +27,10 @@ afterAll(async () => {
 
 type Body = { result?: unknown; error?: string };
 
-async function run(
-  argv: unknown[],
-  token: string | null = stashd.kv.token,
-): Promise<[number, Body]> {
-  const res = await stashd.kvFetch("/", { body: JSON.stringify(argv), token });
-  return [res.status, (await bodyOf(res)) as Body];
-}
+const run = (argv: unknown[], token?: string | null): Promise<[number, Body]> =>
+  statusAndBody(stashd, argv, token);
 
-async function usedMemory(): Promise<number> {
-  const [, body] = await run(["INFO", "memory"]);
-  return Number(/^used_memory:(\d+)/m.exec(String(body.result))?.[1]);
-}
+const usedMemory = (): Promise<number> => infoNumber(stashd, "memory", "used_memory");
 
 /** A set of about `mib` MiB, made by a script (one request). */
 async function bigSet(key: string, mib: number): Promise<void> {

@@ -2,7 +2,7 @@ import { Redis } from "@upstash/redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eventually } from "../harness/eventually.js";
 import { startStashd, type TestStashd } from "../harness/stashd.js";
-import { bodyOf } from "../kv/helpers.js";
+import { infoNumber, statusAndBody } from "../kv/helpers.js";
 
 /**
  * Redis keeps the body of every distinct script EVAL was sent, never evicts one (7.0), and
@@ -26,18 +26,11 @@ afterAll(async () => {
 
 type Body = { result?: unknown; error?: string };
 
-async function run(
-  argv: unknown[],
-  token: string | null = stashd.kv.token,
-): Promise<[number, Body]> {
-  const res = await stashd.kvFetch("/", { body: JSON.stringify(argv), token });
-  return [res.status, (await bodyOf(res)) as Body];
-}
+const run = (argv: unknown[], token?: string | null): Promise<[number, Body]> =>
+  statusAndBody(stashd, argv, token);
 
-async function cachedScriptBytes(): Promise<number> {
-  const [, body] = await run(["INFO", "memory"]);
-  return Number(/^used_memory_scripts_eval:(\d+)/m.exec(String(body.result))?.[1]);
-}
+const cachedScriptBytes = (): Promise<number> =>
+  infoNumber(stashd, "memory", "used_memory_scripts_eval");
 
 /** 100 EVALs (or EVAL_ROs) of distinct 200 KB bodies: 20 MB of scripts, past the 16 MiB limit. */
 async function distinctEvals(name: string, token: string, tag: string): Promise<void> {
