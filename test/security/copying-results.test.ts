@@ -167,4 +167,29 @@ describe("commands whose result copies stored data, on a managed database", () =
     expect(sort[1].error).toMatch(/^NOPERM .*'sort'/);
     expect(await run(["EXISTS", "zz"])).toEqual([200, { result: 0 }]);
   });
+
+  it("holds for a token-made ACL user: one denied the script, INFO or MEMORY cannot copy unchecked", async () => {
+    // (Under the field-TTL emulation COPY runs in the hash script, which needs more than +copy.)
+    await bigSet("acl:s", 9);
+    const mint = async (user: string, rules: string[]): Promise<string> => {
+      expect(await run(["ACL", "SETUSER", user, "on", ">pw", "~*", ...rules])).toEqual([
+        200,
+        { result: "OK" },
+      ]);
+      const [, minted] = await run(["ACL", "RESTTOKEN", user, "pw"]);
+      return minted.result as string;
+    };
+    const scripted = await mint("copier", ["+@all"]);
+    expectCopyRefusal(await run(["COPY", "acl:s", "acl:d"], scripted), "COPY");
+    const small = await run(["SADD", "acl:small", "a"], scripted);
+    expect(small).toEqual([200, { result: 1 }]);
+    expect(await run(["COPY", "acl:small", "acl:small2"], scripted)).toEqual([200, { result: 1 }]);
+    for (const rules of [["+copy"], ["+copy", "+evalsha", "+eval"]]) {
+      const token = await mint(`bare${rules.length}`, rules);
+      const [status, body] = await run(["COPY", "acl:small", "acl:other"], token);
+      expect(status).toBeGreaterThanOrEqual(400);
+      expect(body.error).toMatch(/^NOPERM|can't run this command/);
+    }
+    expect(await run(["EXISTS", "acl:d", "acl:other"])).toEqual([200, { result: 0 }]);
+  });
 });
