@@ -193,3 +193,28 @@ describe("commands whose result copies stored data, on a managed database", () =
     expect(await run(["EXISTS", "acl:d", "acl:other"])).toEqual([200, { result: 0 }]);
   });
 });
+
+describe("with the field-TTL emulation off (STASHD_KV_EMULATE_FIELD_TTL=false)", () => {
+  it("runs COPY in the copy guard (not the hash script), and refuses one that does not fit", async () => {
+    const plain = await startStashd({
+      services: ["kv"],
+      kvMaxDataBytes: MAX,
+      kvEmulateFieldTtl: false,
+    });
+    try {
+      const at = (argv: unknown[]): Promise<[number, Body]> => statusAndBody(plain, argv);
+      // Made in a script: a 9 MiB argument's query buffer alone would count against the limit.
+      const make = `return redis.call('SET', KEYS[1], string.rep('b', ${9 * MIB}))`;
+      expect(await at(["EVAL", make, "1", "big"])).toEqual([200, { result: "OK" }]);
+      expectCopyRefusal(await at(["COPY", "big", "big2"]), "COPY");
+      expect(await at(["SET", "small", "s"])).toEqual([200, { result: "OK" }]);
+      expect(await at(["COPY", "small", "small2"])).toEqual([200, { result: 1 }]);
+      expect(await at(["COPY", "small", "small2"])).toEqual([200, { result: 0 }]);
+      expect(await at(["COPY", "small", "small2", "REPLACE"])).toEqual([200, { result: 1 }]);
+      const stats = String((await at(["INFO", "commandstats"]))[1].result);
+      expect(stats).toMatch(/^cmdstat_evalsha:calls=[1-9]/m);
+    } finally {
+      await plain.stop();
+    }
+  });
+});
