@@ -43,3 +43,20 @@ export async function command(
   const res = await s.kvFetch("/", { body: JSON.stringify(argv), ...init });
   return { status: res.status, body: await bodyOf(res) };
 }
+
+/** A number field of `INFO <section>` (`used_memory`, `used_memory_scripts_eval`…), as the token sees it. */
+export async function infoNumber(s: TestStashd, section: string, field: string): Promise<number> {
+  const { body } = await command(s, ["INFO", section]);
+  const text = String((body as { result?: unknown }).result);
+  return Number(new RegExp(`^${field}:(\\d+)`, "m").exec(text)?.[1]);
+}
+
+/** `command` with the reply as [status, body]; `token` null sends none. */
+export async function statusAndBody(
+  s: TestStashd,
+  argv: unknown[],
+  token?: string | null,
+): Promise<[number, { result?: unknown; error?: string }]> {
+  const { status, body } = await command(s, argv, token === undefined ? {} : { token });
+  return [status, body as { result?: unknown; error?: string }];
+}

@@ -9,17 +9,19 @@ const withModule: CommandTable = new Map([["json.set", info]]);
 
 describe("routing JSON.* commands", () => {
   it("passes them through untouched when the backend has the JSON module", () => {
-    const batch = new EmulationBatch({}, withModule, true);
+    const batch = new EmulationBatch({}, withModule, { fieldTtl: true });
     expect(batch.rewrite(["JSON.SET", "k", "$", "1"], 0)).toBeUndefined();
   });
 
   it("leaves other commands alone", () => {
-    expect(new EmulationBatch({}, plain, true).rewrite(["GET", "k"], 0)).toBeUndefined();
+    expect(
+      new EmulationBatch({}, plain, { fieldTtl: true }).rewrite(["GET", "k"], 0),
+    ).toBeUndefined();
   });
 
   it("sends script text first, the SHA once Redis holds the script, and reads read-only", async () => {
     const owner = {};
-    const batch = new EmulationBatch(owner, plain, true);
+    const batch = new EmulationBatch(owner, plain, { fieldTtl: true });
     const first = batch.rewrite(["json.get", "k", "$"], 0);
     expect(first).toEqual(["EVAL_RO", READ_SCRIPT.text, "1", "k", "json.get", "$"]);
     await batch.settle(
@@ -27,7 +29,7 @@ describe("routing JSON.* commands", () => {
       [["json.get", "k", "$"]],
       undefined as never,
     );
-    const next = new EmulationBatch(owner, plain, true);
+    const next = new EmulationBatch(owner, plain, { fieldTtl: true });
     expect(next.rewrite(["JSON.GET", "k"], 0)).toEqual([
       "EVALSHA_RO",
       READ_SCRIPT.sha,
@@ -57,7 +59,7 @@ describe("routing JSON.* commands", () => {
       "2",
     ]);
     // A transaction: the first call of each script carries its text, later ones its SHA.
-    const multi = new EmulationBatch(owner, plain, true, true);
+    const multi = new EmulationBatch(owner, plain, { fieldTtl: true }, true);
     const head = (r: ReturnType<EmulationBatch["rewrite"]>): unknown =>
       Array.isArray(r) ? r.slice(0, 2) : r;
     expect(head(multi.rewrite(["JSON.GET", "k"], 0))).toEqual(["EVAL_RO", READ_SCRIPT.text]);
@@ -71,7 +73,7 @@ describe("routing JSON.* commands", () => {
   });
 
   it("answers malformed key lists with Redis's arity error", () => {
-    const batch = new EmulationBatch({}, plain, true);
+    const batch = new EmulationBatch({}, plain, { fieldTtl: true });
     const error = (name: string) => ({
       kind: "error",
       value: `ERR wrong number of arguments for '${name}' command`,

@@ -17,7 +17,7 @@ import type { Exchange, ExchangeOptions, ExchangeReceiver } from "../../shared/r
 import { plainName, refusalOf, type CommandTable } from "./policy.js";
 import { namesWith } from "./traits.js";
 import { NameCache } from "../fast/name-cache.js";
-import { REWRITTEN_NAMES, rewriteCommand } from "./rewrite.js";
+import { REWRITTEN_NAMES, rewriteCommand, scriptSourceBytes } from "./rewrite.js";
 import { gatewayCommand, type GatewayHandler } from "./gateway-commands.js";
 import { EmulationBatch } from "../emulate/batch.js";
 import { mayEmulate } from "../emulate/route.js";
@@ -392,7 +392,7 @@ async function startSlices(
   const pool = p.db.poolFor(p);
   return {
     table,
-    emulated: new EmulationBatch(p.db, table, p.db.emulatesFieldTtl),
+    emulated: new EmulationBatch(p.db, table, p.db.emulationOptions),
     budget: new RequestReplies(p),
     pool,
     // Blocking commands are served, on the request's own connection (blocking.ts).
@@ -477,6 +477,7 @@ async function runSlice(p: Principal, commands: Arg[][], s: PipelineSlices): Pro
       // A plain command sent as it is is never a script call (traits.ts: "script-call").
       if ((!plain || out !== argv) && isScriptCall(out)) (watched ??= new Set()).add(toSend.length);
       if (!plain && definesFunctions(out)) (defines ??= []).push(i);
+      if (!plain) p.db.scriptSourceSent(scriptSourceBytes(out));
       toSend.push(out);
       sendIndex.push(i);
     }

@@ -95,6 +95,15 @@ function scriptIndex(name: string, argv: readonly Arg[]): number | undefined {
   return undefined;
 }
 
+/** Bytes of the Lua script that argv carries (EVAL, EVAL_RO, SCRIPT LOAD), else 0. */
+export function scriptSourceBytes(argv: readonly Arg[]): number {
+  const first = argv[0];
+  if (first === undefined || first.length > 7) return 0;
+  const name = first.toString().toLowerCase();
+  const at = scriptIndex(name, argv);
+  return at === undefined ? 0 : (argv[at]?.length ?? 0);
+}
+
 /** The (lower-case) names of the commands `rewriteCommand` may change; it returns others as is. */
 export const REWRITTEN_NAMES: ReadonlySet<string> = namesWith("rewritten");
 

@@ -26,7 +26,7 @@ import {
 import { refusalOf, type CommandTable } from "./policy.js";
 import { isStorageRefusal } from "../../shared/redis/refusal.js";
 import { upstashError } from "../reply/reply.js";
-import { rewriteCommand } from "./rewrite.js";
+import { rewriteCommand, scriptSourceBytes } from "./rewrite.js";
 
 /**
  * MULTI … EXEC, SLICE commands at a time. The commands are read twice: first each is checked
@@ -78,7 +78,7 @@ async function checkAndRun(
   commands.restart();
   // The first call of each emulation script carries its text: a NOSCRIPT inside EXEC can't be
   // retried.
-  const emulated = new EmulationBatch(p.db, table, p.db.emulatesFieldTtl, true);
+  const emulated = new EmulationBatch(p.db, table, p.db.emulationOptions, true);
   const withType: number[] = [];
   const defines: number[] = [];
   let from = 0;
@@ -92,6 +92,7 @@ async function checkAndRun(
       }
       const out = script ?? rewriteCommand(argv, p.db.aliases);
       if (definesFunctions(out)) defines.push(from + j);
+      p.db.scriptSourceSent(scriptSourceBytes(out));
       return out;
     });
     from += slice.length;
@@ -131,7 +132,7 @@ async function checkAll(
     maxReplyBytes: p.db.maxReplyBytes,
     maxRecordBytes: p.db.maxRecordBytes,
   };
-  const emulated = new EmulationBatch(p.db, table, p.db.emulatesFieldTtl, true);
+  const emulated = new EmulationBatch(p.db, table, p.db.emulationOptions, true);
   // A refusal anywhere is reported before an emulation's error.
   let emulationError: string | undefined;
   for (let from = 0, taken = 0; from < commands.length; from += taken) {

@@ -18,9 +18,11 @@ import {
   type RightsLayout,
 } from "../commands/command-rights.js";
 import type { DatabaseRecord } from "./registry.js";
+import type { EmulationOptions } from "../emulate/emulation.js";
 import { ScriptAliases } from "../commands/rewrite.js";
 import { ScriptKiller, type KillReason } from "./script-killer.js";
 import { ScriptMemoryWatch } from "./script-memory.js";
+import { ScriptCacheBound } from "./script-cache.js";
 import { managedMaxMemory, type ManagedLimits } from "./managed-limits.js";
 import { closeSearch } from "../search/commands.js";
 import { ExclusiveLimits } from "./exclusive-limits.js";
@@ -102,6 +104,8 @@ export class KvDatabase {
   private readonly killer: ScriptKiller;
   /** Ends scripts that grow a managed Redis past its max data size (script-memory.ts). */
   private readonly memoryWatch: ScriptMemoryWatch | undefined;
+  /** Empties a managed Redis's script cache past its bound (script-cache.ts). */
+  private readonly scriptCache: ScriptCacheBound | undefined;
   /** Bounds on exclusive connections and event streams, all tokens together (exclusive-limits.ts). */
   readonly limits: ExclusiveLimits;
   /** Failed ACL RESTTOKEN logins, per ACL user (gateway-commands.ts): no password guessing. */
@@ -132,6 +136,8 @@ export class KvDatabase {
       seeds: seedsOf(record.redisUrl),
     });
     this.admin = this.backends.open(endpoint, this.poolOptions(ADMIN_POOL_SIZE));
+    this.scriptCache =
+      managed && new ScriptCacheBound(this.admin, () => managedMaxMemory(config, record), logger);
     const secret = endpoint.password ?? JSON.stringify(endpoint);
     this.roPassword = readonlyUserPassword(secret);
     this.stdPassword = standardUserPassword(secret);
@@ -197,6 +203,11 @@ export class KvDatabase {
   /** Whether the read-only token may run Lua (STASHD_KV_READONLY_SCRIPTS). */
   get readonlyScripts(): boolean {
     return this.config.kvReadonlyScripts;
+  }
+
+  /** What decides which commands run as stashd's scripts (emulate/route.ts). */
+  get emulationOptions(): EmulationOptions {
+    return { fieldTtl: this.config.kvEmulateFieldTtl, guardsCopies: this.isManaged };
   }
 
   /** The VECTOR.* limits (STASHD_KV_VECTOR_*, src/kv/vector/settings.ts). */
@@ -431,6 +442,16 @@ export class KvDatabase {
    */
   scriptCallStarted(): () => void {
     return this.memoryWatch?.started() ?? noop;
+  }
+
+  /** Counts a script source sent to this database's Redis (EVAL, SCRIPT LOAD; 0: none). */
+  scriptSourceSent(bytes: number): void {
+    if (bytes > 0) this.scriptCache?.sent(bytes);
+  }
+
+  /** SCRIPT FLUSHes made to bound the script cache (script-cache.ts). */
+  get scriptCacheFlushes(): number {
+    return this.scriptCache?.flushes ?? 0;
   }
 
   private watchMemory(managed: ManagedRedis): ScriptMemoryWatch {

@@ -2,6 +2,7 @@ import type { RedisBackend } from "../../shared/redis/backend.js";
 import { isNoScript } from "../../shared/lua/script.js";
 import type { Arg, Reply } from "../../shared/redis/resp.js";
 import type { CommandTable } from "../commands/policy.js";
+import type { EmulationOptions } from "./emulation.js";
 import { findEmulation, mayEmulate, routeEmulated, type EmulatedRoute } from "./route.js";
 
 /**
@@ -28,7 +29,7 @@ export class EmulationBatch {
   constructor(
     owner: object,
     private readonly table: CommandTable,
-    private readonly fieldTtl: boolean,
+    private readonly options: EmulationOptions,
     private readonly transaction = false,
   ) {
     let known = cached.get(owner);
@@ -38,12 +39,12 @@ export class EmulationBatch {
 
   /** Whether `rewrite` may map a command of this name (false: it returns undefined for it). */
   mayRewrite(name: Arg): boolean {
-    return mayEmulate(name, this.table, { fieldTtl: this.fieldTtl });
+    return mayEmulate(name, this.table, this.options);
   }
 
   /** The script call for command i, an error reply, or undefined when argv runs natively. */
   rewrite(argv: Arg[], i: number): Arg[] | Reply | undefined {
-    const found = findEmulation(argv, this.table, { fieldTtl: this.fieldTtl });
+    const found = findEmulation(argv, this.table, this.options);
     if (found === undefined) return undefined;
     const [emulation, name] = found;
     const probe = routeEmulated(emulation, name, argv, "sha");

@@ -31,6 +31,11 @@ export interface Emulation {
 export interface EmulationOptions {
   /** STASHD_KV_EMULATE_FIELD_TTL. */
   readonly fieldTtl: boolean;
+  /**
+   * The database's Redis has a memory limit of stashd's (a managed database): commands whose
+   * result copies stored data run in a script that checks it fits (copying-route.ts).
+   */
+  readonly guardsCopies?: boolean;
 }
 
 export interface ScriptCall {

@@ -7,6 +7,7 @@ import { HASH_EMULATION } from "./hash-route.js";
 import type { LuaScript } from "../../shared/lua/script.js";
 import { NameCache } from "../fast/name-cache.js";
 import { BITOP_EMULATION, STREAM_EMULATION } from "./streams-route.js";
+import { COPYING_EMULATION } from "./copying-route.js";
 
 /**
  * The commands stashd runs as Lua scripts of its own (docs/compatibility.md, "Emulated
@@ -27,6 +28,8 @@ const EMULATIONS: readonly Emulation[] = [
   STREAM_EMULATION,
   BITOP_EMULATION,
   ARRAY_EMULATION,
+  // Last: the commands above that it also names (BITOP's newer operations) are theirs.
+  COPYING_EMULATION,
 ];
 
 /**

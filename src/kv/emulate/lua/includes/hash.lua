@@ -568,12 +568,21 @@ local function copies_to_other_db()
   return false
 end
 
+--@include memory-room
+
 -- RENAME / RENAMENX / COPY move or copy the companion with the hash (KEYS[3] is the
 -- destination, KEYS[4] its companion). COPY of a key onto itself answers 0 (as Upstash does).
+-- COPY is refused when the copy would not fit below maxmemory (memory-room.lua).
 local function move_with_companion()
   local dst, dst_meta = KEYS[3], KEYS[4]
   if cmd == 'copy' and key == dst then
     return 0
+  end
+  if cmd == 'copy' and not copies_to_other_db() then
+    local refusal = room_refusal('COPY', key_bytes(key) + key_bytes(meta))
+    if refusal then
+      return refusal
+    end
   end
   local r = redis.pcall(string.upper(cmd), key, dst, unpack(args))
   if type(r) == 'table' and r.err or r == 0 then
