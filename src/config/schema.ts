@@ -640,7 +640,7 @@ export const SETTINGS = {
     env: "STASHD_QUEUE_MAX_FLOW_CONTROL_KEYS",
     kind: "int",
     default: 10_000,
-    doc: "Most flow-control keys (`Upstash-Flow-Control-Key`; a key is kept once used); a publish naming one more is refused with 412. Every `GET /v2/flowControl` and `/metrics` scrape reads them all.",
+    doc: "Most flow-control keys (`Upstash-Flow-Control-Key`; a key is kept once used); a publish, workflow trigger, step or wait naming one more is refused with 412. Every `GET /v2/flowControl` and `/metrics` scrape reads them all.",
   },
   queueMaxSchedules: {
     env: "STASHD_QUEUE_MAX_SCHEDULES",

@@ -216,7 +216,12 @@ async function assemble(
         room.assertRoom();
       },
     },
-    workflows: new WorkflowStore(pool.partitions, config.queueLogRetentionMs, MAX_RUN_ENTRIES),
+    workflows: new WorkflowStore(
+      pool.partitions,
+      config.queueLogRetentionMs,
+      MAX_RUN_ENTRIES,
+      config.queueMaxFlowControlKeys,
+    ),
     bodies,
   };
   dispatcher.useHooks(new WorkflowDelivery(ctx));

@@ -277,14 +277,18 @@ async function workflowPaths(pool: RedisPool, now: number): Promise<void> {
   expect((await new MessageStore(singlePartition(pool), MIN).get("w2"))?.state).toBe("ACTIVE");
   expect(await runs.append(now, "wfr_g", [{ id: "cb", entry: entry("cb") }])).toBe("ok");
   expect(await runs.keep("wfr_g", "e1", "ZGF0YQ==")).toBe("kept");
-  expect(await runs.wait(now, "wfr_g", "e1", '{"token":"t1"}', msg("t1"))).toEqual({
+  expect(await runs.wait(now, "wfr_g", "e1", '{"token":"t1"}', msg("t1"), undefined)).toEqual({
     kept: "ZGF0YQ==",
   });
-  expect(await runs.wait(now, "wfr_g", "e2", '{"token":"t2"}', msg("t2"))).toBe("registered");
+  expect(await runs.wait(now, "wfr_g", "e2", '{"token":"t2"}', msg("t2"), msg("n2"))).toBe(
+    "registered",
+  );
   expect(await runs.keep("wfr_g", "e2", "")).toEqual({ waiter: '{"token":"t2"}' });
   const result = { id: "n1", entry: entry("n1"), message: msg("n1") };
   expect(await runs.release(now, "wfr_g", "e2", "t2", result)).toBe("released");
-  expect(await runs.wait(now, "wfr_g", "e3", '{"token":"t3"}', msg("t3"))).toBe("registered");
+  expect(await runs.wait(now, "wfr_g", "e3", '{"token":"t3"}', msg("t3"), undefined)).toBe(
+    "registered",
+  );
   expect(await runs.release(now, "wfr_g", "e3", "t3", { id: "t3", entry: entry("t3") })).toBe(
     "released",
   );

@@ -92,7 +92,10 @@ export const transitions = {
   topicDelete: load("topic-delete", R.count, ACKED),
   rotateSigningKeys: load("rotate-signing-keys", R.signingKeysReply, ACKED),
   workflowStart: load("workflow-start", R.workflowStartReply, ACKED),
-  workflowAppend: load("workflow-append", R.codes(C.ok, C.runNotActive, C.tooManySteps)),
+  workflowAppend: load(
+    "workflow-append",
+    R.codes(C.ok, C.runNotActive, C.tooManySteps, C.tooManyFlowControlKeys),
+  ),
   workflowEnd: load("workflow-end", R.workflowEndReply),
   workflowWait: load("workflow-wait", R.workflowWaitReply),
   workflowRelease: load(

@@ -103,7 +103,16 @@ export const waitForEvent: Handler = async (ctx, r) => {
   const waiter: Waiter = { ...draft, token: t.append.id };
   const message = t.append.message;
   if (!message) throw new AppError("internal", "wait without a timeout message");
-  const result = await ctx.workflows.wait(now, runId, eventId, JSON.stringify(waiter), message);
+  // What a notification will make (release): its flow-control key is made, or refused, now.
+  const notified = await serverStep(ctx, runId, waiter.url, headers, draft.step);
+  const result = await ctx.workflows.wait(
+    now,
+    runId,
+    eventId,
+    JSON.stringify(waiter),
+    message,
+    notified.append.message,
+  );
   if (result === "ended") throw new AppError("bad_request", `workflow run ${runId} has ended`);
   if (result === "registered") ctx.dispatcher.wake(deadlineMs);
   else {

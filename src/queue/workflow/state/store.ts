@@ -2,7 +2,13 @@ import { AppError } from "../../../shared/errors.js";
 import type { AttemptResult } from "../../domain/message.js";
 import type { Partition, Partitions } from "../../store/partitions.js";
 import type { Arg, Reply } from "../../../shared/redis/resp.js";
-import { messageArgs, type HandOff, type NewMessage } from "../../store/message-store.js";
+import {
+  fcKeysPerPartition,
+  flowControlKeysFull,
+  messageArgs,
+  type HandOff,
+  type NewMessage,
+} from "../../store/message-store.js";
 import { ScriptCode } from "../../store/codes.js";
 import { asArray, asBuffer, asInt, asText, checked } from "../../store/replies.js";
 import { transitions as T } from "../../store/transitions.js";
@@ -54,6 +60,11 @@ export class WorkflowStore {
     readonly parts: Partitions,
     private readonly logRetentionMs: number,
     private readonly maxEntries: number,
+    /**
+     * STASHD_QUEUE_MAX_FLOW_CONTROL_KEYS: a trigger, step or wait naming a new key past it is a
+     * 412, as a publish is (store/lua/includes/fc-room.lua).
+     */
+    private readonly maxFlowControlKeys = 10_000,
   ) {
     this.runs = new RunLocator(parts);
   }
@@ -119,6 +130,15 @@ export class WorkflowStore {
     return [p.keys.prefix, String(now), String(Math.max(0, now - this.logRetentionMs))];
   }
 
+  /** The partition's share of the flow-control keys (a script argument). */
+  private fcKeys(): string {
+    return fcKeysPerPartition(this.maxFlowControlKeys, this.parts);
+  }
+
+  private fcKeysFull(): AppError {
+    return flowControlKeysFull(this.maxFlowControlKeys);
+  }
+
   /**
    * Makes room for run `runId` in `p`: an active run of that id in another partition is
    * returned (its first message id: the start is then a duplicate); an ended one is removed, so
@@ -172,11 +192,13 @@ export class WorkflowStore {
         ...this.head(p, now),
         runId,
         ...leaseArgs(lease),
+        this.fcKeys(),
         String(pairs.length / 2),
         ...pairs,
         ...items.flatMap(appendArgs),
       ],
     );
+    if (reply === "tooManyFlowControlKeys") throw this.fcKeysFull();
     if (reply.created) {
       this.runs.remember(runId, p);
       await recordStepInfo(p, runId, items);
@@ -200,8 +222,15 @@ export class WorkflowStore {
       const reply = await T.workflowAppend.run(
         p.redis,
         [...this.entryKeys(p, runId), p.keys.active],
-        [...this.head(p, now), String(this.maxEntries), ...leaseArgs(lease), ...args],
+        [
+          ...this.head(p, now),
+          String(this.maxEntries),
+          ...leaseArgs(lease),
+          this.fcKeys(),
+          ...args,
+        ],
       );
+      if (reply === ScriptCode.tooManyFlowControlKeys) throw this.fcKeysFull();
       if (reply !== ScriptCode.ok) return reply === ScriptCode.tooManySteps ? "full" : "ended";
       await recordStepInfo(p, runId, items);
       return "ok";
@@ -244,6 +273,8 @@ export class WorkflowStore {
     eventId: string,
     waiter: string,
     timeout: NewMessage,
+    /** The message a notification will make (its flow-control key is made with the wait). */
+    notified: NewMessage | undefined,
   ): Promise<WaitResult> {
     const waited = async (p: Partition): Promise<WaitResult> => {
       const Q = p.keys;
@@ -258,8 +289,17 @@ export class WorkflowStore {
           Q.pending,
           Q.log,
         ],
-        [...this.head(p, now), runId, eventId, waiter, ...messageArgs(timeout)],
+        [
+          ...this.head(p, now),
+          runId,
+          eventId,
+          waiter,
+          ...messageArgs(timeout),
+          this.fcKeys(),
+          notified ? JSON.stringify(notified.meta) : "",
+        ],
       );
+      if (reply === "tooManyFlowControlKeys") throw this.fcKeysFull();
       if (reply !== "registered") return reply;
       const id = timeout.meta.messageId;
       await recordStepInfo(p, runId, [{ id, entry: "", message: timeout }]);
