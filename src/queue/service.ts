@@ -252,6 +252,10 @@ async function assemble(
   dispatcher.start();
   scheduler.start();
   startRepair(ctx);
+  // A queue deletion a stopped process left half done (queue-store.ts, delete) ends now.
+  queues.drainLeft().catch((err: unknown) => {
+    log.warn("finishing queue deletions failed", { err: messageOf(err) });
+  });
   let expiring: Promise<void> | undefined;
   const expiry = setInterval(() => {
     expiring ??= dlq

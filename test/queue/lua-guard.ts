@@ -201,6 +201,15 @@ async function queuePaths(messages: MessageStore, queues: QueueStore, now: numbe
   await messages.cancel(now, ["q-c", "q-cb"]);
   expect(await queues.configure(now, "missing", { create: false })).toBeUndefined();
   expect(await queues.delete(now, "q1")).toBe(true);
+  // More waiting messages than one deletion script cancels: the rest go by queue-drain steps.
+  await queues.configure(now, "q2", { paused: true, create: true });
+  const waiting = Array.from({ length: 450 }, (_, i) =>
+    message(`q2-${i}`, now, { queueName: "q2" }),
+  );
+  await queues.enqueue(now, "q2", waiting);
+  expect(await queues.delete(now, "q2")).toBe(true);
+  expect(await messages.get("q2-449")).toBeUndefined();
+  expect(await queues.delete(now, "q2")).toBe(false);
 }
 
 async function flowControlPaths(

@@ -18,7 +18,8 @@ let waiterUrl = "";
 let targetUrl = "";
 
 beforeAll(async () => {
-  w = await workflowEnv({ queueMaxFlowControlKeys: MAX });
+  // One partition: the bound is shared evenly by the partitions (3 would give 1 key each).
+  w = await workflowEnv({ queueMaxFlowControlKeys: MAX, queuePartitions: 1 });
   const env = { env: w.env };
   plainUrl = w.app.route(
     "/plain",
