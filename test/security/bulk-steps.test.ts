@@ -1,8 +1,11 @@
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RedisPool } from "../../src/shared/redis/pool.js";
+import { transitions } from "../../src/queue/store/transitions.js";
+import { eventually } from "../harness/eventually.js";
 import { testPool } from "../harness/redis.js";
-import { queueEnv, type QueueTestEnv } from "../queue/setup.js";
+import { startStashd } from "../harness/stashd.js";
+import { FAST_QUEUE, partitionsAt, queueEnv, type QueueTestEnv } from "../queue/setup.js";
 
 /**
  * Requests that remove many things at once do it in bounded steps (docs/reliability.md, threat
@@ -78,6 +81,42 @@ describe("bulk removals go in bounded steps", () => {
     // Nothing of the queue is left pending: a cancel of everything finds nothing.
     const all = await env.api("/v2/messages", { method: "DELETE" });
     expect(await all.json()).toEqual({ cancelled: 0 });
+  }, 60_000);
+
+  it("finishes at start a queue deletion a stopped process left half done", async () => {
+    const make = { method: "POST", body: JSON.stringify({ queueName: "half", parallelism: 1 }) };
+    expect((await env.api("/v2/queues", make)).status).toBe(200);
+    expect((await env.api("/v2/queues/half/pause", { method: "POST" })).status).toBe(200);
+    const items = Array.from({ length: 500 }, (_, i) => ({
+      destination: dead,
+      queue: "half",
+      body: String(i),
+    }));
+    const ids = await batch(items);
+    // What a process stopped right after the deletion's first script leaves behind.
+    const p = (await partitionsAt(pool)).ofName("half");
+    const K = p.keys;
+    const keys = [K.queue("half"), K.queues, K.queueWait("half"), K.pending, K.log];
+    const first = await transitions.queueDelete.run(
+      p.redis,
+      [...keys, K.queueDrain("half:stopped"), K.queueDrains],
+      [K.prefix, String(Date.now()), "0", "half", "100"],
+    );
+    expect(first).toBe(400);
+    expect((await env.api("/v2/queues/half")).status).toBe(404);
+    expect(await pendingStatus(ids[499] ?? "")).toBe(200);
+    const next = await startStashd({
+      queueRedisUrl: env.redis.url,
+      services: ["queue"],
+      ...FAST_QUEUE,
+    });
+    try {
+      await eventually(async () => expect(await pendingStatus(ids[499] ?? "")).toBe(404));
+    } finally {
+      await next.stop();
+    }
+    const drains = await pool.exec(["SCARD", K.queueDrains]);
+    expect(drains).toMatchObject({ kind: "int", value: "0" });
   }, 60_000);
 
   it("cancels many named messages in short scripts", async () => {
