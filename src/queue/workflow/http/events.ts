@@ -165,9 +165,11 @@ export const notifyEvent: Handler = async (ctx, r) => {
   const eventId = decode(r.segments[1] ?? "");
   const data = eventData(await readRaw(ctx, r));
   const out = [];
-  for (const [runId, json] of await ctx.workflows.waiters(eventId)) {
-    const released = await release(ctx, runId, eventId, JSON.parse(json) as Waiter, data);
-    if (released) out.push(released);
+  for await (const page of ctx.workflows.waiters(eventId)) {
+    for (const [runId, json] of page) {
+      const released = await release(ctx, runId, eventId, JSON.parse(json) as Waiter, data);
+      if (released) out.push(released);
+    }
   }
   reply(r.res, 200, out);
 };
@@ -208,9 +210,13 @@ export const notifyOneRun: Handler = async (ctx, r) => {
 export const getWaiters: Handler = async (ctx, r) => {
   const eventId = decode(r.segments[1] ?? "");
   const out = [];
-  for (const [runId, json] of await ctx.workflows.waiters(eventId)) {
-    const run = await ctx.workflows.config(runId);
-    if (run?.state === "RUN_STARTED") out.push(renderWaiter(JSON.parse(json) as Waiter));
+  const seen = new Set<string>();
+  for await (const page of ctx.workflows.waiters(eventId)) {
+    for (const [runId, json] of page) {
+      const run = seen.has(runId) ? undefined : await ctx.workflows.config(runId);
+      seen.add(runId);
+      if (run?.state === "RUN_STARTED") out.push(renderWaiter(JSON.parse(json) as Waiter));
+    }
   }
   reply(r.res, 200, out);
 };

@@ -23,6 +23,11 @@ export type WaitResult = "ended" | "registered" | { kept: string };
 export type ReleaseResult = "released" | "again" | "taken" | "ended";
 export type KeepResult = "ended" | "kept" | "full" | { waiter: string };
 
+/** Waiters of an event read per HSCAN (WorkflowStore.waiters). */
+const WAITER_PAGE = "200";
+
+const NIL: Reply = { kind: "nil", array: false };
+
 /** Most entries one run's step list may hold (docs/workflow.md §11); one more is a 412. */
 export const MAX_RUN_ENTRIES = 1000;
 
@@ -357,16 +362,22 @@ export class WorkflowStore {
   }
 
   /**
-   * Waiters of `eventId` in every partition, as `[run id, waiter JSON]` pairs. A run id may
-   * come twice only while an ended run's stale waiter is left in an old partition (it is then
-   * refused by the release script, which checks the waiter's token).
+   * Waiters of `eventId` in every partition, as pages of `[run id, waiter JSON]` pairs (HSCAN,
+   * about WAITER_PAGE a page: an event may have a waiter per active run, so they are never read
+   * all at once). A run id may come twice: while an ended run's stale waiter is left in an old
+   * partition, or when HSCAN gives an entry again (a release checks the waiter's token, so a
+   * second release of one wait does nothing).
    */
-  async waiters(eventId: string): Promise<[string, string][]> {
-    const each = await this.parts.each(async ({ redis, keys }) => {
-      const reply = await redis.exec(["HGETALL", keys.workflowWaiters(eventId)]);
-      return pairsOf(asArray(checked(reply, "waiters")).map((r: Reply) => asText(r) ?? ""));
-    });
-    return each.flat();
+  async *waiters(eventId: string): AsyncGenerator<[string, string][]> {
+    for (const { redis, keys } of this.parts.all) {
+      let cursor = "0";
+      do {
+        const scan = ["HSCAN", keys.workflowWaiters(eventId), cursor, "COUNT", WAITER_PAGE];
+        const [next, flat] = asArray(checked(await redis.exec(scan), "waiters"));
+        cursor = asText(next) ?? "0";
+        yield pairsOf(asArray(flat ?? NIL).map((r: Reply) => asText(r) ?? ""));
+      } while (cursor !== "0");
+    }
   }
 
   async get(runId: string): Promise<RunRecord | undefined> {
