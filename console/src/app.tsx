@@ -1,4 +1,4 @@
-import { CHOICES, chooseRefresh, useRefreshChoice } from "./refresh.js";
+import { CHOICES, chooseRefresh, refreshNow, useRefreshChoice, useRefreshNow } from "./refresh.js";
 import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 import { useRoute, type Route } from "./routes.js";
 import { ApiError, get, request, UNREACHABLE, whenLoggedOut } from "./api.js";
@@ -134,6 +134,7 @@ function Shell(p: { session: Session; onLogout: () => void }) {
   // Counts refresh on every page change too, so a page never opens next to stale numbers.
   useEffect(poll, [page]);
   useInterval(poll, SUMMARY_EVERY_MS);
+  useRefreshNow(poll);
   const logout = async () => {
     await request("POST", "logout").catch(() => undefined);
     p.onLogout();
@@ -245,11 +246,14 @@ function ConnectionBadge(p: { conn: Connection }) {
   );
 }
 
-/** The status bar's choice of how often live parts refresh, paused included (refresh.ts). */
+/**
+ * The status bar's one refresh control (refresh.ts): how often live parts refresh, paused
+ * included, and "Refresh now", which loads everything on screen again at once, paused or not.
+ */
 function RefreshControl() {
   const ms = useRefreshChoice();
   return (
-    <label class="refresh-choice">
+    <div class="refresh-choice">
       <select
         aria-label="Refresh"
         value={String(ms)}
@@ -261,7 +265,15 @@ function RefreshControl() {
           </option>
         ))}
       </select>
-    </label>
+      <button
+        type="button"
+        class="btn plain"
+        title="Load the counts and everything on this page again now"
+        onClick={refreshNow}
+      >
+        Refresh now
+      </button>
+    </div>
   );
 }
 

@@ -1,3 +1,4 @@
+import type { ComponentChildren } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import {
   EVENT_FILTERS as SHARED_EVENT_FILTERS,
@@ -83,7 +84,7 @@ export function FilterBar(p: {
   useEffect(() => setF(p.initial), [shown]);
   const set = (k: keyof Filters) => (v: string) => setF((cur) => ({ ...cur, [k]: v }));
   return (
-    <Form onSubmit={() => p.onApply(f)} class="bar filters">
+    <FilterForm onSubmit={() => p.onApply(f)} set={Object.values(p.initial)}>
       {p.fields.map((k) =>
         k === "state" ? (
           <Select
@@ -110,6 +111,40 @@ export function FilterBar(p: {
           p.onApply(NO_FILTERS);
         }}
       />
+    </FilterForm>
+  );
+}
+
+/**
+ * A filter bar's form. On a phone (under 760 px) its fields fold behind a "Filters" button that
+ * says how many are set, and open two to a row (folding again on Search), so the list is on the
+ * first screen; wider, the fields are always shown and the button is hidden (style.css, .filters).
+ */
+export function FilterForm(p: {
+  onSubmit: () => void;
+  /** The applied values (the URL's), to count those set. */
+  set: string[];
+  children: ComponentChildren;
+}) {
+  const [open, setOpen] = useState(false);
+  const count = p.set.filter((v) => v !== "").length;
+  return (
+    <Form
+      onSubmit={() => {
+        setOpen(false);
+        p.onSubmit();
+      }}
+      class={`bar filters${open ? " open" : ""}`}
+    >
+      <button
+        type="button"
+        class="btn plain filters-toggle"
+        aria-expanded={open}
+        onClick={() => setOpen(!open)}
+      >
+        {open ? "Hide filters" : count > 0 ? `Filters (${count} set)` : "Filters"}
+      </button>
+      {p.children}
     </Form>
   );
 }

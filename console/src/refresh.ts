@@ -1,4 +1,4 @@
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 
 /**
  * How often the console's live parts refresh, as the user chose it in the status bar: the
@@ -51,6 +51,27 @@ export function useRefreshChoice(): number {
     return () => void listeners.delete(setMs);
   }, []);
   return ms;
+}
+
+const nowListeners = new Set<() => void>();
+
+/**
+ * "Refresh now" (the status bar's button beside the choice): every part on screen loads again at
+ * once (the counts, every list and page loaded with useLoad), paused or not.
+ */
+export function refreshNow(): void {
+  for (const again of [...nowListeners]) again();
+}
+
+/** Calls `fn` on every "Refresh now" while the component is mounted. */
+export function useRefreshNow(fn: () => void): void {
+  const saved = useRef(fn);
+  saved.current = fn;
+  useEffect(() => {
+    const again = () => saved.current();
+    nowListeners.add(again);
+    return () => void nowListeners.delete(again);
+  }, []);
 }
 
 /** A live part's period under the choice: `baseMs` at the default, undefined when paused. */

@@ -1,4 +1,4 @@
-import { scaledPeriod, useRefreshChoice } from "./refresh.js";
+import { scaledPeriod, useRefreshChoice, useRefreshNow } from "./refresh.js";
 import type { ComponentChildren } from "preact";
 import { useCallback, useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 
@@ -22,7 +22,8 @@ export function announceReconnect(): void {
  * Runs `fn` now and whenever `deps` change; a stale answer never overwrites a newer one. New deps
  * (other filters, another page) drop the old data at once, and an error drops it too: rows are
  * never shown under an error or next to filters they were not loaded with. `reload` (a refresh of
- * the same list) keeps the rows until the answer comes.
+ * the same list; the status bar's "Refresh now" and a reconnect reload every one shown) keeps the
+ * rows until the answer comes.
  */
 export function useLoad<T>(fn: () => Promise<T>, deps: unknown[]): Loaded<T> {
   const [state, setState] = useState<{ data?: T; error?: string; loading: boolean }>({
@@ -47,6 +48,7 @@ export function useLoad<T>(fn: () => Promise<T>, deps: unknown[]): Loaded<T> {
     reconnectListeners.add(again);
     return () => void reconnectListeners.delete(again);
   }, [run]);
+  useRefreshNow(() => run(false));
   return {
     data: state.data,
     error: state.error,
@@ -287,6 +289,8 @@ export function Table<T>(p: {
   label?: string;
   /** When set, shown instead of the rows (and never "empty"): the list could not be loaded. */
   error?: string | undefined;
+  /** On phones, each row a card of "column title: value" lines instead of a table to scroll. */
+  stack?: boolean;
 }) {
   if (p.error) {
     return (
@@ -297,7 +301,7 @@ export function Table<T>(p: {
   }
   if (p.rows.length === 0) return <p class="empty">{p.empty ?? "Nothing here."}</p>;
   return (
-    <table class="grid" aria-label={p.label}>
+    <table class={p.stack ? "grid stack" : "grid"} aria-label={p.label}>
       <thead>
         <tr>
           {p.columns.map((c) => (
@@ -318,8 +322,8 @@ export function Table<T>(p: {
               {...(p.onRow ? rowKeys(() => p.onRow?.(row)) : {})}
             >
               {p.columns.map((c) => (
-                <td key={c.title} class={c.class}>
-                  {c.render(row)}
+                <td key={c.title} class={c.class} data-label={c.title}>
+                  {p.stack ? <div class="cell">{c.render(row)}</div> : c.render(row)}
                 </td>
               ))}
             </tr>
@@ -416,6 +420,94 @@ export function HeaderList(p: { headers: Record<string, string[]> | undefined })
     values.map((v) => `${name}: ${v}`),
   );
   return <Pre value={lines.length > 0 ? lines.join("\n") : "(none)"} />;
+}
+
+/**
+ * Copies `text` to the clipboard (the Clipboard API; a hidden text area and the copy command
+ * where that API is refused, as on a page served over plain HTTP from another host).
+ */
+async function copyText(text: string): Promise<void> {
+  try {
+    await navigator.clipboard.writeText(text);
+    return;
+  } catch {
+    // no Clipboard API here: the copy command below
+  }
+  const area = document.createElement("textarea");
+  area.value = text;
+  area.setAttribute("readonly", "");
+  area.style.position = "fixed";
+  area.style.opacity = "0";
+  document.body.append(area);
+  area.select();
+  const copied = document.execCommand("copy");
+  area.remove();
+  if (!copied) throw new Error("the browser refused to copy: select the text instead");
+}
+
+/** A small copy icon button beside a value; `what` names it ("Copy message id"), also as its tooltip. */
+export function CopyButton(p: { value: string; what: string }) {
+  return (
+    <button
+      type="button"
+      class="copy"
+      aria-label={`Copy ${p.what}`}
+      title={`Copy ${p.what}`}
+      onClick={(e) => {
+        e.stopPropagation();
+        copyText(p.value).then(
+          () => toast(`Copied ${p.what}`),
+          (err: unknown) => toast(messageOf(err), "error"),
+        );
+      }}
+    >
+      <svg width="12" height="12" viewBox="0 0 16 16" aria-hidden="true">
+        <rect
+          x="5"
+          y="5"
+          width="9"
+          height="9"
+          rx="1.5"
+          fill="none"
+          stroke="currentColor"
+          stroke-width="1.6"
+        />
+        <path
+          d="M11 3V2.5A1 1 0 0 0 10 1.5H2.5a1 1 0 0 0-1 1V10a1 1 0 0 0 1 1H3"
+          fill="none"
+          stroke="currentColor"
+          stroke-width="1.6"
+        />
+      </svg>
+    </button>
+  );
+}
+
+/**
+ * A long id (a message, DLQ entry, run or flow-control key) on one line: cut with "…" where it
+ * does not fit (the whole of it in the tooltip), a link when `href` is given, and a Copy button.
+ */
+export function Id(p: {
+  value: string;
+  what: string;
+  href?: string | undefined;
+  /** Marks it (the message open beside the Logs list: "hl"). */
+  mark?: string | undefined;
+}) {
+  return (
+    <span class={p.mark ? `id ${p.mark}` : "id"} data-id={p.value}>
+      {p.href ? (
+        <a class="id-text" href={p.href} title={p.value}>
+          {p.value}
+        </a>
+      ) : (
+        <code class="id-text" title={p.value}>
+          {p.value}
+        </code>
+      )}
+      <CopyButton value={p.value} what={p.what} />
+    </span>
+  );
 }
 
 export function Badge(p: { text: string }) {

@@ -116,6 +116,12 @@ export const SETTINGS = {
     default: 16 * 1024 * 1024,
     doc: "Largest reply per request: bytes from Redis plus 48 per element; replies past it become `ERR reply too large` errors.",
   },
+  kvMaxCombinedElements: {
+    env: "STASHD_KV_MAX_COMBINED_ELEMENTS",
+    kind: "int",
+    default: 250_000,
+    doc: "Most elements one set or sorted-set union, intersection or difference (SUNION, SINTER, SDIFF, SINTERCARD, ZUNION, ZINTER, ZDIFF, ZINTERCARD and their STORE forms) may pass over, counted from its keys' sizes before it runs: more is refused, since Redis serves no other client meanwhile (about 1 µs per element). 0: no limit.",
+  },
   kvMaxRecordBytes: {
     env: "STASHD_KV_MAX_RECORD_BYTES",
     kind: "int",

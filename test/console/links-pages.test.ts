@@ -38,18 +38,18 @@ const hash = () => page.evaluate<string>("location.hash");
 
 test("a pasted DLQ link opens the entry; a row click sets the URL; back and forward move", async () => {
   await page.goto(`${env.url}#/dlq/${encodeURIComponent(dlqId)}`);
-  await panel().getByText("no thanks").waitFor();
+  await panel().getByText("no thanks").first().waitFor();
   await panel().getByText(failedMessageId).waitFor();
   await panel().getByRole("button", { name: "Close" }).click();
   await panel().waitFor({ state: "detached" });
   expect(await hash()).toBe("#/dlq");
-  await page.locator("table[aria-label=dlq] tbody tr").first().click();
-  await panel().getByText("no thanks").waitFor();
+  await page.locator("table[aria-label=dlq] tbody tr td").nth(1).click();
+  await panel().getByText("no thanks").first().waitFor();
   expect(await hash()).toBe(`#/dlq/${encodeURIComponent(dlqId)}`);
   await page.goBack();
   await panel().waitFor({ state: "detached" });
   await page.goForward();
-  await panel().getByText("no thanks").waitFor();
+  await panel().getByText("no thanks").first().waitFor();
 });
 
 test("list filters are query parameters: #/logs?state=FAILED shows only failed events", async () => {
@@ -102,6 +102,6 @@ test("keyboard: Tab reaches a row, Enter opens it", async () => {
   await row.waitFor();
   await row.focus();
   await page.keyboard.press("Enter");
-  await panel().getByText("no thanks").waitFor();
+  await panel().getByText("no thanks").first().waitFor();
   expect(await hash()).toBe(`#/dlq/${encodeURIComponent(dlqId)}`);
 });

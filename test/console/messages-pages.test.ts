@@ -82,7 +82,7 @@ test("a retrying message's page says when the next attempt is; a delivered one s
   await next.getByText("Delivered: nothing more will happen.").waitFor();
   const attempt = page.locator("ol[aria-label=attempts] li").first();
   await attempt.locator("summary").click();
-  await attempt.getByText("thanks: grüße").waitFor();
+  await attempt.locator("details pre", { hasText: "thanks: grüße" }).waitFor();
   await page.getByText("Not kept: the queue keeps a body while the message waits").waitFor();
 });
 

@@ -68,13 +68,13 @@ test("DLQ: view a failed message, retry one, delete the selected", async () => {
   await page.goto(`${env.url}#/dlq`);
   const rows = page.locator("table[aria-label=dlq] tbody tr");
   await rows.nth(1).waitFor();
-  await rows.first().click();
+  await rows.first().locator("td").nth(1).click(); // "Failed at" (not the Copy button)
   const panel = page.locator("aside.panel");
   await panel.getByText("receiver says no").waitFor();
   await env.shot(page, "dlq");
   const before = rx.requests.length;
   await panel.getByRole("button", { name: "Retry", exact: true }).click();
-  await toast("Retried");
+  await page.locator("[data-outcome=retried]", { hasText: "published again as message" }).waitFor();
   await eventually(async () => expect(await dlqIds()).toHaveLength(1));
   await eventually(() => expect(rx.requests.length).toBe(before + 1));
   await rows.nth(1).waitFor({ state: "detached" });

@@ -22,7 +22,8 @@ export const TOUR_STOPS: Stop[] = [
   {
     name: "dlq-entry",
     route: (ids) => `#/dlq/${ids.dlq}`,
-    css: "aside.panel h3",
+    // The entry's own heading, not the one inside an attempt's folded response.
+    css: "aside.panel .panel-body > h3",
     text: "Response body",
   },
   { name: "logs", route: () => "#/logs?state=FAILED", css: "table[aria-label=events] tbody tr" },

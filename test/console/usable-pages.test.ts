@@ -48,7 +48,7 @@ test("a token pasted with spaces and a line break logs in", async () => {
 test("1280 px with a side panel open: nothing overflows, the list keeps its columns", async () => {
   await page.setViewportSize({ width: 1280, height: 800 });
   await page.goto(`${env.url}#/dlq`);
-  await page.locator("table[aria-label=dlq] tbody tr").first().click();
+  await page.locator("table[aria-label=dlq] tbody tr td").nth(1).click();
   await page.locator("aside.panel h3", { hasText: "Response body" }).waitFor();
   expect(await overflow()).toBe(0);
   const url = page.locator("table[aria-label=dlq] tbody tr td").nth(3);

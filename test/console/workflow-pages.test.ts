@@ -3,7 +3,7 @@ import type { Page } from "playwright-core";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { eventually } from "../harness/eventually.js";
 import { startApp, type App } from "../workflow/harness.js";
-import { loggedIn, type ConsoleEnv } from "./harness.js";
+import { loggedIn, recordDialogs, type ConsoleEnv } from "./harness.js";
 import { fragileRoute, workflowClientOf, workflowEnvOf } from "./workflow-helpers.js";
 
 /**
@@ -15,9 +15,10 @@ let page: Page;
 let app: App;
 let client: Client;
 let workflowEnv: Record<string, string>;
+const dialogs = recordDialogs();
 
 beforeAll(async () => {
-  ({ env, page } = await loggedIn());
+  ({ env, page } = await loggedIn({ dialogs }));
   app = await startApp();
   client = workflowClientOf(env);
   workflowEnv = workflowEnvOf(env);
@@ -179,4 +180,82 @@ test("a failed run names its failed step, or says honestly which step it came af
     .getByText(/between steps/)
     .first()
     .waitFor();
+});
+
+test("a failed run's page offers resume, restart and delete, each asked first, each saying what it did", async () => {
+  const state = { broken: true, done: 0 };
+  const url = fragileRoute(env, app, "/recoverable", state);
+  const failedRun = async () => {
+    const { workflowRunId } = await client.trigger({ url, retries: 0 });
+    await eventually(async () =>
+      expect((await runLog(workflowRunId))?.workflowState).toBe("RUN_FAILED"),
+    );
+    return workflowRunId;
+  };
+  const first = await failedRun();
+  await page.goto(`${env.url}#/workflows/runs/${first}`);
+  const recover = page.locator("section[aria-label='recover the run']");
+  await recover.getByRole("button", { name: "Resume from failed step" }).waitFor();
+  expect(await recover.getByRole("button").allTextContents()).toEqual([
+    "Resume from failed step",
+    "Restart from the start",
+    // serve() gives every run a failure callback (the workflow's own URL).
+    "Send failure callback again",
+    "Delete from DLQ",
+  ]);
+  await recover.locator("[data-failure-callback]", { hasText: url }).waitFor();
+  await env.shot(page, "workflow-run-recover");
+  // On a phone the actions wrap inside the page.
+  await page.setViewportSize({ width: 390, height: 800 });
+  try {
+    const width = await page.evaluate<number>("document.documentElement.scrollWidth");
+    expect(width).toBe(390);
+    await env.shot(page, "phone-workflow-run-recover");
+  } finally {
+    await page.setViewportSize({ width: 1440, height: 900 });
+  }
+
+  // Declined: nothing happens.
+  dialogs.answer = false;
+  await recover.getByRole("button", { name: "Resume from failed step" }).click();
+  expect(dialogs.asked.at(-1)).toBe(`Resume workflow run ${first} from its failed step?`);
+  expect((await runLog(first))?.workflowState).toBe("RUN_FAILED");
+  expect(await page.locator("[data-outcome]").count()).toBe(0);
+
+  dialogs.answer = true;
+  state.broken = false;
+  await recover.getByRole("button", { name: "Resume from failed step" }).click();
+  const outcome = page.locator("[data-outcome]");
+  await outcome.waitFor();
+  expect(await outcome.textContent()).toMatch(
+    new RegExp(
+      `^Resumed at \\d{4}-\\d\\d-\\d\\d .+: run ${first} runs again from its failed step; the steps done before it are kept\\.$`,
+    ),
+  );
+  await eventually(async () => expect((await runLog(first))?.workflowState).toBe("RUN_SUCCESS"));
+  expect(state.done).toBe(1);
+  await page.getByRole("button", { name: "Refresh now" }).click();
+  await page.locator(".facts").getByText("RUN_SUCCESS").waitFor();
+  expect(await recover.count()).toBe(0);
+  await env.shot(page, "workflow-run-resumed");
+
+  // Deleted from the DLQ: the page says so, and that nothing can be recovered any more.
+  state.broken = true;
+  const second = await failedRun();
+  await page.goto(`${env.url}#/workflows/runs/${second}`);
+  await recover.getByRole("button", { name: "Delete from DLQ" }).click();
+  expect(dialogs.asked.at(-1)).toBe(
+    `Delete run ${second} from the workflow DLQ? It can no longer be resumed or restarted.`,
+  );
+  await page
+    .locator("[data-outcome]", {
+      hasText: `Deleted run ${second} from the workflow DLQ: it can no longer be resumed or restarted.`,
+    })
+    .waitFor();
+  await page.locator("[data-no-recovery]").waitFor();
+  const dlq = (await (await env.q.api("/v2/workflows/dlq")).json()) as {
+    messages: { workflowRunId: string }[];
+  };
+  expect(dlq.messages.map((m) => m.workflowRunId)).not.toContain(second);
+  await env.shot(page, "workflow-run-deleted");
 });

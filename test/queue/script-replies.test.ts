@@ -69,11 +69,12 @@ describe("queue script replies", () => {
       firstId: "",
     });
     expect(
-      transitions.claim.decoded(await replyOf("{1, {'o'}, 2, 'id', 'm', 'b', false}")),
+      transitions.claim.decoded(await replyOf("{1, {'o'}, 2, 3, 'id', 'm', 'b', false}")),
     ).toEqual({
       skipped: 1,
       atShare: ["o"],
       deepest: 2,
+      parked: 3,
       messages: [{ id: "id", meta: "m", body: Buffer.from("b"), retried: 0 }],
     });
   });

@@ -1,6 +1,8 @@
 import { useState } from "preact/hooks";
-import { query, queue, queueSend } from "../api.js";
+import { get, query, queue, queueSend } from "../api.js";
 import { BulkAction, dlqPlans } from "./bulk.js";
+import { DlqActions, DlqOutcomeLine, type DlqOutcome } from "./dlq-actions.js";
+import { Timeline, type Detail } from "./message-page.js";
 import { RunLink, type Message } from "./message-detail.js";
 import {
   filterParams,
@@ -18,6 +20,7 @@ import {
   fmtTime,
   Page,
   HeaderList,
+  Id,
   Panel,
   Pre,
   Table,
@@ -51,6 +54,7 @@ export function DlqPage(p: { id: string | undefined; params: URLSearchParams }) 
   const listHref = href.list("dlq", filterParams(filters, false));
   const pages = useCursorPages();
   const [checked, setChecked] = useState<Set<string>>(new Set());
+  const [outcome, setOutcome] = useState<DlqOutcome | undefined>();
   const opened = useLoad(
     () =>
       p.id === undefined
@@ -79,10 +83,15 @@ export function DlqPage(p: { id: string | undefined; params: URLSearchParams }) 
     close();
     list.reload();
   };
+  const done = (o: DlqOutcome) => {
+    setOutcome(o);
+    setChecked(new Set());
+    close();
+  };
   const ids = [...checked];
   const side =
     p.id === undefined ? undefined : open ? (
-      <DlqDetail m={open} onClose={close} onChanged={after} />
+      <DlqDetail m={open} onClose={close} onDone={done} />
     ) : (
       <Panel title={`DLQ ${p.id}`} onClose={close}>
         <ErrorLine error={opened.error} />
@@ -119,9 +128,11 @@ export function DlqPage(p: { id: string | undefined; params: URLSearchParams }) 
           <BulkAction key={`${plan.label}${JSON.stringify(filters)}`} plan={plan} onDone={after} />
         ))}
       </div>
+      <DlqOutcomeLine outcome={outcome} />
       <Table
         error={list.error}
         label="dlq"
+        stack
         rows={rows}
         rowKey={(m) => m.dlqId}
         selected={p.id}
@@ -145,7 +156,7 @@ export function DlqPage(p: { id: string | undefined; params: URLSearchParams }) 
             render: (m) => fmtTime(Number(m.dlqId.split("-")[0])),
             class: "nowrap",
           },
-          { title: "Message", render: (m) => <code>{m.messageId}</code> },
+          { title: "Message", render: (m) => <Id value={m.messageId} what="message id" /> },
           { title: "URL", render: (m) => <span class="url">{m.url}</span> },
           { title: "Status", render: (m) => String(m.responseStatus) },
           { title: "Via", render: (m) => m.queueName ?? m.topicName ?? "" },
@@ -156,35 +167,28 @@ export function DlqPage(p: { id: string | undefined; params: URLSearchParams }) 
   );
 }
 
-function DlqDetail(p: { m: DlqMessage; onClose: () => void; onChanged: () => void }) {
+/**
+ * A DLQ entry: retry or delete it, its request, the last response, and every attempt the log
+ * kept (the console's message view: GET /v2/events by message id).
+ */
+function DlqDetail(p: { m: DlqMessage; onClose: () => void; onDone: (o: DlqOutcome) => void }) {
   const { m } = p;
-  const id = encodeURIComponent(m.dlqId);
   return (
     <Panel title={`DLQ ${m.dlqId}`} onClose={p.onClose}>
-      <div class="bar">
-        <Action
-          label="Retry"
-          kind="primary"
-          done="Retried: a new message was published"
-          run={() => queueSend("POST", `dlq/retry/${id}`).then(p.onChanged)}
-        />
-        <Action
-          label="Delete"
-          kind="danger"
-          confirm="Delete this DLQ message?"
-          done="Deleted"
-          run={() => queueSend("DELETE", `dlq/${id}`).then(p.onChanged)}
-        />
-      </div>
+      <DlqActions dlqId={m.dlqId} onDone={p.onDone} />
       <Facts
         items={[
-          ["Message", <a href={href.message(m.messageId)}>{m.messageId}</a>],
+          [
+            "Message",
+            <Id value={m.messageId} what="message id" href={href.message(m.messageId)} />,
+          ],
           ["Destination", <span class="url">{`${m.method} ${m.url}`}</span>],
           ["Created", fmtTime(m.createdAt)],
           ["Response status", String(m.responseStatus)],
           ["Workflow run", <RunLink messageId={m.messageId} />],
         ]}
       />
+      <Attempts messageId={m.messageId} />
       <h3>Request headers</h3>
       <HeaderList headers={m.header} />
       <h3>Request body</h3>
@@ -194,5 +198,21 @@ function DlqDetail(p: { m: DlqMessage; onClose: () => void; onChanged: () => voi
       <h3>Response body</h3>
       <Pre value={m.responseBody ?? "(empty)"} />
     </Panel>
+  );
+}
+
+/** The attempts of a dead message, each with its time, status or error and response excerpt. */
+function Attempts(p: { messageId: string }) {
+  const detail = useLoad(
+    () => get<Detail>(`messages/${encodeURIComponent(p.messageId)}`),
+    [p.messageId],
+  );
+  const attempts = detail.data?.attempts;
+  return (
+    <section aria-label="attempt history">
+      <h3>Attempts{attempts ? ` (${attempts.length})` : ""}, oldest first</h3>
+      <ErrorLine error={detail.error} />
+      {attempts ? <Timeline attempts={attempts} /> : detail.loading && <p class="hint">Loading…</p>}
+    </section>
   );
 }

@@ -1,7 +1,7 @@
 import { useEffect } from "preact/hooks";
 import { query, queue } from "../api.js";
 import { filterParams, FilterBar, Pager, useCursorPages, type Filters } from "../filters.js";
-import { Badge, fmtTime, Table, useInterval, useLoad, type Children } from "../ui.js";
+import { Badge, fmtTime, Id, Table, useInterval, useLoad, type Children } from "../ui.js";
 
 /** One log event as GET /v2/events lists it. */
 export interface LogEvent {
@@ -69,6 +69,7 @@ export function EventList(p: {
       <Table
         error={list.error}
         label="events"
+        stack
         rows={rows}
         rowKey={(e) => `${e.messageId}:${e.state}:${e.time}`}
         selected={undefined}
@@ -80,7 +81,11 @@ export function EventList(p: {
           {
             title: "Message",
             render: (e) => (
-              <code class={p.selected === e.messageId ? "hl" : ""}>{e.messageId}</code>
+              <Id
+                value={e.messageId}
+                what="message id"
+                mark={p.selected === e.messageId ? "hl" : undefined}
+              />
             ),
           },
           { title: "URL", render: (e) => <span class="url">{e.url}</span> },

@@ -9,7 +9,7 @@ import {
   useCursorPages,
   type Filters,
 } from "../filters.js";
-import { Badge, Page, Table, useLoad } from "../ui.js";
+import { Badge, Id, Page, Table, useLoad } from "../ui.js";
 import { BulkAction, cancelPlan, cancelRefusal } from "./bulk.js";
 import { fmtRelative, fmtZoned, go, hrefOf } from "./shown.js";
 
@@ -93,6 +93,7 @@ export function MessageTable(p: { rows: MessageRow[]; error: string | undefined;
     <Table
       error={p.error}
       label="messages"
+      stack
       rows={p.rows}
       rowKey={(m) => m.messageId}
       onRow={(m) => go(hrefOf.message(m.messageId))}
@@ -101,9 +102,7 @@ export function MessageTable(p: { rows: MessageRow[]; error: string | undefined;
         {
           title: "Message",
           render: (m) => (
-            <a href={hrefOf.message(m.messageId)} onClick={(e) => e.stopPropagation()}>
-              <code>{m.messageId}</code>
-            </a>
+            <Id value={m.messageId} what="message id" href={hrefOf.message(m.messageId)} />
           ),
         },
         { title: "Destination", render: (m) => <span class="url">{`${m.method} ${m.url}`}</span> },

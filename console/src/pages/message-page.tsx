@@ -1,11 +1,21 @@
 import { ApiError, get, queue, queueSend } from "../api.js";
 import { Action, Badge, ErrorLine, Facts, HeaderList, Page, Pre, useLoad } from "../ui.js";
+import { useState } from "preact/hooks";
+import { DlqActions, DlqOutcomeLine, type DlqOutcome } from "./dlq-actions.js";
 import { RunLink } from "./message-detail.js";
 import type { MessageRow } from "./message-list.js";
-import { Body, fmtDuration, fmtRelative, fmtZoned, hrefOf } from "./shown.js";
+import {
+  base64Bytes,
+  Body,
+  decodeBody,
+  fmtDuration,
+  fmtRelative,
+  fmtZoned,
+  hrefOf,
+} from "./shown.js";
 
 /** One attempt (src/admin/console/messages.ts, Attempt). */
-interface Attempt {
+export interface Attempt {
   startedAt: number;
   durationMs?: number;
   status?: number;
@@ -29,7 +39,7 @@ interface Stored {
   maxRetries: number;
 }
 
-interface Detail {
+export interface Detail {
   messageId: string;
   stored: Stored | null;
   row: MessageRow | null;
@@ -66,7 +76,7 @@ export function MessagePage(p: { id: string }) {
       {d && (
         <div class="message-page">
           <Summary d={d} onChanged={detail.reload} />
-          <Next d={d} />
+          <Next d={d} dlqKept={dlq.data != null} />
           <Request d={d} dlq={dlq.data ?? null} />
           <h2 class="section">Attempts ({d.attempts.length})</h2>
           <Timeline attempts={d.attempts} />
@@ -123,9 +133,13 @@ function Summary(p: { d: Detail; onChanged: () => void }) {
   );
 }
 
-/** What comes next: the next attempt, the DLQ entry, or nothing (finished). */
-function Next(p: { d: Detail }) {
+/**
+ * What comes next: the next attempt, the DLQ entry (with Retry and Delete while it is kept), or
+ * nothing (finished).
+ */
+function Next(p: { d: Detail; dlqKept: boolean }) {
   const r = p.d.row;
+  const [outcome, setOutcome] = useState<DlqOutcome | undefined>();
   const text = (() => {
     if (!r) return "No event of this message is in the log.";
     switch (r.state) {
@@ -166,6 +180,8 @@ function Next(p: { d: Detail }) {
           )}
         </p>
       )}
+      {r?.dlqId && p.dlqKept && <DlqActions dlqId={r.dlqId} onDone={setOutcome} />}
+      <DlqOutcomeLine outcome={outcome} />
     </section>
   );
 }
@@ -196,10 +212,27 @@ function Request(p: { d: Detail; dlq: DlqEntry | null }) {
   );
 }
 
-function Timeline(p: { attempts: Attempt[] }) {
+/** Longest excerpt of a response body shown on an attempt's line (the whole body is below it). */
+const EXCERPT_CHARS = 200;
+
+/** The start of a response body as one line of text ("binary, N bytes" when it is not text). */
+export function excerptOf(base64: string | undefined): string | undefined {
+  if (!base64) return undefined;
+  const bytes = base64Bytes(base64);
+  const d = decodeBody(bytes);
+  if (d.kind === "hex") return `(binary, ${bytes.length} bytes)`;
+  const line = d.text.replace(/\s+/g, " ").trim();
+  return line.length > EXCERPT_CHARS ? `${line.slice(0, EXCERPT_CHARS)}…` : line;
+}
+
+/**
+ * Every attempt of a message, oldest first: when it started, how long it took, the HTTP status
+ * or the error, an excerpt of the response body, and the whole response on demand.
+ */
+export function Timeline(p: { attempts: Attempt[] }) {
   if (p.attempts.length === 0) return <p class="empty">No attempt yet.</p>;
   return (
-    <ol class="timeline" aria-label="attempts">
+    <ol class="timeline attempts" aria-label="attempts">
       {p.attempts.map((a, i) => (
         <li key={i} class={`attempt o-${a.outcome.toLowerCase()}`}>
           <div class="attempt-head">
@@ -212,6 +245,11 @@ function Timeline(p: { attempts: Attempt[] }) {
             <Badge text={a.outcome} />
           </div>
           {a.error && <p class="error-line">{a.error}</p>}
+          {excerptOf(a.responseBody) !== undefined && (
+            <p class="excerpt" data-excerpt title="the start of the response body">
+              {excerptOf(a.responseBody)}
+            </p>
+          )}
           {a.nextDeliveryTime && (
             <p class="hint">Retry scheduled for {fmtZoned(a.nextDeliveryTime)}</p>
           )}

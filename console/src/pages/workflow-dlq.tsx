@@ -2,7 +2,7 @@ import { query, queue, queueSend } from "../api.js";
 import { Pager, useCursorPages } from "../filters.js";
 import { href, navigate } from "../routes.js";
 import { BulkAction, workflowDlqPlans } from "./bulk.js";
-import { Action, fmtTime, Page, Table, useLoad, type Children } from "../ui.js";
+import { Action, fmtTime, Id, Page, Table, useLoad, type Children } from "../ui.js";
 
 /** One failed run as GET /v2/workflows/dlq lists it (docs/workflow.md, workflow DLQ). */
 interface WorkflowDlqEntry {
@@ -48,6 +48,7 @@ export function WorkflowDlq(p: { tabs: Children }) {
       <Table
         error={list.error}
         label="workflow dlq"
+        stack
         rows={list.data?.messages ?? []}
         rowKey={(m) => m.dlqId}
         onRow={(m) => navigate(href.workflowRun(m.workflowRunId))}
@@ -60,7 +61,9 @@ export function WorkflowDlq(p: { tabs: Children }) {
           },
           {
             title: "Run",
-            render: (m) => <a href={href.workflowRun(m.workflowRunId)}>{m.workflowRunId}</a>,
+            render: (m) => (
+              <Id value={m.workflowRunId} what="run id" href={href.workflowRun(m.workflowRunId)} />
+            ),
           },
           { title: "URL", render: (m) => <span class="url">{m.workflowUrl}</span> },
           { title: "Status", render: (m) => String(m.responseStatus) },

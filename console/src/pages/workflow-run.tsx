@@ -1,4 +1,4 @@
-import { query, queue, queueSend } from "../api.js";
+import { ApiError, query, queue, queueSend } from "../api.js";
 import { href } from "../routes.js";
 import {
   Action,
@@ -13,6 +13,124 @@ import {
   type Children,
 } from "../ui.js";
 import { WorkflowTabs } from "./workflow-dlq.js";
+import { useState } from "preact/hooks";
+import { refreshNow } from "../refresh.js";
+
+/** What the last action on the run did (or why it failed), shown on top of the page until the next. */
+interface Outcome {
+  ok: boolean;
+  text: string;
+}
+
+/** The run's workflow DLQ entry: what decides which recovery the page offers. */
+interface RunDlqEntry {
+  dlqId: string;
+  failureCallback?: string;
+  failureCallbackInfo?: { state?: string };
+}
+
+/**
+ * A failed run's recovery (the workflow DLQ API, docs/workflow.md §12): resume from the failed
+ * step (the steps done before it kept), restart from the first step, send the failure callback
+ * again (when the run has one), or delete its DLQ entry. Each asks first and says what it did.
+ * Without a DLQ entry (deleted, or expired) nothing can be recovered, and the page says so.
+ */
+function Recover(p: { run: Run; say: (o: Outcome) => void }) {
+  const r = p.run;
+  const say = p.say;
+  const entry = useLoad(async () => {
+    if (!r.dlqId) return null;
+    return queue<RunDlqEntry>(`workflows/dlq/${encodeURIComponent(r.dlqId)}`).catch(
+      (err: unknown) => {
+        if (err instanceof ApiError && err.status === 404) return null;
+        throw err;
+      },
+    );
+  }, [r.dlqId]);
+  const e = entry.data;
+  if (entry.error) return <ErrorLine error={entry.error} />;
+  if (e === undefined) return null;
+  if (e === null) {
+    return (
+      <p class="hint" data-no-recovery>
+        This run has no entry in the workflow DLQ (deleted, or expired), so it cannot be resumed or
+        restarted from here: trigger the workflow again.
+      </p>
+    );
+  }
+  const id = encodeURIComponent(e.dlqId);
+  const runId = r.workflowRunId;
+  const act = (path: string, method: string, text: (at: string) => string) => async () => {
+    try {
+      const out = await queueSend<{ workflowCreatedAt?: number }>(method, path);
+      say({ ok: true, text: text(fmtTime(out?.workflowCreatedAt ?? Date.now())) });
+    } catch (err) {
+      say({ ok: false, text: err instanceof Error ? err.message : String(err) });
+      throw err;
+    }
+    refreshNow(); // the run, its DLQ entry and the counts
+  };
+  return (
+    <section class="card recover" aria-label="recover the run">
+      <h2>Recover this run</h2>
+      <p class="hint">
+        DLQ entry <code>{e.dlqId}</code>. Resume keeps the steps done before the failure and runs
+        the failed step again; Restart runs the workflow again from its first step with the same
+        input. Both keep the run id.
+      </p>
+      {e.failureCallback !== undefined && (
+        <p class="hint" data-failure-callback>
+          Failure callback: <span class="url">{e.failureCallback}</span>
+          {e.failureCallbackInfo?.state ? ` (${e.failureCallbackInfo.state})` : ""}
+        </p>
+      )}
+      <div class="bar">
+        <Action
+          label="Resume from failed step"
+          kind="primary"
+          confirm={`Resume workflow run ${runId} from its failed step?`}
+          run={act(
+            `workflows/dlq/resume/${id}`,
+            "POST",
+            (at) =>
+              `Resumed at ${at}: run ${runId} runs again from its failed step; the steps done before it are kept.`,
+          )}
+        />
+        <Action
+          label="Restart from the start"
+          confirm={`Restart workflow run ${runId} from its first step? Its completed steps run again.`}
+          run={act(
+            `workflows/dlq/restart/${id}`,
+            "POST",
+            (at) => `Restarted at ${at}: run ${runId} runs again from its first step.`,
+          )}
+        />
+        {e.failureCallback !== undefined && (
+          <Action
+            label="Send failure callback again"
+            confirm={`Send the failure callback of run ${runId} again (to ${e.failureCallback})?`}
+            run={act(
+              `workflows/dlq/callback/${id}`,
+              "POST",
+              () => `Failure callback of run ${runId} sent again to ${e.failureCallback ?? ""}.`,
+            )}
+          />
+        )}
+        <Action
+          label="Delete from DLQ"
+          kind="danger"
+          confirm={`Delete run ${runId} from the workflow DLQ? It can no longer be resumed or restarted.`}
+          run={act(
+            `workflows/dlq/${id}`,
+            "DELETE",
+            () =>
+              `Deleted run ${runId} from the workflow DLQ: it can no longer be resumed or restarted.`,
+          )}
+        />
+      </div>
+    </section>
+  );
+}
 
 /** A failed attempt of a step's message (docs/workflow.md, Logs). */
 export interface StepError {
@@ -127,6 +245,7 @@ export function waitingFor(r: Run): string | undefined {
 
 /** The run page (`#/workflows/runs/<id>`): facts, what it waits for, the failure, the timeline. */
 export function RunPage(p: { workflowRunId: string }) {
+  const [outcome, setOutcome] = useState<Outcome | undefined>();
   const run = useLoad(
     () =>
       queue<{ runs: Run[] }>(
@@ -140,12 +259,17 @@ export function RunPage(p: { workflowRunId: string }) {
       <ErrorLine error={run.error} />
       {run.loading && r === undefined && <p class="hint">Loading…</p>}
       {r === null && <p class="empty">No workflow run {p.workflowRunId} in the logs.</p>}
-      {r && <RunView run={r} reload={run.reload} />}
+      {outcome && (
+        <p class={`outcome${outcome.ok ? "" : " error"}`} role="status" data-outcome>
+          {outcome.text}
+        </p>
+      )}
+      {r && <RunView run={r} reload={run.reload} say={setOutcome} />}
     </Page>
   );
 }
 
-function RunView(p: { run: Run; reload: () => void }) {
+function RunView(p: { run: Run; reload: () => void; say: (o: Outcome) => void }) {
   const r = p.run;
   const steps = timeline(r);
   const waits = waitingFor(r);
@@ -153,7 +277,6 @@ function RunView(p: { run: Run; reload: () => void }) {
   return (
     <>
       <div class="bar">
-        <Action label="Refresh" run={async () => p.reload()} />
         {r.workflowState === "RUN_STARTED" && (
           <Action
             label="Cancel run"
@@ -188,6 +311,7 @@ function RunView(p: { run: Run; reload: () => void }) {
         </p>
       )}
       {failed && <FailedStep step={failed} steps={steps} />}
+      {r.workflowState === "RUN_FAILED" && <Recover run={r} say={p.say} />}
       <h2>Steps</h2>
       <ol class="timeline" aria-label="workflow steps">
         {steps.map((s) => (

@@ -1,8 +1,8 @@
 import { useState } from "preact/hooks";
 import { query, queue, queueSend } from "../api.js";
-import { Pager, SearchButtons, useCursorPages } from "../filters.js";
+import { FilterForm, Pager, SearchButtons, useCursorPages } from "../filters.js";
 import { href, navigate, paramsOf } from "../routes.js";
-import { Action, Badge, Field, Form, fmtTime, Page, Select, Table, useLoad } from "../ui.js";
+import { Action, Badge, Field, fmtTime, Id, Page, Select, Table, useLoad } from "../ui.js";
 import { WorkflowDlq, WorkflowTabs } from "./workflow-dlq.js";
 import { stepCount, type Run } from "./workflow-run.js";
 
@@ -64,12 +64,10 @@ function RunsList(p: { filters: RunFilters }) {
           navigate(href.list("workflows", { ...f }));
         }}
       />
-      <div class="bar">
-        <Action label="Refresh" run={async () => list.reload()} />
-      </div>
       <Table
         error={list.error}
         label="workflow runs"
+        stack
         rows={rows}
         rowKey={(r) => r.workflowRunId}
         onRow={(r) => navigate(href.workflowRun(r.workflowRunId))}
@@ -79,7 +77,9 @@ function RunsList(p: { filters: RunFilters }) {
           { title: "State", render: (r) => <Badge text={r.workflowState} /> },
           {
             title: "Run",
-            render: (r) => <a href={href.workflowRun(r.workflowRunId)}>{r.workflowRunId}</a>,
+            render: (r) => (
+              <Id value={r.workflowRunId} what="run id" href={href.workflowRun(r.workflowRunId)} />
+            ),
           },
           { title: "URL", render: (r) => <span class="url">{r.workflowUrl}</span> },
           { title: "Label", render: (r) => r.label ?? "" },
@@ -108,7 +108,7 @@ function RunFilterBar(p: { initial: RunFilters; onApply: (f: RunFilters) => void
   const [f, setF] = useState(p.initial);
   const set = (k: keyof RunFilters) => (v: string) => setF({ ...f, [k]: v });
   return (
-    <Form onSubmit={() => p.onApply(f)} class="bar filters">
+    <FilterForm onSubmit={() => p.onApply(f)} set={Object.values(p.initial)}>
       <Field label="Run id" value={f.workflowRunId} onInput={set("workflowRunId")} width="16rem" />
       <Select label="State" value={f.state} options={RUN_STATES} onChange={set("state")} />
       <Field label="URL" value={f.workflowUrl} onInput={set("workflowUrl")} width="16rem" />
@@ -119,6 +119,6 @@ function RunFilterBar(p: { initial: RunFilters; onApply: (f: RunFilters) => void
           p.onApply(NO_RUN_FILTERS);
         }}
       />
-    </Form>
+    </FilterForm>
   );
 }

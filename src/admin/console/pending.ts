@@ -194,17 +194,42 @@ async function scanPartition(p: Partition, now: number, limit: number) {
     const chunk = ids.slice(i, i + CHUNK);
     const replies = await p.redis.execMany(
       chunk.flatMap((id) => [
-        ["HMGET", K.message(id), "state", "meta", "retried", "queue", "fc"],
+        ["HMGET", K.message(id), "state", "meta", "retried", "queue", "fc", "origin"],
         ["ZSCORE", K.due, id],
         ["ZSCORE", K.active, id],
       ]),
     );
+    const found: Found[] = [];
     chunk.forEach((id, j) => {
       const row = rowOf(id, now, replies[j * 3], replies[j * 3 + 1], replies[j * 3 + 2]);
-      if (row) rows.push(row);
+      if (row) found.push(row);
     });
+    await placeParked(p, now, found);
+    rows.push(...found);
   }
   return { total, rows };
+}
+
+/** A row as read, with what placeParked needs: the message's origin and whether it retries. */
+type Found = { row: PendingRow; meta: MessageMeta; origin: string | undefined; retrying: boolean };
+
+/**
+ * The rows in neither set that a claim parked while their destination held its share
+ * (queue/store/lua/includes/parking.lua): due, so ready (or retrying), at their parked score.
+ */
+async function placeParked(p: Partition, now: number, found: Found[]): Promise<void> {
+  const other = found.filter((f) => f.row.state === "other" && f.origin !== undefined);
+  if (other.length === 0) return;
+  const scores = await p.redis.execMany(
+    other.map((f) => ["ZSCORE", p.keys.parkedDue(f.origin ?? ""), f.row.messageId]),
+  );
+  other.forEach((f, i) => {
+    const score = asText(scores[i]);
+    if (score === undefined) return;
+    const due = Number(score);
+    f.row.state = f.retrying ? "retrying" : due <= now ? "ready" : "delayed";
+    f.row.until = due;
+  });
 }
 
 /** One pending message's row; undefined when it finished between the two reads. */
@@ -214,9 +239,9 @@ function rowOf(
   fields: Reply | undefined,
   due: Reply | undefined,
   active: Reply | undefined,
-): { row: PendingRow; meta: MessageMeta } | undefined {
+): Found | undefined {
   const f = fields?.kind === "array" ? fields.value.map((r) => asText(r)) : [];
-  const [state, metaJson, retried, queue, fc] = f;
+  const [state, metaJson, retried, queue, fc, origin] = f;
   if (metaJson === undefined) return undefined;
   const meta = JSON.parse(metaJson) as MessageMeta;
   const dueAt = asText(due);
@@ -230,7 +255,7 @@ function rowOf(
             Number(dueAt),
           ] as const)
         : ([queue !== undefined || fc !== undefined ? "waiting" : "other", undefined] as const);
-  const row = {
+  const row: PendingRow = {
     messageId: id,
     url: meta.url,
     state: where,
@@ -241,5 +266,5 @@ function rowOf(
     topicName: meta.topicName,
     flowControlKey: meta.flowControl?.key,
   };
-  return { row, meta };
+  return { row, meta, origin, retrying: state === "RETRY" };
 }

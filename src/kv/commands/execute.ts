@@ -1,3 +1,4 @@
+import { combinedSizeRefusal, isSetAlgebra } from "./combined-size.js";
 import { AppError } from "../../shared/errors.js";
 import type { Principal } from "../databases/database.js";
 import {
@@ -459,6 +460,11 @@ async function runSlice(p: Principal, commands: Arg[][], s: PipelineSlices): Pro
     else if (script !== undefined && !Array.isArray(script)) replies[i] = script;
     else {
       let out = script ?? (steps.rewritten ? rewriteCommand(argv, p.db.aliases) : argv);
+      const tooBig = plain || !isSetAlgebra(out) ? undefined : await combinedRefusal(p, out, s);
+      if (tooBig !== undefined) {
+        replies[i] = errorReply(tooBig);
+        continue;
+      }
       const timeouts = plain ? undefined : blockingCall(out, s.table);
       if (timeouts) {
         const admitted = await s.blocking.admit(out, timeouts);
@@ -496,6 +502,11 @@ async function runSlice(p: Principal, commands: Arg[][], s: PipelineSlices): Pro
     replies[i] = await handler(p, commands[i] as Arg[], s.interrupts);
   }
   return replies as Reply[];
+}
+
+/** Set algebra past the database's element limit (combined-size.ts), read with the token's pool. */
+function combinedRefusal(p: Principal, argv: Arg[], s: PipelineSlices) {
+  return combinedSizeRefusal(argv, s.pool, p.db.maxCombinedElements);
 }
 
 function anyError(replies: readonly (Reply | undefined)[]): boolean {

@@ -1,3 +1,4 @@
+import { combinedSizeRefusal, isSetAlgebra } from "./combined-size.js";
 import { definesFunctions, refuseOomFunctions } from "./function-flags.js";
 import { AppError } from "../../shared/errors.js";
 import type { RedisBackend } from "../../shared/redis/backend.js";
@@ -144,6 +145,10 @@ async function checkAll(
         refusalOf(argv, table, policy) ??
         readOnlyFcallRefusal(p, argv);
       if (refusal !== undefined) discard(refusal);
+      if (isSetAlgebra(argv)) {
+        const tooBig = await combinedSizeRefusal(argv, p.db.poolFor(p), p.db.maxCombinedElements);
+        if (tooBig !== undefined) discard(tooBig);
+      }
       const script = emulated.rewrite(argv, from + j);
       if (script !== undefined && !Array.isArray(script))
         emulationError ??= script.kind === "error" ? script.value : "";

@@ -163,6 +163,11 @@ export class KvDatabase {
     return this.config.kvMaxRecordBytes;
   }
 
+  /** Most elements one set algebra command may pass over (combined-size.ts); 0: no limit. */
+  get maxCombinedElements(): number {
+    return this.config.kvMaxCombinedElements;
+  }
+
   get maxCommandsPerRequest(): number {
     return this.config.kvMaxCommandsPerRequest;
   }

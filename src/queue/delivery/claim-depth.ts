@@ -39,6 +39,11 @@ export class ClaimDepth {
     if (deepest > limit + this.short) this.longUntil = now + this.everyMs;
   }
 
+  /** A long claim parked entries at `now`: more may wait behind them, so claims look long. */
+  keepLong(now: number): void {
+    this.longUntil = now + this.everyMs;
+  }
+
   /**
    * When a long scan is next due, after a short one left messages of destinations at their share
    * unclaimed: the caller wakes then, so messages behind them are found within `everyMs` even

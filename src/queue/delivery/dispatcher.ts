@@ -26,8 +26,9 @@ import { signDelivery } from "./signer.js";
 
 const CLAIM_BATCH = 64;
 /**
- * Most due entries one claim looks at while skipping destinations at their share: a message
- * further behind than this waits for those destinations to free slots (docs/queue.md, Fairness).
+ * Most due entries one claim looks at while skipping destinations at their share. A long claim
+ * that looked at all of them parks the ones it skipped (lua/includes/parking.lua), so the next
+ * claims see past them (docs/queue.md, Fairness).
  * Claims look only CLAIM_SHORT_SCAN entries past their limit, except for one long scan at least
  * every CLAIM_LONG_SCAN_EVERY_MS and every claim while long scans find messages deeper than
  * that (claim-depth.ts).
@@ -286,20 +287,23 @@ export class Dispatcher {
       const limit = Math.min(free, CLAIM_BATCH);
       const now = Date.now();
       const scan = this.depth.scan(limit, now);
-      const fair = { cap: this.share.cap, scan, inflight: this.share.counts() };
-      const { claimed, atShare, deepest, skipped } = await this.store.claim(
+      const park = scan >= CLAIM_SCAN;
+      const fair = { cap: this.share.cap, scan, park, inflight: this.share.counts() };
+      const { claimed, atShare, deepest, skipped, parked } = await this.store.claim(
         now,
         limit,
         this.cfg.queueLeaseMs,
         fair,
       );
       this.depth.saw(limit, deepest, now);
+      // Messages of other destinations may wait behind what was parked: claim again, long.
+      if (parked > 0) this.depth.keepLong(now);
       // A short scan may have stopped before messages of other destinations: look long soon.
       if (scan < CLAIM_SCAN && skipped > 0 && claimed.length < limit)
         this.wake(this.depth.nextLongAt());
       this.share.leftWaiting(atShare);
       for (const c of claimed) this.run(c, false);
-      if (claimed.length < limit && !this.share.refillDue()) return;
+      if (claimed.length < limit && parked === 0 && !this.share.refillDue()) return;
     }
   }
 

@@ -20,7 +20,7 @@ export interface QueueDepth {
 
 /**
  * Reads the depth with one read-only script per partition (lua/depth.lua: six counting commands,
- * O(log n) each, read in one moment), summed over the partitions, so polling it every few seconds
+ * O(log n) each, and one count per parked destination, read in one moment), summed over the partitions, so polling it every few seconds
  * costs nothing even with 100k messages. Read-only: no message, queue or lease is touched. The one place that counts
  * depth (console and metrics both use it).
  */
@@ -40,7 +40,7 @@ export async function readQueueDepth(parts: Partitions): Promise<QueueDepth> {
 
 async function partitionDepth(p: Partition, now: number): Promise<QueueDepth> {
   const K = p.keys;
-  const keys = [K.due, K.active, K.pending, K.dlq, K.dlqWorkflow];
+  const keys = [K.due, K.active, K.pending, K.dlq, K.dlqWorkflow, K.parked];
   return transitions.depth.run(p.redis, keys, [String(now)]);
 }
 

@@ -16,6 +16,10 @@
  *   <p>due-routes  hash  message id -> route (origin and FIFO queue) of due messages a claim
  *                        skipped: a cache that lets claims read a range's routes at once
  *                        (lua/claim.lua; expires a minute after it was created, then rebuilt)
+ *   <p>parked      hash  origin -> number of due messages set apart in its parked:<origin>
+ *   <p>parked:<o>  zset  message id -> due time (ms) of origin <o>'s due messages that a claim set
+ *                        apart while <o> held its share, so claims see past them; moved back
+ *                        as slots for <o> free (lua/includes/parking.lua)
  *   <p>active      zset  message id -> lease deadline (ms); past deadline = returned by the reaper
  *   <p>pending     zset  message id -> createdAt, every message not yet finished (for bulk cancel)
  *   <p>dlq         zset  dlq ids, all score 0: `<ms>-<seq>` ids sort by time lexicographically
@@ -87,6 +91,8 @@ export function queueKeysFor(prefix: string) {
     prefix,
     due: `${prefix}due`,
     dueRoutes: `${prefix}due-routes`,
+    parked: `${prefix}parked`,
+    parkedDue: (origin: string): string => `${prefix}parked:${origin}`,
     active: `${prefix}active`,
     pending: `${prefix}pending`,
     dlq: `${prefix}dlq`,

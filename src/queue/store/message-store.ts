@@ -52,6 +52,8 @@ export interface ClaimFairness {
   cap: number;
   /** Most due entries the claim looks at. */
   scan: number;
+  /** Whether a claim that looks at all `scan` entries parks those left for their share. */
+  park?: boolean;
   /** This process's attempts in flight per origin. */
   inflight: readonly (readonly [string, number])[];
 }
@@ -121,6 +123,11 @@ export interface ClaimResult {
    * needed the long one (delivery/claim-depth.ts).
    */
   deepest: number;
+  /**
+   * Due entries set apart because their destination held its share (lua/includes/parking.lua):
+   * more may wait behind them, so the caller claims again.
+   */
+  parked: number;
 }
 
 /** A claim's state across its rounds (see MessageStore.claim). */
@@ -138,6 +145,8 @@ interface ClaimRun {
   reported: Set<string>;
   /** The deepest last lease of the claim's scripts (ClaimResult.deepest). */
   deepest: number;
+  /** Entries the claim's scripts parked (ClaimResult.parked). */
+  parked: number;
 }
 
 /** One partition's group-committed calls (turn-batch.ts): publishes and attempt outcomes. */
@@ -298,6 +307,7 @@ export class MessageStore {
       skipped: new Map(),
       reported: new Set(),
       deepest: 0,
+      parked: 0,
     };
     let candidates = rotate(this.parts.all, this.claimStart++);
     while (run.claimed.length < limit && candidates.length > 0) {
@@ -305,7 +315,7 @@ export class MessageStore {
     }
     const atShare = [...run.reported].filter((o) => (run.counts.get(o) ?? 0) >= fair.cap);
     const skipped = [...run.skipped.values()].reduce((a, b) => a + b, 0);
-    return { claimed: run.claimed, skipped, atShare, deepest: run.deepest };
+    return { claimed: run.claimed, skipped, atShare, deepest: run.deepest, parked: run.parked };
   }
 
   /**
@@ -326,7 +336,7 @@ export class MessageStore {
     const script = fairnessOf(run.fair.cap, run.counts, taking.length);
     const results = await Promise.all(
       taking.map(({ p, share }) =>
-        this.claimIn(p, run.now, share, run.leaseMs, run.fair.scan, script, run.token),
+        this.claimIn(p, run.now, share, run.leaseMs, run.fair, script, run.token),
       ),
     );
     for (const [i, r] of results.entries()) {
@@ -334,6 +344,7 @@ export class MessageStore {
       for (const c of r.claimed) bump(run.counts, originOf(c.meta.url));
       run.skipped.set(taking[i]?.p as Partition, r.skipped);
       run.deepest = Math.max(run.deepest, r.deepest);
+      run.parked += r.parked;
       for (const o of r.atShare) run.reported.add(o);
     }
     if (results.every((r) => r.claimed.length === 0)) return [];
@@ -351,21 +362,22 @@ export class MessageStore {
     now: number,
     limit: number,
     leaseMs: number,
-    scan: number,
+    depth: ClaimFairness,
     fair: ScriptFairness,
     token: string,
   ): Promise<ClaimResult> {
     const K = p.keys;
     const reply = await transitions.claim.run(
       p.redis,
-      [K.due, K.active, K.log, K.dueRoutes],
+      [K.due, K.active, K.log, K.dueRoutes, K.parked],
       [
         ...this.head(p, now),
         String(limit),
         String(leaseMs),
         token,
         String(fair.cap),
-        String(scan),
+        String(depth.scan),
+        depth.park ? "1" : "0",
         ...fair.inflight.flatMap(([origin, n]) => [origin, String(n)]),
       ],
     );
@@ -376,7 +388,8 @@ export class MessageStore {
       token,
       leaseUntil: now + leaseMs,
     }));
-    return { claimed, skipped: reply.skipped, atShare: reply.atShare, deepest: reply.deepest };
+    const { skipped, atShare, deepest, parked } = reply;
+    return { claimed, skipped, atShare, deepest, parked };
   }
 
   /**
@@ -447,7 +460,7 @@ export class MessageStore {
     return sumByMessage(this.parts, ids, (p, group) =>
       sumInSteps(group, CANCEL_STEP, (step) => {
         const K = p.keys;
-        const keys = [K.due, K.pending, K.log];
+        const keys = [K.due, K.pending, K.log, K.parked];
         return transitions.cancel.run(p.redis, keys, [...this.head(p, now), ...step]);
       }),
     );
@@ -494,14 +507,37 @@ export class MessageStore {
     return out;
   }
 
-  /** When each of `ids` is due (ms), undefined for one not waiting in the due set. */
+  /**
+   * When each of `ids` is due (ms): its score in the due set, or in its destination's parked set
+   * (lua/includes/parking.lua); undefined for one in neither. Each is read in its partition with
+   * ZSCORE, then for those not due HGET origin and ZSCORE in that origin's parked set: not one
+   * moment, so a message moving meanwhile may read as neither (the logs show it without a time).
+   */
   async dueTimes(ids: readonly string[]): Promise<(number | undefined)[]> {
-    const replies = await alignedByMessage(this.parts, ids, (p, group) =>
+    const due = await alignedByMessage(this.parts, ids, (p, group) =>
       p.redis.execMany(group.map((id) => ["ZSCORE", p.keys.due, id])),
     );
-    return replies.map((r) => {
-      const score = asText(checked(r, "dueTimes"));
-      return score === undefined ? undefined : Number(score);
+    const times = due.map((r) => optionalNumber(asText(checked(r, "dueTimes"))));
+    const rest = ids.filter((_, i) => times[i] === undefined);
+    if (rest.length === 0) return times;
+    const origins = await alignedByMessage(this.parts, rest, (p, group) =>
+      p.redis.execMany(group.map((id) => ["HGET", p.keys.message(id), "origin"])),
+    );
+    const originOf = new Map(rest.map((id, i) => [id, origins[i]]));
+    const parked = await alignedByMessage(this.parts, rest, (p, group) =>
+      p.redis.execMany(
+        group.map((id) => {
+          const origin = originOf.get(id);
+          const name = origin ? (asText(checked(origin, "dueTimes")) ?? "") : "";
+          return ["ZSCORE", p.keys.parkedDue(name), id];
+        }),
+      ),
+    );
+    let next = 0;
+    return times.map((t) => {
+      if (t !== undefined) return t;
+      const r = parked[next++];
+      return r ? optionalNumber(asText(checked(r, "dueTimes"))) : undefined;
     });
   }
 
@@ -546,6 +582,9 @@ export class MessageStore {
     return earliest === Infinity ? undefined : earliest;
   }
 }
+
+const optionalNumber = (text: string | undefined): number | undefined =>
+  text === undefined ? undefined : Number(text);
 
 function bump(counts: Map<string, number>, origin: string): void {
   counts.set(origin, (counts.get(origin) ?? 0) + 1);

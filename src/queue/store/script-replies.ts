@@ -123,16 +123,17 @@ export const enqueueReplies: Decoder<EnqueueReply[]> = (reply) => {
   return out;
 };
 
-/** claim.lua: skipped count, origins at their share, deepest, then id/meta/body/retried. */
+/** claim.lua: skipped count, origins at their share, deepest, parked, then id/meta/body/retried. */
 export interface ClaimReply {
   skipped: number;
   atShare: string[];
   deepest: number;
+  parked: number;
   messages: { id: string; meta: string; body: Buffer; retried: number }[];
 }
 
 export const claimReply: Decoder<ClaimReply> = (reply) => {
-  const [skipped, atShare, deepest, ...flat] = list(reply);
+  const [skipped, atShare, deepest, parked, ...flat] = list(reply);
   if (flat.length % 4 !== 0) throw new Surprise("groups of id, meta, body and retried");
   const messages: ClaimReply["messages"] = [];
   for (let i = 0; i < flat.length; i += 4) {
@@ -144,7 +145,13 @@ export const claimReply: Decoder<ClaimReply> = (reply) => {
       retried: Number(optionalText(flat[i + 3]) ?? 0),
     });
   }
-  return { skipped: count(skipped), atShare: texts(atShare), deepest: count(deepest), messages };
+  return {
+    skipped: count(skipped),
+    atShare: texts(atShare),
+    deepest: count(deepest),
+    parked: count(parked),
+    messages,
+  };
 };
 
 /** depth.lua: a partition's counts by state, read in one moment. */

@@ -2,13 +2,14 @@
 -- in-flight one is marked CANCEL_REQUESTED and finishes as CANCELED unless that attempt succeeds
 -- (in-flight messages may still be delivered: docs/qstash-protocol.md 2.4).
 --
---@keys due pending log
+--@keys due pending log parked
 -- ARGV[1] key prefix  ARGV[2] now  ARGV[3] log cutoff  ARGV[4..] message ids
 -- Returns the number of messages cancelled. A cancelled message ends (endMessage): a queue message
 -- leaves its queue's wait list or frees its slot, and likewise for its flow-control key.
 --@include keys
 --@include add-log
 --@include end-message
+--@include parked-remove
 local now, cutoff = ARGV[2], ARGV[3]
 local n = 0
 for i = 4, #ARGV do
@@ -20,7 +21,7 @@ for i = 4, #ARGV do
     addLog(KEYS[3], cutoff, now, id, 'CANCEL_REQUESTED', f[2], '{}')
     n = n + 1
   elseif f[1] and f[1] ~= 'CANCEL_REQUESTED' then
-    redis.call('ZREM', KEYS[1], id)
+    if redis.call('ZREM', KEYS[1], id) == 0 then parkedRemove(KEYS[4], h, id) end
     endMessage(h, id, KEYS[1], KEYS[2], now)
     addLog(KEYS[3], cutoff, now, id, 'CANCEL_REQUESTED', f[2], '{}', 'CANCELED', '{}')
     n = n + 1

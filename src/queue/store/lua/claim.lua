@@ -3,15 +3,20 @@
 -- the due set where it was (nothing is lost or reordered); a later message of the same FIFO queue
 -- is skipped with it, so a queue's messages still start in order.
 --
---@keys due active log dueRoutes
+--@keys due active log dueRoutes parked
 -- ARGV[1] key prefix  ARGV[2] now  ARGV[3] log cutoff  ARGV[4] limit  ARGV[5] lease ms (from
 -- Redis's TIME; renewed by the holder while the attempt runs, see renew)  ARGV[6] lease token
 -- ARGV[7] most attempts per destination origin (0 = no limit)  ARGV[8] most due entries looked at
--- ARGV[9..] pairs of origin, attempts the caller has in flight to it
+-- ARGV[9] '1': a claim that looked at all ARGV[8] entries parks those it skipped for their
+-- origin's share (includes/parking.lua); '0': never parks (short scans)
+-- ARGV[10..] pairs of origin, attempts the caller has in flight to it
 -- Returns {skipped count, {origins skipped because they held their share}, deepest (how many due
--- entries the claim had looked at when it leased its last message, 0 when it leased none), then
--- (id, meta, body, retried) per claimed message}. The caller uses `deepest` to see whether a
--- shorter scan would have done (delivery/claim-depth.ts).
+-- entries the claim had looked at when it leased its last message, 0 when it leased none),
+-- parked (entries it set apart), then (id, meta, body, retried) per claimed message}. The caller
+-- uses `deepest` to see whether a shorter scan would have done (delivery/claim-depth.ts), and
+-- claims again at once after a claim that parked.
+-- Before it looks at the due set, the claim moves back the parked entries of each origin the
+-- caller has room for (unparkDue), so they are taken first.
 -- Events: ACTIVE. Ids whose hash is gone (cancelled meanwhile) are dropped.
 --
 -- A message's route is its origin (its hash's `origin` field, which insertMessage writes; a
@@ -35,13 +40,22 @@
 --@include keys
 --@include lease-message
 --@include origin
+--@include parking
 local now, limit = tonumber(ARGV[2]), tonumber(ARGV[4])
 local cap, scanMax = tonumber(ARGV[7]), tonumber(ARGV[8])
+local mayPark = ARGV[9] == '1'
 -- Due entries read per range call while skipping: fewer calls, each walking the skipped prefix.
 local CHUNK = 128
 local ROUTES_TTL_MS = 60000
 local used = {}
-for i = 9, #ARGV - 1, 2 do used[ARGV[i]] = tonumber(ARGV[i + 1]) end
+for i = 10, #ARGV - 1, 2 do used[ARGV[i]] = tonumber(ARGV[i + 1]) end
+
+-- The caller's room in an origin's share (all of the claim without a share).
+local function room(origin)
+  if cap == 0 then return limit end
+  return math.min(limit, cap - (used[origin] or 0))
+end
+unparkDue(KEYS[1], KEYS[5], room)
 
 -- A route as cached: '<#queue>:<queue><origin>', or ':<origin>' outside a FIFO queue (a length
 -- prefix, so neither name needs escaping).
@@ -68,8 +82,10 @@ end
 
 local blockedQueues = {}
 local atShare, atShareList = {}, {}
-local out = {0, atShareList, 0}
+local out = {0, atShareList, 0, 0}
 local claimed, skipped, scanned = 0, 0, 0
+-- Entries skipped for their origin's share, outside FIFO queues: origin -> {id, score, ...}.
+local parkable = {}
 -- Cache changes: routes read of skipped messages (field, value, ...), ids no longer due.
 local newRoutes, goneRoutes = {}, {}
 local cachedAny = false
@@ -90,8 +106,8 @@ local function lease(id, h)
   return true
 end
 
--- Looks at one due entry, its cached route or false: dropped, skipped or leased.
-local function visit(id, route)
+-- Looks at one due entry (due at `score`), its cached route or false: dropped, skipped or leased.
+local function visit(id, score, route)
   local h = Key.message(id)
   local origin, queue
   if route then
@@ -111,6 +127,12 @@ local function visit(id, route)
     if full and not atShare[origin] then
       atShare[origin] = true
       atShareList[#atShareList + 1] = origin
+      parkable[origin] = {}
+    end
+    if full and not queue then
+      local list = parkable[origin]
+      list[#list + 1] = id
+      list[#list + 1] = score
     end
     if not route then
       newRoutes[#newRoutes + 1] = id
@@ -128,13 +150,16 @@ end
 
 while claimed < limit and scanned < scanMax do
   local want = math.min(scanMax - scanned, math.max(limit - claimed, CHUNK))
-  local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', skipped, want)
-  if #ids == 0 then break end
+  local got = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'WITHSCORES', 'LIMIT', skipped,
+    want)
+  if #got == 0 then break end
+  local ids = {}
+  for i = 1, #got, 2 do ids[#ids + 1] = got[i] end
   local routes = redis.call('HMGET', KEYS[4], unpack(ids))
   for i, id in ipairs(ids) do
     if claimed >= limit or scanned >= scanMax then break end
     scanned = scanned + 1
-    visit(id, routes[i])
+    visit(id, got[2 * i], routes[i])
   end
   if #newRoutes > 0 then
     redis.set_repl(redis.REPL_NONE)
@@ -148,5 +173,9 @@ redis.set_repl(redis.REPL_NONE)
 if cachedAny then redis.call('PEXPIRE', KEYS[4], ROUTES_TTL_MS, 'NX') end
 if #goneRoutes > 0 then redis.call('HDEL', KEYS[4], unpack(goneRoutes)) end
 redis.set_repl(redis.REPL_ALL)
+if mayPark and scanned >= scanMax then
+  local n = parkDue(KEYS[1], KEYS[5], parkable)
+  out[4] = n
+end
 out[1] = skipped
 return out

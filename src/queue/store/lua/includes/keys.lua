@@ -20,6 +20,7 @@ function Key.queueWait(name) return PREFIX .. 'qwait:' .. name end
 function Key.queueSlots(name) return PREFIX .. 'qslots:' .. name end
 function Key.flowControl(key) return PREFIX .. 'fc:' .. key end
 function Key.flowControlWait(key) return PREFIX .. 'fcwait:' .. key end
+function Key.parkedDue(origin) return PREFIX .. 'parked:' .. origin end
 
 -- Slot guard. Redis checks before a script runs that its KEYS are on this node, but not the keys
 -- built here. While the slot is migrating to another master (resharding), such a key may already
