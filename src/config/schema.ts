@@ -592,7 +592,7 @@ export const SETTINGS = {
     env: "STASHD_QUEUE_PAGE_MAX_BYTES",
     kind: "int",
     default: 2 * 1024 * 1024,
-    doc: "A page of `/v2/events`, `/v2/logs` or `/v2/dlq` ends (with a cursor) once its stored entries pass this many bytes, whatever `count` asked.",
+    doc: "A page of `/v2/events`, `/v2/logs`, `/v2/dlq` or `/v2/workflows/logs` ends (with a cursor) once its stored entries (a run's log for the last) pass this many bytes, whatever `count` asked.",
   },
   queuePageMaxScanned: {
     env: "STASHD_QUEUE_PAGE_MAX_SCANNED",
