@@ -592,7 +592,7 @@ export const SETTINGS = {
     env: "STASHD_QUEUE_PAGE_MAX_BYTES",
     kind: "int",
     default: 2 * 1024 * 1024,
-    doc: "A page of `/v2/events`, `/v2/logs` or `/v2/dlq` ends (with a cursor) once its stored entries pass this many bytes, whatever `count` asked.",
+    doc: "A page of `/v2/events`, `/v2/logs`, `/v2/dlq` or `/v2/workflows/logs` ends (with a cursor) once its stored entries (a run's log for the last) pass this many bytes, whatever `count` asked.",
   },
   queuePageMaxScanned: {
     env: "STASHD_QUEUE_PAGE_MAX_SCANNED",
@@ -646,7 +646,7 @@ export const SETTINGS = {
     env: "STASHD_QUEUE_MAX_FLOW_CONTROL_KEYS",
     kind: "int",
     default: 10_000,
-    doc: "Most flow-control keys (`Upstash-Flow-Control-Key`; a key is kept once used); a publish naming one more is refused with 412. Every `GET /v2/flowControl` and `/metrics` scrape reads them all.",
+    doc: "Most flow-control keys (`Upstash-Flow-Control-Key`; a key is kept once used); a publish, workflow trigger, step or wait naming one more is refused with 412. Every `GET /v2/flowControl` and `/metrics` scrape reads them all.",
   },
   queueMaxSchedules: {
     env: "STASHD_QUEUE_MAX_SCHEDULES",

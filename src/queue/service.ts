@@ -216,7 +216,12 @@ async function assemble(
         room.assertRoom();
       },
     },
-    workflows: new WorkflowStore(pool.partitions, config.queueLogRetentionMs, MAX_RUN_ENTRIES),
+    workflows: new WorkflowStore(
+      pool.partitions,
+      config.queueLogRetentionMs,
+      MAX_RUN_ENTRIES,
+      config.queueMaxFlowControlKeys,
+    ),
     bodies,
   };
   dispatcher.useHooks(new WorkflowDelivery(ctx));
@@ -247,6 +252,10 @@ async function assemble(
   dispatcher.start();
   scheduler.start();
   startRepair(ctx);
+  // A queue deletion a stopped process left half done (queue-store.ts, delete) ends now.
+  queues.drainLeft().catch((err: unknown) => {
+    log.warn("finishing queue deletions failed", { err: messageOf(err) });
+  });
   let expiring: Promise<void> | undefined;
   const expiry = setInterval(() => {
     expiring ??= dlq

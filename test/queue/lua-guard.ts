@@ -201,6 +201,15 @@ async function queuePaths(messages: MessageStore, queues: QueueStore, now: numbe
   await messages.cancel(now, ["q-c", "q-cb"]);
   expect(await queues.configure(now, "missing", { create: false })).toBeUndefined();
   expect(await queues.delete(now, "q1")).toBe(true);
+  // More waiting messages than one deletion script cancels: the rest go by queue-drain steps.
+  await queues.configure(now, "q2", { paused: true, create: true });
+  const waiting = Array.from({ length: 450 }, (_, i) =>
+    message(`q2-${i}`, now, { queueName: "q2" }),
+  );
+  await queues.enqueue(now, "q2", waiting);
+  expect(await queues.delete(now, "q2")).toBe(true);
+  expect(await messages.get("q2-449")).toBeUndefined();
+  expect(await queues.delete(now, "q2")).toBe(false);
 }
 
 async function flowControlPaths(
@@ -277,14 +286,18 @@ async function workflowPaths(pool: RedisPool, now: number): Promise<void> {
   expect((await new MessageStore(singlePartition(pool), MIN).get("w2"))?.state).toBe("ACTIVE");
   expect(await runs.append(now, "wfr_g", [{ id: "cb", entry: entry("cb") }])).toBe("ok");
   expect(await runs.keep("wfr_g", "e1", "ZGF0YQ==")).toBe("kept");
-  expect(await runs.wait(now, "wfr_g", "e1", '{"token":"t1"}', msg("t1"))).toEqual({
+  expect(await runs.wait(now, "wfr_g", "e1", '{"token":"t1"}', msg("t1"), undefined)).toEqual({
     kept: "ZGF0YQ==",
   });
-  expect(await runs.wait(now, "wfr_g", "e2", '{"token":"t2"}', msg("t2"))).toBe("registered");
+  expect(await runs.wait(now, "wfr_g", "e2", '{"token":"t2"}', msg("t2"), msg("n2"))).toBe(
+    "registered",
+  );
   expect(await runs.keep("wfr_g", "e2", "")).toEqual({ waiter: '{"token":"t2"}' });
   const result = { id: "n1", entry: entry("n1"), message: msg("n1") };
   expect(await runs.release(now, "wfr_g", "e2", "t2", result)).toBe("released");
-  expect(await runs.wait(now, "wfr_g", "e3", '{"token":"t3"}', msg("t3"))).toBe("registered");
+  expect(await runs.wait(now, "wfr_g", "e3", '{"token":"t3"}', msg("t3"), undefined)).toBe(
+    "registered",
+  );
   expect(await runs.release(now, "wfr_g", "e3", "t3", { id: "t3", entry: entry("t3") })).toBe(
     "released",
   );

@@ -23,16 +23,39 @@ const keepBy = (f: Filter) => (e: DlqEntry) =>
   !e.meta.workflow &&
   matches(f, e.meta, { time: e.meta.failedAt, responseStatus: e.meta.responseStatus });
 
-/** Entries selected by `dlqIds`, or a filtered page (count default/max 100, order, cursor). */
-async function select(ctx: QueueContext, r: QueueRequest, json?: Record<string, unknown>) {
-  const filter = json ? filterFromJson(json, "dlq") : filterFromQuery(r.query, "dlq");
+/** The `dlqIds` named (query or JSON); [] when none; 400 when named empty. */
+function idsOf(r: QueueRequest, json?: Record<string, unknown>): string[] {
   const ids = [...multi(r.query, "dlqIds"), ...stringList(json?.["dlqIds"])];
   const idsGiven = r.query.has("dlqIds") || json?.["dlqIds"] !== undefined;
   if (idsGiven && ids.length === 0) throw new AppError("bad_request", "empty dlqIds");
+  return ids;
+}
+
+/**
+ * The entries of `dlqIds` a step at a time (DlqStore.getMany: a body may name 30,000, whose
+ * entries hold up to a message each), or one filtered page (count default/max 100, order, cursor).
+ */
+async function* selected(
+  ctx: QueueContext,
+  r: QueueRequest,
+  json: Record<string, unknown> | undefined,
+  page: (p: { cursor?: string | undefined }) => void,
+): AsyncGenerator<DlqEntry[]> {
+  const ids = idsOf(r, json);
   if (ids.length > 0) {
-    const entries = await Promise.all(ids.map((id) => ctx.dlq.get(id)));
-    return { items: entries.filter((e): e is DlqEntry => e !== undefined), cursor: undefined };
+    yield* ctx.dlq.getMany(ids);
+    return;
   }
+  const found = await select(ctx, r, json);
+  page(found);
+  yield found.items;
+}
+
+/** A filtered page (count default/max 100, order, cursor); `dlqIds` only from the query. */
+async function select(ctx: QueueContext, r: QueueRequest, json?: Record<string, unknown>) {
+  const filter = json ? filterFromJson(json, "dlq") : filterFromQuery(r.query, "dlq");
+  const ids = idsOf(r, json);
+  if (ids.length > 0) return { items: await ctx.dlq.getAll(ids), cursor: undefined };
   const latestFirst = r.query.get("order") === "latestFirst";
   const count = countParam(r.query, 100, 100);
   return ctx.dlq.list(latestFirst, count, cursorParam(r.query), keepBy(filter));
@@ -57,9 +80,18 @@ export const deleteDlq: Handler = async (ctx, r) => {
   reply(r.res, 200);
 };
 
-/** DELETE /v2/dlq: ids (query or JSON), or a filtered page → `{deleted, cursor?}`. */
+/**
+ * DELETE /v2/dlq: ids (query or JSON: deleted as named, a step at a time, without reading the
+ * entries), or a filtered page → `{deleted, cursor?}`.
+ */
 export const deleteDlqMany: Handler = async (ctx, r) => {
-  const page = await select(ctx, r, await readJsonObject(ctx, r));
+  const json = await readJsonObject(ctx, r);
+  const ids = idsOf(r, json);
+  if (ids.length > 0) {
+    reply(r.res, 200, { deleted: await ctx.dlq.delete(ids) });
+    return;
+  }
+  const page = await select(ctx, r, json);
   const deleted = await ctx.dlq.delete(page.items.map((e) => e.meta.dlqId));
   reply(r.res, 200, page.cursor ? { deleted, cursor: page.cursor } : { deleted });
 };
@@ -74,10 +106,13 @@ export const retryDlqOne: Handler = async (ctx, r) => {
 
 /** POST /v2/dlq/retry → `{responses: [{messageId}], cursor?}`. */
 export const retryDlqMany: Handler = async (ctx, r) => {
-  const page = await select(ctx, r, await readJsonObject(ctx, r));
+  let cursor: string | undefined;
   const responses = [];
-  for (const e of page.items) responses.push({ messageId: await retryEntry(ctx, r, e) });
-  reply(r.res, 201, page.cursor ? { cursor: page.cursor, responses } : { responses });
+  const steps = selected(ctx, r, await readJsonObject(ctx, r), (p) => (cursor = p.cursor));
+  for await (const step of steps) {
+    for (const e of step) responses.push({ messageId: await retryEntry(ctx, r, e) });
+  }
+  reply(r.res, 201, cursor ? { cursor, responses } : { responses });
 };
 
 async function retryEntry(ctx: QueueContext, r: QueueRequest, e: DlqEntry): Promise<string> {

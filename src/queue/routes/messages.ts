@@ -1,4 +1,5 @@
 import { AppError } from "../../shared/errors.js";
+import { nextTurn } from "../../shared/time-slice.js";
 import {
   filterFromJson,
   filterFromQuery,
@@ -102,8 +103,6 @@ async function cancelPicked(ctx: QueueContext, ids: string[], most: number): Pro
   }
   return cancelled;
 }
-
-const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
 
 /**
  * Cancels the messages (store/lua cancel) and aborts this process's attempts of those in flight,

@@ -3,7 +3,11 @@ import { collectPage, type Page, type PageLimits } from "./paging.js";
 import type { Partition, Partitions } from "./partitions.js";
 import { asArray, asBuffer, asText, checked } from "./replies.js";
 import { groupBy, mergeSorted } from "./spread.js";
+import { nextTurn, sumInSteps } from "../../shared/time-slice.js";
 import { transitions } from "./transitions.js";
+
+/** DLQ ids deleted or read per store call (a request may name 30,000: 1 MB of ids). */
+const ID_STEP = 200;
 
 export interface DlqEntry {
   meta: DlqMeta;
@@ -77,11 +81,32 @@ export class DlqStore {
 
   /** Deletes the entries (looked for in every partition); how many were deleted. */
   async delete(ids: readonly string[]): Promise<number> {
-    if (ids.length === 0) return 0;
-    const counts = await this.parts.each(async (p) =>
-      transitions.dlqDelete.run(p.redis, dlqKeys(p), [p.keys.prefix, ...ids]),
-    );
-    return counts.reduce((a, b) => a + b, 0);
+    return sumInSteps(ids, ID_STEP, async (step) => {
+      const counts = await this.parts.each(async (p) =>
+        transitions.dlqDelete.run(p.redis, dlqKeys(p), [p.keys.prefix, ...step]),
+      );
+      return counts.reduce((a, b) => a + b, 0);
+    });
+  }
+
+  /** The entries of `ids` that exist, in order (read as getMany does: for a short list). */
+  async getAll(ids: readonly string[]): Promise<DlqEntry[]> {
+    const all: DlqEntry[] = [];
+    for await (const step of this.getMany(ids)) all.push(...step);
+    return all;
+  }
+
+  /** The entries of `ids` that exist, in order, read ID_STEP at a time (one step in memory). */
+  async *getMany(ids: readonly string[]): AsyncGenerator<DlqEntry[]> {
+    for (let i = 0; i < ids.length; i += ID_STEP) {
+      if (i > 0) await nextTurn();
+      const step = ids.slice(i, i + ID_STEP);
+      const found = await this.parts.each((p) => this.load(p, step));
+      yield step.flatMap((_, j) => {
+        const e = found.map((f) => f[j]).find((x) => x !== undefined);
+        return e ? [e] : [];
+      });
+    }
   }
 
   /**

@@ -46,6 +46,8 @@
  *   <p>qwait:<n>   list  ids of the queue's messages waiting for a slot, oldest first (not in due)
  *   <p>qslots:<n>  hash  slot id (the admitted message's id) -> holders (the message, then its
  *                        callbacks); HLEN = slots in use, never more than parallelism when admitted
+ *   <p>qdrain:<id> list  a deleted queue's wait list, cancelled a step at a time (queue-drain.lua)
+ *   <p>qdrains     set   the qdrain lists not yet empty (drained again at start after a crash)
  *   A queue message's hash also has `queue` (name) and `qdue` (its due time), and once admitted
  *   (moved from qwait into due) `slot`. The slot logic is in lua/includes/queue-*.lua.
  *   <p>fc:<k>      hash  flow-control key: parallelism, rate (0 = none), period (s), count (admitted,
@@ -112,6 +114,8 @@ export function queueKeysFor(prefix: string) {
     queue: (name: string): string => `${prefix}queue:${name}`,
     queueWait: (name: string): string => `${prefix}qwait:${name}`,
     queueSlots: (name: string): string => `${prefix}qslots:${name}`,
+    queueDrain: (id: string): string => `${prefix}qdrain:${id}`,
+    queueDrains: `${prefix}qdrains`,
     flowControlKeys: `${prefix}fckeys`,
     flowControl: (key: string): string => `${prefix}fc:${key}`,
     flowControlWait: (key: string): string => `${prefix}fcwait:${key}`,

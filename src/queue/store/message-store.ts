@@ -8,6 +8,7 @@ import { ScriptCode } from "./codes.js";
 import type { QueueKeys } from "./keys.js";
 import type { Partition, Partitions } from "./partitions.js";
 import { alignedByMessage, groupBy, mergeSorted, sumByMessage } from "./spread.js";
+import { sumInSteps } from "../../shared/time-slice.js";
 import { asArray, asBuffer, asText, checked } from "./replies.js";
 import { pipeline, transitions } from "./transitions.js";
 import { TurnBatch } from "./turn-batch.js";
@@ -91,6 +92,9 @@ const publishBytes = (p: Publish): number =>
   p.messages.reduce((n, m) => n + m.body.length + 512, 0);
 
 /** Lease tokens: this process's random prefix and a counter, unique without a random draw each. */
+/** Messages cancelled per cancel script (about 10 ms of Redis: 50 µs a message). */
+const CANCEL_STEP = 200;
+
 const LEASE_PREFIX = randomBytes(9).toString("base64url");
 let leaseSeq = 0;
 
@@ -448,13 +452,18 @@ export class MessageStore {
     return new Set(ids.filter((_, i) => states[i] === "CANCEL_REQUESTED"));
   }
 
-  /** Cancels the messages (each in its partition); how many were cancelled. */
+  /**
+   * Cancels the messages (each in its partition, CANCEL_STEP per script); how many were
+   * cancelled.
+   */
   cancel(now: number, ids: readonly string[]): Promise<number> {
-    return sumByMessage(this.parts, ids, async (p, group) => {
-      const K = p.keys;
-      const keys = [K.due, K.pending, K.log, K.parked];
-      return transitions.cancel.run(p.redis, keys, [...this.head(p, now), ...group]);
-    });
+    return sumByMessage(this.parts, ids, (p, group) =>
+      sumInSteps(group, CANCEL_STEP, (step) => {
+        const K = p.keys;
+        const keys = [K.due, K.pending, K.log, K.parked];
+        return transitions.cancel.run(p.redis, keys, [...this.head(p, now), ...step]);
+      }),
+    );
   }
 
   /**

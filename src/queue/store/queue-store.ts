@@ -1,4 +1,6 @@
+import { randomBytes } from "node:crypto";
 import { AppError } from "../../shared/errors.js";
+import { nextTurn } from "../../shared/time-slice.js";
 import type { Arg, Reply } from "../../shared/redis/resp.js";
 import type { Partition, Partitions } from "./partitions.js";
 import { groupBy } from "./spread.js";
@@ -35,6 +37,9 @@ export interface QueueChange {
 }
 
 const NIL: Reply = { kind: "nil", array: false };
+
+/** Waiting messages of a deleted queue cancelled per script (about 10 ms of Redis each). */
+const DRAIN_STEP = 200;
 
 /**
  * FIFO queues (one method per Lua transition, lua/queue-*.lua, plus reads). Admission into slots
@@ -153,12 +158,47 @@ export class QueueStore {
     return new AppError("precondition_failed", `max number of queues (${this.maxQueues}) reached`);
   }
 
-  /** Deletes the queue and cancels its waiting messages; false when it did not exist. */
+  /**
+   * Deletes the queue and cancels its waiting messages; false when it did not exist. The queue
+   * is gone at the first script; its waiting messages (a renamed list) are cancelled DRAIN_STEP
+   * at a time, one short script each with a turn of the event loop between, so that a queue of
+   * 200,000 messages holds neither Redis (11 s in one script before) nor this process.
+   */
   async delete(now: number, name: string): Promise<boolean> {
     const p = this.parts.ofName(name);
     const K = p.keys;
+    const drain = K.queueDrain(`${name}:${randomBytes(9).toString("base64url")}`);
     const keys = [K.queue(name), K.queues, K.queueWait(name), K.pending, K.log];
-    return transitions.queueDelete.run(p.redis, keys, [...this.head(p, now), name]);
+    const args = [...this.head(p, now), name, String(DRAIN_STEP)];
+    const left = await transitions.queueDelete.run(p.redis, [...keys, drain, K.queueDrains], args);
+    if (left === ScriptCode.queueMissing) return false;
+    if (left > 0) await this.drain(p, drain);
+    return true;
+  }
+
+  /** Cancels what is left in drain list `drain`, a step at a time. */
+  private async drain(p: Partition, drain: string): Promise<void> {
+    const K = p.keys;
+    for (let left = 1; left > 0;) {
+      await nextTurn();
+      const args = [...this.head(p, Date.now()), String(DRAIN_STEP)];
+      left = await transitions.queueDrain.run(
+        p.redis,
+        [drain, K.pending, K.log, K.queueDrains],
+        args,
+      );
+    }
+  }
+
+  /**
+   * Finishes the deletions a stopped process left half done (drain lists still in `qdrains`).
+   * Run at start; two processes draining one list at once each take their own steps.
+   */
+  async drainLeft(): Promise<void> {
+    await this.parts.each(async (p) => {
+      const reply = checked(await p.redis.exec(["SMEMBERS", p.keys.queueDrains]), "queue drains");
+      for (const drain of asArray(reply).map((d) => asText(d) ?? "")) await this.drain(p, drain);
+    });
   }
 
   async get(name: string): Promise<QueueInfo | undefined> {

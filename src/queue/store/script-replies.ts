@@ -208,12 +208,17 @@ export const signingKeysReply: Decoder<{ current: string; next: string }> = (rep
   return { current: text(current), next: text(next) };
 };
 
-/** workflow-start.lua: `{ok}`, or `{duplicate, id of the run's first message}`. */
+/**
+ * workflow-start.lua: `{ok}`, `{duplicate, id of the run's first message}` or
+ * `{tooManyFlowControlKeys}`.
+ */
 export const workflowStartReply: Decoder<
-  { created: true } | { created: false; firstId: string }
+  { created: true } | { created: false; firstId: string } | "tooManyFlowControlKeys"
 > = (reply) => {
   const [flag, firstId] = list(reply);
-  if (code(flag, [ScriptCode.ok, ScriptCode.duplicate]) === ScriptCode.ok) return { created: true };
+  const c = code(flag, [ScriptCode.ok, ScriptCode.duplicate, ScriptCode.tooManyFlowControlKeys]);
+  if (c === ScriptCode.tooManyFlowControlKeys) return "tooManyFlowControlKeys";
+  if (c === ScriptCode.ok) return { created: true };
   // A run started by an older stashd may have no initId: nil ends the Lua table early.
   return { created: false, firstId: firstId === undefined ? "" : (optionalText(firstId) ?? "") };
 };
@@ -225,11 +230,19 @@ export const workflowEndReply: Decoder<string[] | undefined> = (reply) => {
   return ids.map(text);
 };
 
-/** workflow-wait.lua: `{runNotActive}`, `{eventKept, data}` or `{ok}`. */
-export const workflowWaitReply: Decoder<"ended" | "registered" | { kept: string }> = (reply) => {
+/** workflow-wait.lua: `{runNotActive}`, `{eventKept, data}`, `{ok}` or `{tooManyFlowControlKeys}`. */
+export const workflowWaitReply: Decoder<
+  "ended" | "registered" | "tooManyFlowControlKeys" | { kept: string }
+> = (reply) => {
   const [flag, data] = list(reply);
-  const c = code(flag, [ScriptCode.runNotActive, ScriptCode.eventKept, ScriptCode.ok]);
+  const c = code(flag, [
+    ScriptCode.runNotActive,
+    ScriptCode.eventKept,
+    ScriptCode.ok,
+    ScriptCode.tooManyFlowControlKeys,
+  ]);
   if (c === ScriptCode.eventKept) return { kept: text(data) };
+  if (c === ScriptCode.tooManyFlowControlKeys) return "tooManyFlowControlKeys";
   return c === ScriptCode.ok ? "registered" : "ended";
 };
 

@@ -81,7 +81,8 @@ export const transitions = {
   depth: load("depth", R.depthReply),
   queueEnqueue: load("queue-enqueue", R.queueEnqueueReply, ACKED),
   queueConfig: load("queue-config", R.countOr(C.queueMissing, C.tooManyQueues), ACKED),
-  queueDelete: load("queue-delete", done, ACKED),
+  queueDelete: load("queue-delete", R.countOr(C.queueMissing), ACKED),
+  queueDrain: load("queue-drain", R.count, ACKED),
   flowControlManage: load("flow-control-manage", R.countOr(C.flowControlKeyMissing), ACKED),
   scheduleSave: load("schedule-save", R.codes(C.ok, C.tooManySchedules), ACKED),
   scheduleClaim: load("schedule-claim", R.texts),
@@ -92,7 +93,10 @@ export const transitions = {
   topicDelete: load("topic-delete", R.count, ACKED),
   rotateSigningKeys: load("rotate-signing-keys", R.signingKeysReply, ACKED),
   workflowStart: load("workflow-start", R.workflowStartReply, ACKED),
-  workflowAppend: load("workflow-append", R.codes(C.ok, C.runNotActive, C.tooManySteps)),
+  workflowAppend: load(
+    "workflow-append",
+    R.codes(C.ok, C.runNotActive, C.tooManySteps, C.tooManyFlowControlKeys),
+  ),
   workflowEnd: load("workflow-end", R.workflowEndReply),
   workflowWait: load("workflow-wait", R.workflowWaitReply),
   workflowRelease: load(

@@ -11,6 +11,8 @@
 -- Returns ok when released now; duplicate when this same message released it before (a
 -- redelivery of the timeout); unchanged when the wait was released by someone else (or never
 -- registered); runNotActive when R is unknown or ended. Events: CREATED for a new message.
+-- The new message's flow-control key was made (and held to the bound) by workflow-wait.lua with
+-- the wait, from the same headers, so no key is made here.
 --@include codes
 --@include keys
 --@include add-log

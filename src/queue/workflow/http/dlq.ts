@@ -47,8 +47,7 @@ export async function selectRunEntries(
   let entries: DlqEntry[];
   let cursor: string | undefined;
   if (ids.length > 0) {
-    const found = await Promise.all(ids.map((id) => ctx.dlq.get(id)));
-    entries = found.filter((e): e is DlqEntry => e !== undefined && isRunEntry(e));
+    entries = (await ctx.dlq.getAll(ids)).filter(isRunEntry);
   } else {
     const keep = (e: DlqEntry) =>
       isRunEntry(e) &&

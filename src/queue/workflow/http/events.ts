@@ -103,7 +103,16 @@ export const waitForEvent: Handler = async (ctx, r) => {
   const waiter: Waiter = { ...draft, token: t.append.id };
   const message = t.append.message;
   if (!message) throw new AppError("internal", "wait without a timeout message");
-  const result = await ctx.workflows.wait(now, runId, eventId, JSON.stringify(waiter), message);
+  // What a notification will make (release): its flow-control key is made, or refused, now.
+  const notified = await serverStep(ctx, runId, waiter.url, headers, draft.step);
+  const result = await ctx.workflows.wait(
+    now,
+    runId,
+    eventId,
+    JSON.stringify(waiter),
+    message,
+    notified.append.message,
+  );
   if (result === "ended") throw new AppError("bad_request", `workflow run ${runId} has ended`);
   if (result === "registered") ctx.dispatcher.wake(deadlineMs);
   else {
@@ -156,9 +165,11 @@ export const notifyEvent: Handler = async (ctx, r) => {
   const eventId = decode(r.segments[1] ?? "");
   const data = eventData(await readRaw(ctx, r));
   const out = [];
-  for (const [runId, json] of await ctx.workflows.waiters(eventId)) {
-    const released = await release(ctx, runId, eventId, JSON.parse(json) as Waiter, data);
-    if (released) out.push(released);
+  for await (const page of ctx.workflows.waiters(eventId)) {
+    for (const [runId, json] of page) {
+      const released = await release(ctx, runId, eventId, JSON.parse(json) as Waiter, data);
+      if (released) out.push(released);
+    }
   }
   reply(r.res, 200, out);
 };
@@ -199,9 +210,13 @@ export const notifyOneRun: Handler = async (ctx, r) => {
 export const getWaiters: Handler = async (ctx, r) => {
   const eventId = decode(r.segments[1] ?? "");
   const out = [];
-  for (const [runId, json] of await ctx.workflows.waiters(eventId)) {
-    const run = await ctx.workflows.config(runId);
-    if (run?.state === "RUN_STARTED") out.push(renderWaiter(JSON.parse(json) as Waiter));
+  const seen = new Set<string>();
+  for await (const page of ctx.workflows.waiters(eventId)) {
+    for (const [runId, json] of page) {
+      const run = seen.has(runId) ? undefined : await ctx.workflows.config(runId);
+      seen.add(runId);
+      if (run?.state === "RUN_STARTED") out.push(renderWaiter(JSON.parse(json) as Waiter));
+    }
   }
   reply(r.res, 200, out);
 };

@@ -43,8 +43,21 @@ export const listRunLogs: Handler = async (ctx, r) => {
     r.query.get("cursor"),
     ctx.config.queuePageMaxScanned,
   );
-  const runs = await Promise.all(page.runs.map((run) => runLog(ctx, run)));
-  reply(r.res, 200, page.cursor ? { cursor: page.cursor, runs } : { runs });
+  // A run's log carries its step bodies (up to the message size each): the page ends, with a
+  // cursor after its last run, once its logs pass STASHD_QUEUE_PAGE_MAX_BYTES (one run at least).
+  const runs: Json[] = [];
+  let bytes = 0;
+  let cursor = page.cursor;
+  for (const [i, run] of page.runs.entries()) {
+    const log = await runLog(ctx, run);
+    runs.push(log);
+    bytes += Buffer.byteLength(JSON.stringify(log));
+    if (bytes >= ctx.config.queuePageMaxBytes && i < page.runs.length - 1) {
+      cursor = `${run.createdAt}:${run.runId}`;
+      break;
+    }
+  }
+  reply(r.res, 200, cursor ? { cursor, runs } : { runs });
 };
 
 async function runLog(ctx: QueueContext, run: RunRecord): Promise<Json> {

@@ -2,7 +2,13 @@ import { AppError } from "../../../shared/errors.js";
 import type { AttemptResult } from "../../domain/message.js";
 import type { Partition, Partitions } from "../../store/partitions.js";
 import type { Arg, Reply } from "../../../shared/redis/resp.js";
-import { messageArgs, type HandOff, type NewMessage } from "../../store/message-store.js";
+import {
+  fcKeysPerPartition,
+  flowControlKeysFull,
+  messageArgs,
+  type HandOff,
+  type NewMessage,
+} from "../../store/message-store.js";
 import { ScriptCode } from "../../store/codes.js";
 import { asArray, asBuffer, asInt, asText, checked } from "../../store/replies.js";
 import { transitions as T } from "../../store/transitions.js";
@@ -16,6 +22,11 @@ export const MAX_KEPT_EVENTS = 100;
 export type WaitResult = "ended" | "registered" | { kept: string };
 export type ReleaseResult = "released" | "again" | "taken" | "ended";
 export type KeepResult = "ended" | "kept" | "full" | { waiter: string };
+
+/** Waiters of an event read per HSCAN (WorkflowStore.waiters). */
+const WAITER_PAGE = "200";
+
+const NIL: Reply = { kind: "nil", array: false };
 
 /** Most entries one run's step list may hold (docs/workflow.md §11); one more is a 412. */
 export const MAX_RUN_ENTRIES = 1000;
@@ -54,6 +65,11 @@ export class WorkflowStore {
     readonly parts: Partitions,
     private readonly logRetentionMs: number,
     private readonly maxEntries: number,
+    /**
+     * STASHD_QUEUE_MAX_FLOW_CONTROL_KEYS: a trigger, step or wait naming a new key past it is a
+     * 412, as a publish is (store/lua/includes/fc-room.lua).
+     */
+    private readonly maxFlowControlKeys = 10_000,
   ) {
     this.runs = new RunLocator(parts);
   }
@@ -119,6 +135,15 @@ export class WorkflowStore {
     return [p.keys.prefix, String(now), String(Math.max(0, now - this.logRetentionMs))];
   }
 
+  /** The partition's share of the flow-control keys (a script argument). */
+  private fcKeys(): string {
+    return fcKeysPerPartition(this.maxFlowControlKeys, this.parts);
+  }
+
+  private fcKeysFull(): AppError {
+    return flowControlKeysFull(this.maxFlowControlKeys);
+  }
+
   /**
    * Makes room for run `runId` in `p`: an active run of that id in another partition is
    * returned (its first message id: the start is then a duplicate); an ended one is removed, so
@@ -172,11 +197,13 @@ export class WorkflowStore {
         ...this.head(p, now),
         runId,
         ...leaseArgs(lease),
+        this.fcKeys(),
         String(pairs.length / 2),
         ...pairs,
         ...items.flatMap(appendArgs),
       ],
     );
+    if (reply === "tooManyFlowControlKeys") throw this.fcKeysFull();
     if (reply.created) {
       this.runs.remember(runId, p);
       await recordStepInfo(p, runId, items);
@@ -200,8 +227,15 @@ export class WorkflowStore {
       const reply = await T.workflowAppend.run(
         p.redis,
         [...this.entryKeys(p, runId), p.keys.active],
-        [...this.head(p, now), String(this.maxEntries), ...leaseArgs(lease), ...args],
+        [
+          ...this.head(p, now),
+          String(this.maxEntries),
+          ...leaseArgs(lease),
+          this.fcKeys(),
+          ...args,
+        ],
       );
+      if (reply === ScriptCode.tooManyFlowControlKeys) throw this.fcKeysFull();
       if (reply !== ScriptCode.ok) return reply === ScriptCode.tooManySteps ? "full" : "ended";
       await recordStepInfo(p, runId, items);
       return "ok";
@@ -244,6 +278,8 @@ export class WorkflowStore {
     eventId: string,
     waiter: string,
     timeout: NewMessage,
+    /** The message a notification will make (its flow-control key is made with the wait). */
+    notified: NewMessage | undefined,
   ): Promise<WaitResult> {
     const waited = async (p: Partition): Promise<WaitResult> => {
       const Q = p.keys;
@@ -258,8 +294,17 @@ export class WorkflowStore {
           Q.pending,
           Q.log,
         ],
-        [...this.head(p, now), runId, eventId, waiter, ...messageArgs(timeout)],
+        [
+          ...this.head(p, now),
+          runId,
+          eventId,
+          waiter,
+          ...messageArgs(timeout),
+          this.fcKeys(),
+          notified ? JSON.stringify(notified.meta) : "",
+        ],
       );
+      if (reply === "tooManyFlowControlKeys") throw this.fcKeysFull();
       if (reply !== "registered") return reply;
       const id = timeout.meta.messageId;
       await recordStepInfo(p, runId, [{ id, entry: "", message: timeout }]);
@@ -317,16 +362,22 @@ export class WorkflowStore {
   }
 
   /**
-   * Waiters of `eventId` in every partition, as `[run id, waiter JSON]` pairs. A run id may
-   * come twice only while an ended run's stale waiter is left in an old partition (it is then
-   * refused by the release script, which checks the waiter's token).
+   * Waiters of `eventId` in every partition, as pages of `[run id, waiter JSON]` pairs (HSCAN,
+   * about WAITER_PAGE a page: an event may have a waiter per active run, so they are never read
+   * all at once). A run id may come twice: while an ended run's stale waiter is left in an old
+   * partition, or when HSCAN gives an entry again (a release checks the waiter's token, so a
+   * second release of one wait does nothing).
    */
-  async waiters(eventId: string): Promise<[string, string][]> {
-    const each = await this.parts.each(async ({ redis, keys }) => {
-      const reply = await redis.exec(["HGETALL", keys.workflowWaiters(eventId)]);
-      return pairsOf(asArray(checked(reply, "waiters")).map((r: Reply) => asText(r) ?? ""));
-    });
-    return each.flat();
+  async *waiters(eventId: string): AsyncGenerator<[string, string][]> {
+    for (const { redis, keys } of this.parts.all) {
+      let cursor = "0";
+      do {
+        const scan = ["HSCAN", keys.workflowWaiters(eventId), cursor, "COUNT", WAITER_PAGE];
+        const [next, flat] = asArray(checked(await redis.exec(scan), "waiters"));
+        cursor = asText(next) ?? "0";
+        yield pairsOf(asArray(flat ?? NIL).map((r: Reply) => asText(r) ?? ""));
+      } while (cursor !== "0");
+    }
   }
 
   async get(runId: string): Promise<RunRecord | undefined> {
