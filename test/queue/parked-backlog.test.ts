@@ -156,3 +156,37 @@ describe("a backlog parked by one process", () => {
     await eventually(() => expect(dead.ids.size).toBe(BACKLOG), { timeoutMs: 20_000 });
   });
 });
+
+describe("parking in each of three partitions", () => {
+  let env: QueueTestEnv;
+  let dead: Awaited<ReturnType<typeof deadDestination>>;
+
+  beforeAll(async () => {
+    env = await queueEnv({ ...ONE_PARTITION_OF_20, queuePartitions: 3 });
+    dead = await deadDestination();
+  });
+  afterAll(async () => {
+    await env?.close();
+    await dead?.close();
+  });
+
+  it("lets a delayed message through a backlog deeper than a claim in every partition", async () => {
+    // 4,000 over 3 partitions: more than a claim's 1,024 due in each.
+    const total = 4_000;
+    for (let from = 0; from < total; from += 500) {
+      const batch = Array.from({ length: 500 }, (_, i) => ({
+        destination: `${dead.url}/${from + i}`,
+      }));
+      const res = await env.api("/v2/batch", { method: "POST", body: JSON.stringify(batch) });
+      expect(res.status).toBe(201);
+    }
+    // Partitions may give a destination up to partitions - 1 more than its share of 10.
+    await eventually(() => expect(dead.held()).toBeGreaterThanOrEqual(10));
+    const good = await env.receiver();
+    await env.client.publish({ url: `${good.url}/late`, body: "late", delay: 1 });
+    await eventually(() => expect(good.requests).toHaveLength(1), { timeoutMs: 10_000 });
+    expect(dead.held()).toBeLessThanOrEqual(12);
+    dead.release();
+    await eventually(() => expect(dead.ids.size).toBe(total), { timeoutMs: 15_000 });
+  });
+});
