@@ -171,7 +171,10 @@ export function deleteDatabase(dataDir: string, name: string): void {
     );
     return found;
   });
-  if (!record.redisUrl) rmSync(managedDir(dataDir, name), { recursive: true, force: true });
+  // Retried: the running server may still write into the directory until stashd stops it.
+  if (!record.redisUrl) {
+    rmSync(managedDir(dataDir, name), { recursive: true, force: true, maxRetries: 10 });
+  }
 }
 
 function findOrThrow(records: DatabaseRecord[], name: string): DatabaseRecord {
