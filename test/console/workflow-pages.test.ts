@@ -124,6 +124,14 @@ test("workflow DLQ: a failed run listed, then restarted from the page", async ()
   await env.shot(page, "workflow-failed-run");
   await page.goBack();
   state.broken = false;
+  // Asked first, as on the run's page: declined, nothing is sent.
+  dialogs.answer = false;
+  await row.getByRole("button", { name: "Restart" }).click();
+  expect(dialogs.asked.at(-1)).toBe(
+    `Restart workflow run ${workflowRunId} from its first step? Its completed steps run again.`,
+  );
+  expect((await runLog(workflowRunId))?.workflowState).toBe("RUN_FAILED");
+  dialogs.answer = true;
   await row.getByRole("button", { name: "Restart" }).click();
   await toast("Restarted");
   await eventually(async () =>

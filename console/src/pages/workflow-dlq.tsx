@@ -84,11 +84,13 @@ export function WorkflowDlq(p: { tabs: Children }) {
                   <Action
                     label="Resume"
                     kind="primary"
+                    confirm={`Resume workflow run ${m.workflowRunId} from its failed step?`}
                     done="Resumed"
                     run={act("POST", `workflows/dlq/resume/${id}`)}
                   />
                   <Action
                     label="Restart"
+                    confirm={`Restart workflow run ${m.workflowRunId} from its first step? Its completed steps run again.`}
                     done="Restarted"
                     run={act("POST", `workflows/dlq/restart/${id}`)}
                   />
